@@ -1,0 +1,85 @@
+#pragma once
+// GPUs: datasheet specifications (the catalog behind `trainsim describe gpus`) and the device
+// profile that turns FLOPs and bytes into time (efficiencies; defaults here, fitted ones from
+// `trainsim calibrate` later).
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.hpp"
+#include "sim/core/units.hpp"
+#include "sim/core/workload.hpp"
+
+namespace trainsim::core {
+
+struct GpuSpec {
+  std::string name;                                   // catalog name, e.g. "A100-SXM4-80GB"
+  std::array<FlopsPerSecond, PRECISION_COUNT> dense_peak{};  // by Precision; 0 = not supported
+  Bytes hbm_capacity;
+  BytesPerSecond hbm_bandwidth;
+  BytesPerSecond nvlink_bandwidth;                    // per GPU, per direction
+  BytesPerSecond pcie_bandwidth;                      // per direction
+  std::string source;                                 // where the numbers come from
+
+  FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
+};
+
+// The built-in catalog, in a fixed order. Values: ../shared/validation/hardware-specs.json
+// (NVIDIA datasheets via ml-engineering), dense (non-sparse) tensor-core rates.
+const std::vector<GpuSpec>& gpu_catalog();
+// REQUIRES nothing; returns nullptr for an unknown name.
+const GpuSpec* find_gpu(const std::string& name);
+std::vector<std::string> gpu_names();
+
+// Efficiency of a class of compute ops as a function of its size: an op of F FLOPs reaches
+//   efficiency(F) = max_efficiency * F / (F + half_flops)
+// of the peak (half_flops: the size at which half of max_efficiency is reached; small kernels are
+// launch- and tail-bound). Memory traffic reaches memory_efficiency of HBM bandwidth.
+struct OpEfficiency {
+  double max_efficiency = 1.0;
+  double half_flops = 0.0;
+  double memory_efficiency = 1.0;
+
+  double at(Flops f) const {
+    return half_flops <= 0 ? max_efficiency : max_efficiency * f.value() / (f.value() + half_flops);
+  }
+};
+
+struct DeviceProfile {
+  std::string source = "datasheet defaults";  // "datasheet defaults", or the profile file
+  std::array<OpEfficiency, OP_CLASS_COUNT> ops{};  // by OpClass
+  Seconds kernel_overhead;                    // fixed cost added to every compute task (launch, tails)
+
+  const OpEfficiency& op(OpClass c) const { return ops[static_cast<size_t>(c)]; }
+  // Documented defaults for current NVIDIA data-center GPUs (see device.cpp for each value's basis).
+  static DeviceProfile defaults();
+};
+
+// Efficiencies of the interconnects relative to their nominal bandwidth, and fixed latencies
+// added per algorithm step, by scope (inside a node over NVLink, across nodes over NICs).
+struct LinkEfficiency {
+  double bandwidth_efficiency = 1.0;  // achieved / nominal for large messages
+  Seconds step_latency;               // software latency added to every algorithm step
+};
+
+struct NetworkProfile {
+  std::string source = "datasheet defaults";
+  LinkEfficiency intra_node;
+  LinkEfficiency inter_node;
+
+  static NetworkProfile defaults();
+};
+
+// A profile file ("schema": "trainsim.profile/1") holds optional "device" and "network" sections;
+// what it leaves out keeps the defaults.
+struct Profile {
+  DeviceProfile device = DeviceProfile::defaults();
+  NetworkProfile network = NetworkProfile::defaults();
+
+  static Profile from_json(ObjectReader& r);
+  Json to_json() const;
+};
+
+}  // namespace trainsim::core

@@ -1,0 +1,283 @@
+#include "sim/core/json_reader.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace trainsim::core {
+namespace {
+
+// Turns a byte offset into "line L, column C" for syntax errors.
+std::string line_column(const std::string& text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return fmt::format("line {}, column {}", line, column);
+}
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " or " : ", ";
+    out += '"' + items[i] + '"';
+  }
+  return out;
+}
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const Json::parse_error& e) {
+    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line..."; keep
+    // only the part after the last ": " which says what was expected.
+    std::string what = e.what();
+    const size_t colon = what.rfind(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw InputError(origin, "",
+                     fmt::format("invalid JSON at {}: {}", line_column(text, e.byte == 0 ? 0 : e.byte - 1), what));
+  }
+}
+
+Json load_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "error while reading the file");
+  return parse_json_text(buffer.str(), path);
+}
+
+std::string append_pointer(const std::string& pointer, std::string_view key) {
+  std::string out = pointer + "/";
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string append_pointer(const std::string& pointer, size_t index) {
+  return pointer + "/" + std::to_string(index);
+}
+
+std::string describe_json(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+    case Json::value_t::string: return value.dump();
+    default: return value.dump();
+  }
+}
+
+ObjectReader::ObjectReader(const Json& node, std::string file, std::string pointer, Diagnostics& diag)
+    : node_(&node), file_(std::move(file)), pointer_(std::move(pointer)), diag_(&diag) {
+  if (!node.is_object()) {
+    is_object_ = false;
+    diag_->add(file_, pointer_, fmt::format("expected an object, found {}", describe_json(node)));
+  }
+}
+
+void ObjectReader::problem(std::string_view key, std::string message) {
+  diag_->add(file_, key.empty() ? pointer_ : pointer_of(key), std::move(message));
+}
+
+bool ObjectReader::has(std::string_view key) const {
+  return is_object_ && node_->find(key) != node_->end();
+}
+
+const Json* ObjectReader::lookup(std::string_view key) {
+  known_.emplace(key);
+  if (!is_object_) return nullptr;
+  auto it = node_->find(key);
+  if (it == node_->end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const Json* ObjectReader::raw(std::string_view key) { return lookup(key); }
+
+int64_t ObjectReader::integer(std::string_view key, int64_t fallback, int64_t min, int64_t max) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  double d = 0;
+  if (v->is_number_integer() || v->is_number_unsigned()) {
+    d = v->get<double>();
+  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) {
+    d = v->get<double>();
+  } else {
+    problem(key, fmt::format("expected an integer, found {}", describe_json(*v)));
+    return fallback;
+  }
+  if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+    std::string range = max == INT64_MAX ? fmt::format("an integer >= {}", min)
+                                         : fmt::format("an integer in [{}, {}]", min, max);
+    problem(key, fmt::format("expected {}, found {}", range, describe_json(*v)));
+    return fallback;
+  }
+  return static_cast<int64_t>(d);
+}
+
+std::optional<int64_t> ObjectReader::required_integer(std::string_view key, int64_t min, int64_t max) {
+  if (!has(key) || (*node_)[std::string(key)].is_null()) {
+    known_.emplace(key);
+    problem(key, "missing required integer");
+    return std::nullopt;
+  }
+  const size_t before = diag_->size();
+  const int64_t v = integer(key, min, min, max);
+  if (diag_->size() != before) return std::nullopt;
+  return v;
+}
+
+double ObjectReader::number(std::string_view key, double fallback, double min, double max) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) {
+    problem(key, fmt::format("expected a number, found {}", describe_json(*v)));
+    return fallback;
+  }
+  const double d = v->get<double>();
+  if (!(d >= min && d <= max)) {
+    problem(key, fmt::format("expected a number in [{:g}, {:g}], found {}", min, max, describe_json(*v)));
+    return fallback;
+  }
+  return d;
+}
+
+bool ObjectReader::boolean(std::string_view key, bool fallback) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) {
+    problem(key, fmt::format("expected true or false, found {}", describe_json(*v)));
+    return fallback;
+  }
+  return v->get<bool>();
+}
+
+std::string ObjectReader::string(std::string_view key, const std::string& fallback) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) {
+    problem(key, fmt::format("expected a string, found {}", describe_json(*v)));
+    return fallback;
+  }
+  return v->get<std::string>();
+}
+
+std::optional<std::string> ObjectReader::required_string(std::string_view key) {
+  if (!has(key)) {
+    known_.emplace(key);
+    problem(key, "missing required string");
+    return std::nullopt;
+  }
+  const size_t before = diag_->size();
+  std::string s = string(key, "");
+  if (diag_->size() != before) return std::nullopt;
+  return s;
+}
+
+std::string ObjectReader::choice(std::string_view key, const std::string& fallback,
+                                 const std::vector<std::string>& allowed) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    for (const std::string& a : allowed) {
+      if (a == s) return s;
+    }
+    const std::string hint = closest_match(s, allowed);
+    problem(key, fmt::format("expected one of {}, found \"{}\"{}", quoted_list(allowed), s,
+                             hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+    return fallback;
+  }
+  problem(key, fmt::format("expected one of {}, found {}", quoted_list(allowed), describe_json(*v)));
+  return fallback;
+}
+
+template <class Q, class Parse>
+Q ObjectReader::quantity(std::string_view key, Q fallback, Parse parse, const char* what) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return fallback;
+  Q out = fallback;
+  if (v->is_string() && parse(v->get<std::string>(), out)) return out;
+  problem(key, fmt::format("expected {}, found {}", what, describe_json(*v)));
+  return fallback;
+}
+
+Bytes ObjectReader::bytes(std::string_view key, Bytes fallback) {
+  return quantity(key, fallback, parse_bytes, "a size such as \"80 GiB\" or \"512 MB\"");
+}
+
+Seconds ObjectReader::duration(std::string_view key, Seconds fallback) {
+  return quantity(key, fallback, parse_duration, "a duration such as \"1.5 us\" or \"2 ms\"");
+}
+
+BytesPerSecond ObjectReader::bandwidth(std::string_view key, BytesPerSecond fallback) {
+  return quantity(key, fallback, parse_bandwidth, "a bandwidth such as \"200 Gb/s\" or \"300 GB/s\"");
+}
+
+FlopsPerSecond ObjectReader::flops_rate(std::string_view key, FlopsPerSecond fallback) {
+  return quantity(key, fallback, parse_flops_rate, "a compute rate such as \"312 TFLOP/s\"");
+}
+
+std::optional<ObjectReader> ObjectReader::object(std::string_view key) {
+  const Json* v = lookup(key);
+  if (v == nullptr) return std::nullopt;
+  return ObjectReader(*v, file_, pointer_of(key), *diag_);
+}
+
+std::vector<int64_t> ObjectReader::integer_array(std::string_view key, int64_t min, int64_t max) {
+  std::vector<int64_t> out;
+  const Json* v = lookup(key);
+  if (v == nullptr) return out;
+  if (!v->is_array()) {
+    problem(key, fmt::format("expected an array of integers, found {}", describe_json(*v)));
+    return out;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& e = (*v)[i];
+    if (!e.is_number_integer() && !e.is_number_unsigned()) {
+      diag_->add(file_, append_pointer(pointer_of(key), i),
+                 fmt::format("expected an integer, found {}", describe_json(e)));
+      continue;
+    }
+    const int64_t x = e.get<int64_t>();
+    if (x < min || x > max) {
+      diag_->add(file_, append_pointer(pointer_of(key), i),
+                 fmt::format("expected an integer in [{}, {}], found {}", min, max, x));
+      continue;
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+void ObjectReader::finish(std::initializer_list<std::string_view> also_allowed) {
+  if (!is_object_) return;
+  for (std::string_view k : also_allowed) known_.emplace(k);
+  const std::vector<std::string> candidates(known_.begin(), known_.end());
+  for (auto it = node_->begin(); it != node_->end(); ++it) {
+    if (known_.count(it.key()) != 0) continue;
+    const std::string hint = closest_match(it.key(), candidates);
+    problem(it.key(), fmt::format("unknown key \"{}\"{}", it.key(),
+                                  hint.empty() ? fmt::format(" (known keys: {})", quoted_list(candidates))
+                                               : fmt::format(" (did you mean \"{}\"?)", hint)));
+  }
+}
+
+}  // namespace trainsim::core

@@ -1,0 +1,92 @@
+#pragma once
+// Reading JSON input with paths. Every value is read through an ObjectReader, which knows the file
+// and JSON pointer of the object, records each problem (wrong type, out of range, unknown key with a
+// "did you mean" hint) in a shared Diagnostics, and returns the default so that one pass finds every
+// problem. Parse once, at the edge: modules turn JSON into typed config structs here and nowhere else.
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
+
+namespace trainsim::core {
+
+// Ordered, so that resolved configurations print in the order they were written.
+using Json = nlohmann::ordered_json;
+
+// Reads and parses a JSON file; // and /* */ comments are allowed. Throws InputError naming the file
+// (and line:column for syntax errors) when the file cannot be read or parsed.
+Json load_json_file(const std::string& path);
+// Parses JSON text; `origin` names it in error messages.
+Json parse_json_text(const std::string& text, const std::string& origin);
+
+// "/a/b" + "c~d" -> "/a/b/c~0d" (RFC 6901 escaping).
+std::string append_pointer(const std::string& pointer, std::string_view key);
+std::string append_pointer(const std::string& pointer, size_t index);
+
+// A short description of a JSON value's type and content for "found ..." messages: `"abc"`, `12`,
+// `an array`, `an object`, `null`.
+std::string describe_json(const Json& value);
+
+class ObjectReader {
+ public:
+  // REQUIRES: `node` and `diag` outlive the reader. A node that is not an object is reported once and
+  // then read as an empty object (every accessor returns its default).
+  ObjectReader(const Json& node, std::string file, std::string pointer, Diagnostics& diag);
+
+  const std::string& file() const { return file_; }
+  const std::string& pointer() const { return pointer_; }
+  std::string pointer_of(std::string_view key) const { return append_pointer(pointer_, key); }
+  Diagnostics& diagnostics() { return *diag_; }
+  // Records a problem about `key` of this object (or about the object itself when `key` is empty).
+  void problem(std::string_view key, std::string message);
+
+  bool has(std::string_view key) const;
+  // The raw value of `key`, or nullptr. Marks the key as known.
+  const Json* raw(std::string_view key);
+
+  int64_t integer(std::string_view key, int64_t fallback, int64_t min = INT64_MIN, int64_t max = INT64_MAX);
+  std::optional<int64_t> required_integer(std::string_view key, int64_t min = INT64_MIN,
+                                          int64_t max = INT64_MAX);
+  double number(std::string_view key, double fallback, double min, double max);
+  bool boolean(std::string_view key, bool fallback);
+  std::string string(std::string_view key, const std::string& fallback);
+  std::optional<std::string> required_string(std::string_view key);
+  // A string that must be one of `allowed`; the message lists them and suggests the closest.
+  std::string choice(std::string_view key, const std::string& fallback, const std::vector<std::string>& allowed);
+
+  Bytes bytes(std::string_view key, Bytes fallback);
+  Seconds duration(std::string_view key, Seconds fallback);
+  BytesPerSecond bandwidth(std::string_view key, BytesPerSecond fallback);
+  FlopsPerSecond flops_rate(std::string_view key, FlopsPerSecond fallback);
+
+  // A nested object. Absent key: std::nullopt (the key is still known to finish()).
+  std::optional<ObjectReader> object(std::string_view key);
+  // An array of integers each in [min, max]; absent key: empty.
+  std::vector<int64_t> integer_array(std::string_view key, int64_t min, int64_t max);
+
+  // Reports every key that no accessor asked for, with a "did you mean" hint among the known keys.
+  // `also_allowed` are keys that are valid here but read by somebody else (e.g. "expect").
+  void finish(std::initializer_list<std::string_view> also_allowed = {});
+
+ private:
+  const Json* lookup(std::string_view key);
+  template <class Q, class Parse>
+  Q quantity(std::string_view key, Q fallback, Parse parse, const char* what);
+
+  const Json* node_;
+  std::string file_;
+  std::string pointer_;
+  Diagnostics* diag_;
+  std::set<std::string, std::less<>> known_;
+  bool is_object_ = true;
+};
+
+}  // namespace trainsim::core

@@ -1,0 +1,195 @@
+#include "sim/core/workload.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::core {
+
+std::string_view to_string(Axis a) {
+  switch (a) {
+    case Axis::TENSOR: return "tensor";
+    case Axis::CONTEXT: return "context";
+    case Axis::EXPERT: return "expert";
+    case Axis::DATA: return "data";
+    case Axis::PIPELINE: return "pipeline";
+  }
+  return "?";
+}
+
+std::string_view to_string(Stream s) {
+  switch (s) {
+    case Stream::COMPUTE: return "compute";
+    case Stream::TENSOR_COMM: return "tensor_comm";
+    case Stream::CONTEXT_COMM: return "context_comm";
+    case Stream::EXPERT_COMM: return "expert_comm";
+    case Stream::DATA_COMM: return "data_comm";
+    case Stream::PIPELINE_COMM: return "pipeline_comm";
+    case Stream::COPY: return "copy";
+  }
+  return "?";
+}
+
+Stream comm_stream(Axis a) {
+  switch (a) {
+    case Axis::TENSOR: return Stream::TENSOR_COMM;
+    case Axis::CONTEXT: return Stream::CONTEXT_COMM;
+    case Axis::EXPERT: return Stream::EXPERT_COMM;
+    case Axis::DATA: return Stream::DATA_COMM;
+    case Axis::PIPELINE: return Stream::PIPELINE_COMM;
+  }
+  return Stream::COMPUTE;
+}
+
+std::string_view to_string(OpClass c) {
+  switch (c) {
+    case OpClass::GEMM: return "gemm";
+    case OpClass::ATTENTION: return "attention";
+    case OpClass::ELEMENTWISE: return "elementwise";
+    case OpClass::NORM: return "norm";
+    case OpClass::EMBEDDING: return "embedding";
+    case OpClass::OPTIMIZER: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view to_string(Phase p) {
+  switch (p) {
+    case Phase::FORWARD: return "forward";
+    case Phase::BACKWARD: return "backward";
+    case Phase::RECOMPUTE: return "recompute";
+    case Phase::OPTIMIZER: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::ALL_REDUCE: return "all_reduce";
+    case CollectiveOp::REDUCE_SCATTER: return "reduce_scatter";
+    case CollectiveOp::ALL_GATHER: return "all_gather";
+    case CollectiveOp::BROADCAST: return "broadcast";
+    case CollectiveOp::REDUCE: return "reduce";
+    case CollectiveOp::ALL_TO_ALL: return "all_to_all";
+  }
+  return "?";
+}
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::TF32: return "tf32";
+    case Precision::BF16: return "bf16";
+    case Precision::FP16: return "fp16";
+    case Precision::FP8: return "fp8";
+  }
+  return "?";
+}
+
+ParallelLayout::ParallelLayout(std::array<int, AXIS_COUNT> sizes) : sizes_(sizes) {
+  int stride = 1;
+  for (int i = 0; i < AXIS_COUNT; ++i) {
+    TRAINSIM_CHECK(sizes_[static_cast<size_t>(i)] >= 1, "parallel sizes must be positive");
+    stride_[static_cast<size_t>(i)] = stride;
+    stride *= sizes_[static_cast<size_t>(i)];
+  }
+  world_size_ = stride;
+}
+
+std::array<int, AXIS_COUNT> ParallelLayout::coords(int rank) const {
+  std::array<int, AXIS_COUNT> c{};
+  for (int i = 0; i < AXIS_COUNT; ++i) c[static_cast<size_t>(i)] = coord(rank, static_cast<Axis>(i));
+  return c;
+}
+
+int ParallelLayout::rank_of(const std::array<int, AXIS_COUNT>& coords) const {
+  int rank = 0;
+  for (int i = 0; i < AXIS_COUNT; ++i) rank += coords[static_cast<size_t>(i)] * stride_[static_cast<size_t>(i)];
+  return rank;
+}
+
+int ParallelLayout::peer(int rank, Axis a, int offset) const {
+  const int n = size(a);
+  const int c = coord(rank, a);
+  const int target = ((c + offset) % n + n) % n;
+  return rank + (target - c) * stride_[static_cast<int>(a)];
+}
+
+std::vector<int> GroupKind::ranks_of(const ParallelLayout& layout, int rank) const {
+  TRAINSIM_CHECK(contains(layout, rank), fmt::format("rank {} is not in a group of kind {}", rank, name));
+  std::vector<int> out;
+  const int mine = layout.coord(rank, axis);
+  if (members.empty()) {
+    out.reserve(static_cast<size_t>(layout.size(axis)));
+    for (int c = 0; c < layout.size(axis); ++c) out.push_back(layout.peer(rank, axis, c - mine));
+  } else {
+    out.reserve(members.size());
+    for (int c : members) out.push_back(layout.peer(rank, axis, c - mine));
+  }
+  return out;
+}
+
+int GroupKind::size(const ParallelLayout& layout) const {
+  return members.empty() ? layout.size(axis) : static_cast<int>(members.size());
+}
+
+bool GroupKind::contains(const ParallelLayout& layout, int rank) const {
+  if (members.empty()) return true;
+  return std::find(members.begin(), members.end(), layout.coord(rank, axis)) != members.end();
+}
+
+uint32_t Program::add(Task task, std::initializer_list<uint32_t> depends_on) {
+  task.dep_begin = static_cast<uint32_t>(deps.size());
+  task.dep_count = static_cast<uint32_t>(depends_on.size());
+  deps.insert(deps.end(), depends_on.begin(), depends_on.end());
+  tasks.push_back(task);
+  return static_cast<uint32_t>(tasks.size() - 1);
+}
+
+uint32_t Program::add(Task task, const std::vector<uint32_t>& depends_on) {
+  task.dep_begin = static_cast<uint32_t>(deps.size());
+  task.dep_count = static_cast<uint32_t>(depends_on.size());
+  deps.insert(deps.end(), depends_on.begin(), depends_on.end());
+  tasks.push_back(task);
+  return static_cast<uint32_t>(tasks.size() - 1);
+}
+
+uint32_t Workload::intern(std::string_view name) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<uint32_t>(i);
+  }
+  names.emplace_back(name);
+  return static_cast<uint32_t>(names.size() - 1);
+}
+
+size_t Workload::task_count() const {
+  size_t n = 0;
+  for (const Program& p : programs) n += p.tasks.size();
+  return n;
+}
+
+void Workload::validate() const {
+  TRAINSIM_CHECK(program_of_rank.size() == static_cast<size_t>(layout.world_size()),
+                 fmt::format("program_of_rank has {} entries for {} ranks", program_of_rank.size(),
+                             layout.world_size()));
+  for (uint32_t p : program_of_rank) TRAINSIM_CHECK(p < programs.size(), "program index out of range");
+  for (const Program& prog : programs) {
+    for (size_t i = 0; i < prog.tasks.size(); ++i) {
+      const Task& t = prog.tasks[i];
+      TRAINSIM_CHECK(t.dep_begin + t.dep_count <= prog.deps.size(), "dependency range out of bounds");
+      for (uint32_t d = 0; d < t.dep_count; ++d) {
+        TRAINSIM_CHECK(prog.deps[t.dep_begin + d] < i,
+                       fmt::format("{}: task {} depends on later task {}", prog.name, i, prog.deps[t.dep_begin + d]));
+      }
+      TRAINSIM_CHECK(t.name < names.size() || names.empty(), "task name index out of range");
+      if (t.kind == TaskKind::COLLECTIVE) {
+        TRAINSIM_CHECK(t.group < groups.size(), fmt::format("{}: task {} names group {}", prog.name, i, t.group));
+      }
+      TRAINSIM_CHECK(t.bytes >= 0 || t.kind == TaskKind::MEMORY, "negative byte count");
+      TRAINSIM_CHECK(t.flops >= 0, "negative FLOP count");
+    }
+  }
+}
+
+}  // namespace trainsim::core

@@ -1,0 +1,157 @@
+#pragma once
+// The Workload IR: what each GPU of a training job does in one iteration, independent of how it is
+// simulated.
+//
+// A Workload is a set of Program templates plus a ParallelLayout. Each rank runs one program; ranks
+// of one pipeline stage share a program and differ only in their peers, which tasks name
+// symbolically (a communicator group kind, or a peer offset along a parallel axis) and the layout
+// resolves per rank. So memory grows with templates + ranks, not with ranks x tasks.
+//
+// Execution semantics (every backend implements exactly these):
+//  - A program is a list of tasks in issue order. Each task runs on one stream of its GPU; tasks of
+//    one stream run one at a time in program order (like CUDA streams). A task also waits for its
+//    explicit dependencies (indices of earlier tasks of the same program), which may be on other
+//    streams (like CUDA events).
+//  - COLLECTIVE: all members of the group call the same collectives in the same order (NCCL
+//    semantics); the collective starts when every member has reached it and ends for all at once.
+//  - SEND/RECV: a SEND to peer P is matched with the next RECV from this rank on P, in order; the
+//    transfer starts when both are ready and both complete when it ends.
+//  - MEMORY: an instantaneous allocation (bytes > 0) or free (bytes < 0) of device memory, on top of
+//    the program's static memory (weights, gradients, optimizer states).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/units.hpp"
+
+namespace trainsim::core {
+
+// Parallel axes, in rank-layout order from fastest- to slowest-varying (Megatron's "tp-cp-ep-dp-pp"):
+// ranks of a tensor-parallel group are adjacent, so they share a node.
+enum class Axis : uint8_t { TENSOR = 0, CONTEXT, EXPERT, DATA, PIPELINE };
+inline constexpr int AXIS_COUNT = 5;
+std::string_view to_string(Axis a);  // "tensor", "context", "expert", "data", "pipeline"
+
+class ParallelLayout {
+ public:
+  ParallelLayout() = default;
+  // REQUIRES: every size >= 1. Index with static_cast<int>(Axis).
+  explicit ParallelLayout(std::array<int, AXIS_COUNT> sizes);
+
+  int size(Axis a) const { return sizes_[static_cast<int>(a)]; }
+  const std::array<int, AXIS_COUNT>& sizes() const { return sizes_; }
+  int world_size() const { return world_size_; }
+
+  std::array<int, AXIS_COUNT> coords(int rank) const;
+  int rank_of(const std::array<int, AXIS_COUNT>& coords) const;
+  int coord(int rank, Axis a) const { return (rank / stride_[static_cast<int>(a)]) % size(a); }
+  // The rank whose coordinate on `a` is (mine + offset) mod size(a), other coordinates equal.
+  int peer(int rank, Axis a, int offset) const;
+
+ private:
+  std::array<int, AXIS_COUNT> sizes_{1, 1, 1, 1, 1};
+  std::array<int, AXIS_COUNT> stride_{1, 1, 1, 1, 1};
+  int world_size_ = 1;
+};
+
+// A kind of communicator: the ranks that share all coordinates except `axis`, restricted to the
+// coordinates in `members` on that axis (empty: the whole axis). E.g. {TENSOR, {}} is each rank's
+// tensor-parallel group; {PIPELINE, {0, p-1}} joins first and last stage (tied embeddings).
+struct GroupKind {
+  std::string name;
+  Axis axis = Axis::DATA;
+  std::vector<int> members;
+
+  // Ranks of the group of this kind that contains `rank`, in coordinate order. REQUIRES: rank is a
+  // member (its coordinate on `axis` is in `members`, or members is empty).
+  std::vector<int> ranks_of(const ParallelLayout& layout, int rank) const;
+  int size(const ParallelLayout& layout) const;
+  bool contains(const ParallelLayout& layout, int rank) const;
+};
+
+enum class TaskKind : uint8_t { COMPUTE, COLLECTIVE, SEND, RECV, COPY, MEMORY };
+
+// Streams of one GPU. Communication of each parallel axis gets its own stream so that the report can
+// attribute exposed communication; COPY is the host<->device copy engine.
+enum class Stream : uint8_t { COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_COMM, COPY };
+inline constexpr int STREAM_COUNT = 7;
+std::string_view to_string(Stream s);
+// The communication stream of an axis.
+Stream comm_stream(Axis a);
+
+// What a compute task is, for choosing its efficiency (sim/engine's compute model).
+enum class OpClass : uint8_t { GEMM = 0, ATTENTION, ELEMENTWISE, NORM, EMBEDDING, OPTIMIZER };
+inline constexpr int OP_CLASS_COUNT = 6;
+std::string_view to_string(OpClass c);
+
+// Which part of training a task belongs to, for the report's breakdown.
+enum class Phase : uint8_t { FORWARD = 0, BACKWARD, RECOMPUTE, OPTIMIZER };
+inline constexpr int PHASE_COUNT = 4;
+std::string_view to_string(Phase p);
+
+enum class CollectiveOp : uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, REDUCE, ALL_TO_ALL };
+std::string_view to_string(CollectiveOp op);
+
+enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
+
+enum class Precision : uint8_t { FP32, TF32, BF16, FP16, FP8 };
+inline constexpr int PRECISION_COUNT = 5;
+std::string_view to_string(Precision p);
+
+struct Task {
+  TaskKind kind = TaskKind::COMPUTE;
+  Stream stream = Stream::COMPUTE;
+  Phase phase = Phase::FORWARD;
+  OpClass op_class = OpClass::GEMM;             // COMPUTE
+  CollectiveOp collective = CollectiveOp::ALL_REDUCE;  // COLLECTIVE
+  CopyDirection copy = CopyDirection::HOST_TO_DEVICE;  // COPY
+  Axis peer_axis = Axis::PIPELINE;              // SEND/RECV: the peer is layout.peer(rank, peer_axis, peer_offset)
+  int16_t peer_offset = 0;
+  uint16_t group = 0;                           // COLLECTIVE: index into Workload::groups
+  uint16_t layer = 0;                           // for labels and timelines (0 when not a layer op)
+  uint32_t micro_batch = 0;
+  uint32_t name = 0;                            // index into Workload::names, e.g. "attention"
+  double flops = 0;                             // COMPUTE: floating-point operations
+  double bytes = 0;                             // COMPUTE: HBM traffic; COLLECTIVE: buffer size per rank
+                                                // (nccl-tests' "size"); SEND/RECV/COPY: payload;
+                                                // MEMORY: allocation (> 0) or free (< 0)
+  uint32_t dep_begin = 0;                       // dependencies: Program::deps[dep_begin, +dep_count)
+  uint32_t dep_count = 0;
+};
+
+struct Program {
+  std::string name;            // e.g. "stage 3"
+  std::vector<Task> tasks;
+  std::vector<uint32_t> deps;  // flattened dependency lists of the tasks
+  Bytes static_memory;         // resident for the whole iteration (weights, gradients, optimizer states, buffers)
+
+  // Appends a task with the given dependencies (indices of earlier tasks); returns its index.
+  uint32_t add(Task task, std::initializer_list<uint32_t> depends_on = {});
+  uint32_t add(Task task, const std::vector<uint32_t>& depends_on);
+  const uint32_t* deps_of(const Task& t) const { return deps.data() + t.dep_begin; }
+};
+
+struct Workload {
+  ParallelLayout layout;
+  Precision precision = Precision::BF16;  // of compute tasks (optimizer tasks are memory-bound anyway)
+  std::vector<GroupKind> groups;
+  std::vector<Program> programs;
+  std::vector<uint32_t> program_of_rank;  // size world_size
+  std::vector<std::string> names;         // task name table
+  // Axes along which every rank runs the same program and sees the same costs: a backend may
+  // simulate one representative per class of such ranks (coordinate 0 on these axes).
+  std::array<bool, AXIS_COUNT> symmetric_axes{};
+
+  // Interns a task name; returns its index.
+  uint32_t intern(std::string_view name);
+  const Program& program_of(int rank) const { return programs[program_of_rank[static_cast<size_t>(rank)]]; }
+  size_t task_count() const;  // over programs (templates), not ranks
+  // Throws InternalError if a dependency points forward, a group index or peer is invalid, or
+  // program_of_rank does not cover the layout. Builders call it; tests rely on it.
+  void validate() const;
+};
+
+}  // namespace trainsim::core

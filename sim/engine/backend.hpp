@@ -1,0 +1,73 @@
+#pragma once
+// Backends execute a Workload IR on a cluster and measure one iteration. Every backend implements the
+// execution semantics documented in sim/core/workload.hpp; they differ in how communication is
+// costed (AnalyticBackend: closed-form alpha-beta; SimGridBackend, later: flow-level with contention).
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "network/cluster.hpp"
+#include "network/collective_cost.hpp"
+#include "sim/core/device.hpp"
+#include "sim/core/units.hpp"
+#include "sim/core/workload.hpp"
+
+namespace trainsim::engine {
+
+struct SimulationOptions {
+  // Simulate one representative rank per class of symmetric ranks (Workload::symmetric_axes).
+  // Turning it off simulates every rank; results must be identical.
+  bool use_symmetry = true;
+  network::Algorithm algorithm = network::Algorithm::AUTO;  // collective algorithm (AUTO: tuner)
+  std::vector<int> timeline_ranks;  // ranks whose task intervals are recorded (must be simulated)
+};
+
+struct TimelineEvent {
+  int rank = 0;
+  core::Stream stream = core::Stream::COMPUTE;
+  double start_s = 0;
+  double end_s = 0;
+  uint32_t task = 0;  // index in the rank's program
+};
+
+// Where the time of the critical rank (the last one to finish) went. The four parts add up to the
+// iteration time:
+//   compute           compute-stream busy time (forward, backward, recompute, optimizer)
+//   exposed_comm      compute stream idle while some communication stream is busy, per axis
+//                     (several at once: attributed to the first of tensor, context, expert, pipeline, data)
+//   pipeline_bubble   compute stream idle with no communication in flight (waiting for other stages)
+struct Breakdown {
+  core::Seconds compute;
+  std::array<core::Seconds, core::PHASE_COUNT> compute_by_phase{};  // by core::Phase
+  std::array<core::Seconds, core::AXIS_COUNT> exposed_comm{};       // by core::Axis
+  core::Seconds pipeline_bubble;
+  core::Seconds exposed_comm_total() const;
+};
+
+struct SimulationResult {
+  core::Seconds iteration_time;
+  int critical_rank = 0;
+  Breakdown breakdown;                                         // of the critical rank
+  std::array<core::Seconds, core::AXIS_COUNT> comm_time{};     // busy time per axis stream, critical rank
+  std::vector<core::Bytes> peak_memory_by_program;             // static + peak dynamic, per program
+  std::vector<core::Bytes> peak_dynamic_by_program;            // peak of MEMORY allocations alone
+  uint64_t events = 0;                                         // tasks executed (over simulated ranks)
+  int simulated_ranks = 0;
+  std::vector<TimelineEvent> timeline;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // REQUIRES: workload.validate() passes and workload.layout.world_size() == cluster.world_size().
+  virtual SimulationResult run(const core::Workload& workload, const network::ClusterConfig& cluster,
+                               const core::Profile& profile, const SimulationOptions& options) = 0;
+};
+
+std::unique_ptr<Backend> make_analytic_backend();
+
+}  // namespace trainsim::engine

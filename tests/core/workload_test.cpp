@@ -1,0 +1,47 @@
+#include "sim/core/workload.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::core {
+namespace {
+
+TEST(ParallelLayout, TensorIsFastestPipelineSlowest) {
+  // tp=8, cp=1, ep=1, dp=16, pp=8: Megatron's tp-cp-ep-dp-pp order.
+  const ParallelLayout l({8, 1, 1, 16, 8});
+  EXPECT_EQ(l.world_size(), 1024);
+  EXPECT_EQ(l.coord(9, Axis::TENSOR), 1);
+  EXPECT_EQ(l.coord(9, Axis::DATA), 1);
+  EXPECT_EQ(l.coord(128, Axis::PIPELINE), 1);
+  EXPECT_EQ(l.rank_of(l.coords(777)), 777);
+  EXPECT_EQ(l.peer(7, Axis::TENSOR, 1), 0) << "peers wrap around";
+  EXPECT_EQ(l.peer(5, Axis::PIPELINE, 1), 5 + 128);
+}
+
+TEST(GroupKind, WholeAxisAndSubset) {
+  const ParallelLayout l({2, 1, 1, 2, 4});
+  const GroupKind dp{"data", Axis::DATA, {}};
+  EXPECT_EQ(dp.ranks_of(l, 3), (std::vector<int>{1, 3}));
+  const GroupKind ends{"embedding", Axis::PIPELINE, {0, 3}};
+  EXPECT_TRUE(ends.contains(l, 1));
+  EXPECT_FALSE(ends.contains(l, 4));
+  EXPECT_EQ(ends.ranks_of(l, 13), (std::vector<int>{1, 13}));
+}
+
+TEST(Workload, ValidateRejectsForwardDependency) {
+  Workload w;
+  w.layout = ParallelLayout({1, 1, 1, 1, 1});
+  Program p;
+  p.name = "stage 0";
+  p.add(Task{});
+  p.add(Task{}, {0});
+  p.deps.push_back(5);
+  p.tasks.back().dep_count = 2;
+  w.programs.push_back(p);
+  w.program_of_rank = {0};
+  EXPECT_THROW(w.validate(), InternalError);
+}
+
+}  // namespace
+}  // namespace trainsim::core
