@@ -25,7 +25,8 @@ std::string_view to_string(Stream s) {
     case Stream::CONTEXT_COMM: return "context_comm";
     case Stream::EXPERT_COMM: return "expert_comm";
     case Stream::DATA_COMM: return "data_comm";
-    case Stream::PIPELINE_COMM: return "pipeline_comm";
+    case Stream::PIPELINE_FORWARD: return "pipeline_forward";
+    case Stream::PIPELINE_BACKWARD: return "pipeline_backward";
     case Stream::COPY: return "copy";
   }
   return "?";
@@ -37,9 +38,23 @@ Stream comm_stream(Axis a) {
     case Axis::CONTEXT: return Stream::CONTEXT_COMM;
     case Axis::EXPERT: return Stream::EXPERT_COMM;
     case Axis::DATA: return Stream::DATA_COMM;
-    case Axis::PIPELINE: return Stream::PIPELINE_COMM;
+    case Axis::PIPELINE: return Stream::PIPELINE_FORWARD;
   }
   return Stream::COMPUTE;
+}
+
+bool axis_of(Stream s, Axis& out) {
+  switch (s) {
+    case Stream::TENSOR_COMM: out = Axis::TENSOR; return true;
+    case Stream::CONTEXT_COMM: out = Axis::CONTEXT; return true;
+    case Stream::EXPERT_COMM: out = Axis::EXPERT; return true;
+    case Stream::DATA_COMM: out = Axis::DATA; return true;
+    case Stream::PIPELINE_FORWARD:
+    case Stream::PIPELINE_BACKWARD: out = Axis::PIPELINE; return true;
+    case Stream::COMPUTE:
+    case Stream::COPY: return false;
+  }
+  return false;
 }
 
 std::string_view to_string(OpClass c) {
@@ -118,12 +133,25 @@ int ParallelLayout::peer(int rank, Axis a, int offset) const {
 
 std::vector<int> GroupKind::ranks_of(const ParallelLayout& layout, int rank) const {
   TRAINSIM_CHECK(contains(layout, rank), fmt::format("rank {} is not in a group of kind {}", rank, name));
+  TRAINSIM_CHECK(members.empty() || extra_axes.empty(), "a member subset only applies to single-axis groups");
   std::vector<int> out;
-  const int mine = layout.coord(rank, axis);
   if (members.empty()) {
-    out.reserve(static_cast<size_t>(layout.size(axis)));
-    for (int c = 0; c < layout.size(axis); ++c) out.push_back(layout.peer(rank, axis, c - mine));
+    // Every combination of coordinates on the spanned axes, `axis` fastest.
+    std::array<int, AXIS_COUNT> base = layout.coords(rank);
+    base[static_cast<size_t>(axis)] = 0;
+    for (Axis e : extra_axes) base[static_cast<size_t>(e)] = 0;
+    out.push_back(layout.rank_of(base));
+    auto span = [&](Axis a) {
+      const size_t n = out.size();
+      for (int c = 1; c < layout.size(a); ++c) {
+        for (size_t i = 0; i < n; ++i) out.push_back(layout.peer(out[i], a, c));
+      }
+    };
+    span(axis);
+    for (Axis e : extra_axes) span(e);
+    std::sort(out.begin(), out.end());
   } else {
+    const int mine = layout.coord(rank, axis);
     out.reserve(members.size());
     for (int c : members) out.push_back(layout.peer(rank, axis, c - mine));
   }
@@ -131,7 +159,10 @@ std::vector<int> GroupKind::ranks_of(const ParallelLayout& layout, int rank) con
 }
 
 int GroupKind::size(const ParallelLayout& layout) const {
-  return members.empty() ? layout.size(axis) : static_cast<int>(members.size());
+  if (!members.empty()) return static_cast<int>(members.size());
+  int n = layout.size(axis);
+  for (Axis e : extra_axes) n *= layout.size(e);
+  return n;
 }
 
 bool GroupKind::contains(const ParallelLayout& layout, int rank) const {

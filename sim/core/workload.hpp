@@ -57,13 +57,16 @@ class ParallelLayout {
   int world_size_ = 1;
 };
 
-// A kind of communicator: the ranks that share all coordinates except `axis`, restricted to the
-// coordinates in `members` on that axis (empty: the whole axis). E.g. {TENSOR, {}} is each rank's
-// tensor-parallel group; {PIPELINE, {0, p-1}} joins first and last stage (tied embeddings).
+// A kind of communicator: the ranks that share all coordinates except those on `axis` and on
+// `extra_axes`, restricted to the coordinates in `members` on `axis` (empty: the whole axis).
+// E.g. {"tensor", TENSOR} is each rank's tensor-parallel group; {"embedding", PIPELINE, {0, p-1}} joins
+// first and last stage (tied embeddings); {"data+expert", DATA, {}, {EXPERT}} reduces dense gradients
+// over every replica. `axis` is the one the report attributes the group's traffic to.
 struct GroupKind {
   std::string name;
   Axis axis = Axis::DATA;
-  std::vector<int> members;
+  std::vector<int> members;      // REQUIRES: empty when extra_axes is not
+  std::vector<Axis> extra_axes;
 
   // Ranks of the group of this kind that contains `rank`, in coordinate order. REQUIRES: rank is a
   // member (its coordinate on `axis` is in `members`, or members is empty).
@@ -75,12 +78,19 @@ struct GroupKind {
 enum class TaskKind : uint8_t { COMPUTE, COLLECTIVE, SEND, RECV, COPY, MEMORY };
 
 // Streams of one GPU. Communication of each parallel axis gets its own stream so that the report can
-// attribute exposed communication; COPY is the host<->device copy engine.
-enum class Stream : uint8_t { COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_COMM, COPY };
-inline constexpr int STREAM_COUNT = 7;
+// attribute exposed communication. Pipeline traffic has one stream per direction (activations to
+// the next stage / from the previous one; gradients the other way): with a single serialized p2p
+// stream two neighbouring stages can each wait on the other's send. COPY is the host<->device copy
+// engine.
+enum class Stream : uint8_t {
+  COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_FORWARD, PIPELINE_BACKWARD, COPY
+};
+inline constexpr int STREAM_COUNT = 8;
 std::string_view to_string(Stream s);
-// The communication stream of an axis.
+// The communication stream of an axis (PIPELINE_FORWARD for the pipeline axis).
 Stream comm_stream(Axis a);
+// The axis whose traffic a stream carries; false for COMPUTE and COPY.
+bool axis_of(Stream s, Axis& out);
 
 // What a compute task is, for choosing its efficiency (sim/engine's compute model).
 enum class OpClass : uint8_t { GEMM = 0, ATTENTION, ELEMENTWISE, NORM, EMBEDDING, OPTIMIZER };

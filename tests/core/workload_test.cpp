@@ -21,12 +21,21 @@ TEST(ParallelLayout, TensorIsFastestPipelineSlowest) {
 
 TEST(GroupKind, WholeAxisAndSubset) {
   const ParallelLayout l({2, 1, 1, 2, 4});
-  const GroupKind dp{"data", Axis::DATA, {}};
+  const GroupKind dp{"data", Axis::DATA, {}, {}};
   EXPECT_EQ(dp.ranks_of(l, 3), (std::vector<int>{1, 3}));
-  const GroupKind ends{"embedding", Axis::PIPELINE, {0, 3}};
+  const GroupKind ends{"embedding", Axis::PIPELINE, {0, 3}, {}};
   EXPECT_TRUE(ends.contains(l, 1));
   EXPECT_FALSE(ends.contains(l, 4));
   EXPECT_EQ(ends.ranks_of(l, 13), (std::vector<int>{1, 13}));
+}
+
+TEST(GroupKind, SpansSeveralAxes) {
+  // tp=2, ep=2, dp=2: dense gradients reduce over data x expert, tensor coordinate fixed.
+  const ParallelLayout l({2, 1, 2, 2, 1});
+  const GroupKind g{"data+expert", Axis::DATA, {}, {Axis::EXPERT}};
+  EXPECT_EQ(g.size(l), 4);
+  EXPECT_EQ(g.ranks_of(l, 7), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(g.ranks_of(l, 0), (std::vector<int>{0, 2, 4, 6}));
 }
 
 TEST(Workload, ValidateRejectsForwardDependency) {
