@@ -2,7 +2,23 @@
 // FLOP, byte and memory accounting of a transformer under a strategy. Formulas follow Narayanan et
 // al. 2021 (SC21) and Korthikanti et al. 2022 ("Reducing Activation Recomputation"); each function
 // says which.
+//
+// Notation: b micro-batch, s sequence length, s/c the tokens per context-parallel rank, h hidden,
+// a heads, k key/value heads of size d = h/a, f ffn_hidden, V vocab, t tensor parallelism, E experts.
+//
+// FLOPs are those of matrix multiplications only (GEMMs and the two attention products), as in both
+// papers and in the usual MFU definition. Norms, activations, dropouts, the softmax, the loss and the
+// optimizer are memory-bound: their OpCost carries HBM bytes and zero FLOPs, so the FLOPs of a
+// workload's compute tasks sum exactly to iteration_flops().hardware.
+//
+// Bytes are HBM traffic: inputs and weights read, outputs written, at the precision's element size
+// (element_bytes); dropout masks are 1 byte per element; weight gradients accumulate into fp32 main
+// gradients (read + write, 8 bytes per element, Megatron-LM's gradient-accumulation fusion). Core
+// attention is Megatron's unfused kernel sequence (QKᵀ, scaled-masked softmax, dropout, ·V): the
+// b·(a/t)·(s/c)·s score matrix is written and read several times, which is what makes non-flash
+// attention memory-heavy.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +28,23 @@
 #include "sim/core/workload.hpp"
 
 namespace trainsim::models {
+
+// What an op is, for the workload builder: it decides which tensor/context/expert-parallel
+// collectives surround the op (see workload_builder.hpp).
+enum class OpKind : uint8_t {
+  LAYER_NORM,        // input / post-attention / final / embedding norm
+  QKV,               // column-parallel QKV projection
+  ATTENTION,         // core attention: QKᵀ, softmax, dropout, ·V
+  PROJECTION,        // row-parallel attention output projection
+  BIAS_DROPOUT_ADD,  // residual add with dropout (bias included for GELU models)
+  ROUTER,            // MoE gate: h x E GEMM on the local tokens
+  MLP_UP,            // column-parallel first MLP GEMM (gate and up together for SwiGLU; the experts' for MoE)
+  MLP_ACTIVATION,    // GeLU or SwiGLU
+  MLP_DOWN,          // row-parallel second MLP GEMM
+  EMBEDDING,         // vocabulary-parallel word (+ position) embedding lookup
+  LOGITS,            // column-parallel output layer
+  LOSS,              // vocabulary-parallel cross-entropy
+};
 
 // One op of a layer (or of the embedding / output head), per micro-batch, on one GPU under the
 // given tensor/sequence/context parallelism.
@@ -23,12 +56,30 @@ struct OpCost {
   core::Flops backward_flops;   // data + weight gradients
   core::Bytes backward_bytes;
   bool recomputed_selective = false;  // recomputed under selective recompute (attention core)
+  OpKind kind = OpKind::LAYER_NORM;
 };
 
-// Ops of one transformer layer, in forward order.
+// Bytes of one element of GEMM operands: 4 (fp32, tf32), 2 (bf16, fp16), 1 (fp8).
+double element_bytes(core::Precision p);
+// Bytes of one element of activations, stored tensors and communicated tensors: 4 (fp32, tf32),
+// 2 (bf16, fp16, and fp8, whose GEMMs take fp8 inputs but whose activations stay 16-bit).
+double activation_element_bytes(core::Precision p);
+
+// Ops of one transformer layer, in forward order:
+//   dense: ln1 qkv attention proj attn_bda ln2 mlp_up mlp_act mlp_down mlp_bda
+//   MoE:   ln1 qkv attention proj attn_bda ln2 router expert_up expert_act expert_down mlp_bda
+// GEMM FLOPs are 2·m·n·k forward and twice that backward (data + weight gradient). Per GPU:
+//   qkv 2·b·(s/c)·h·(h + 2·k·d)/t;  attention 4·b·(s/c)·s·h/t;  proj 2·b·(s/c)·h²/t;
+//   mlp_up 2·b·(s/c)·h·f/t (x2 for SwiGLU);  mlp_down 2·b·(s/c)·f·h/t;
+//   MoE: expert GEMMs x top_k (each token visits top_k experts; tokens are assumed balanced over
+//   the expert-parallel ranks); router 2·(b·s/c/t)·h·E with sequence parallelism (tokens are split
+//   over the tensor group there; Megatron-LM requires sequence parallelism for MoE with TP > 1).
+// Norms and bias-dropout-adds work on b·(s/c)·h elements, divided by t with sequence parallelism.
 std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
-// Embedding lookup (first stage) and output logits + loss (last stage).
+// Embedding lookup (first stage): "embedding" (+ "embedding_ln" for models with an embedding norm).
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// Output head (last stage): "final_ln", "logits" (2·b·(s/c)·h·V/t), "loss" (vocabulary-parallel
+// cross-entropy on fp32 logits).
 std::vector<OpCost> head_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 
 struct IterationFlops {
@@ -37,7 +88,8 @@ struct IterationFlops {
 };
 // Whole-model FLOPs per iteration summed over all GPUs. Without recompute this equals
 // 72·B·s·l·h²·(1 + s/6h + V/12lh) (Korthikanti Eq. 7) for a GPT with ffn = 4h; with full recompute the
-// hardware FLOPs equal 96·B·s·l·h²·(1 + s/6h + V/16lh) (Narayanan Eq. 3).
+// hardware FLOPs equal 96·B·s·l·h²·(1 + s/6h + V/16lh) (Narayanan Eq. 3). Selective recompute adds the
+// forward attention products (4·B·s²·h per layer). Independent of the parallel layout.
 IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 
 // Activation memory of one layer for one micro-batch on one GPU (Korthikanti Table 2):
@@ -46,15 +98,63 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
 //   tensor + sequence parallel:   s·b·h/t·(34 + 5·a·s/h)
 //   + selective recompute:        drops the 5·a·s/h term
 //   full recompute:               2·s·b·h (only the layer input; /t with sequence parallelism)
+// Those constants assume 2-byte activations and the GPT block. In general, with element size e and
+// per-rank sequence s/c: kept whole per rank (/t only with sequence parallelism): both norm inputs,
+// QKV and MLP inputs (4·e) and two dropout masks (2 bytes) per b·s·h; split over t: Q and the
+// projection input (2·e·h), K and V (2·e·k·d), the MLP's activation input (e·f, 2·e·f for SwiGLU)
+// and down-projection input (e·f), all per token (MoE: the expert tensors x top_k, plus the
+// dispatched tokens e·h·top_k); scores, softmax output and dropout mask (2·e + 1 bytes per element
+// of the (a/t)·b·(s/c)·s score matrix).
 core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// Activations kept from the head's forward to its backward for one micro-batch: the fp32 softmax of
+// the vocabulary-parallel cross-entropy, 4·b·(s/c)·V/t bytes.
+core::Bytes head_activation_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+
+// Parameters held by one GPU, split by the group their gradients are reduced over.
+struct ParameterCount {
+  double dense = 0;   // replicated over the dense_replicas() ranks
+  double expert = 0;  // expert MLPs: replicated over the expert_replicas() ranks
+  double total() const { return dense + expert; }
+  ParameterCount& operator+=(const ParameterCount& o) {
+    dense += o.dense;
+    expert += o.expert;
+    return *this;
+  }
+};
+// One transformer layer on one GPU. Column-parallel weights and biases and row-parallel weights are
+// split over t; norms, row-parallel biases and the router are replicated; experts are split over the
+// expert-parallel ranks.
+ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p);
+// The first stage's word embedding (split over t), learned positions (replicated) and embedding norm.
+ParameterCount embedding_parameters(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// The last stage's final norm and output layer. The output layer is the embedding itself when
+// embeddings are tied and both ends of the model are on one stage (pipeline 1); with pipeline > 1
+// the last stage holds a tied copy (Megatron-LM), kept equal by the embedding-group all-reduce.
+ParameterCount head_parameters(const ModelSpec& m, const ParallelismConfig& p);
 
 struct MemoryBreakdown {
   core::Bytes weights;
   core::Bytes gradients;
   core::Bytes optimizer_states;  // fp32 master weights + Adam moments, ZeRO-sharded
-  core::Bytes activations;       // peak stored activations (in-flight micro-batches x per-micro-batch)
-  core::Bytes buffers;           // communication buffers, workspace, logits
+  core::Bytes activations;       // peak stored activations (in-flight micro-batches x per-micro-batch),
+                                 // the last stage's fp32 logits softmax included
+  core::Bytes buffers;           // communication buffers: ZeRO-3's gathered parameters
   core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers; }
 };
+
+// Bytes per parameter of the model state (Megatron-LM mixed precision, Adam; Rajbhandari et al. 2020):
+//   weights: 2 (bf16/fp16/fp8 training) or 4 (fp32/tf32);  gradients: 4 (fp32 main gradients, also
+//   what is reduced);  optimizer: 12 with mixed precision (fp32 master + Adam m, v) or 8 in fp32.
+double weight_bytes_per_parameter(core::Precision p);
+double gradient_bytes_per_parameter();
+double optimizer_bytes_per_parameter(core::Precision p);
+// HBM traffic of the Adam step per locally updated parameter: read the fp32 gradient once for the
+// norm (clipping) and once for the update (8), read and write m, v and the fp32 master (24), and
+// with mixed precision write the 16-bit model weight (2): 34 bytes, 32 in fp32.
+double optimizer_step_bytes_per_parameter(core::Precision p);
+
+// Weights, gradients and optimizer states of `local` parameters (activations and buffers zero).
+// ZeRO-1 shards optimizer states over the replicas, ZeRO-2 also gradients, ZeRO-3 also weights.
+MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p);
 
 }  // namespace trainsim::models

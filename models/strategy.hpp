@@ -1,6 +1,13 @@
 #pragma once
 // The training run and its parallelization strategy: the "training" and "parallelism" sections of a
 // scenario, and the check of a whole strategy against a model and a cluster size.
+//
+// Rank layout (Megatron-LM's "tp-cp-ep-dp-pp" order): world = tensor x context x expert x data x
+// pipeline. The expert axis is separate from the data axis here; for dense layers its ranks act as
+// additional data-parallel replicas (they see different samples), exactly as when Megatron-LM or
+// DeepSpeed-MoE carve expert parallelism out of data parallelism. So a step consumes
+// micro_batch x data x expert sequences per micro-batch, and dense gradients are reduced over
+// data x expert x context ranks, expert gradients over data x context ranks.
 
 #include <cstdint>
 #include <string>
@@ -12,12 +19,19 @@
 
 namespace trainsim::models {
 
+// The "training" section. Keys (all optional except global_batch):
+//   sequence_length  tokens per sequence; default 2048
+//   global_batch     sequences per iteration (required)
+//   micro_batch      sequences per micro-batch per replica; default 1
+//   precision        "fp32" | "tf32" | "bf16" | "fp16" | "fp8"; default "bf16". bf16/fp16/fp8 mean
+//                    Megatron mixed precision (16-bit weights, fp32 main gradients and optimizer).
 struct TrainingConfig {
   int64_t sequence_length = 2048;
   int64_t global_batch = 0;     // sequences per iteration (required)
   int64_t micro_batch = 1;      // sequences per micro-batch per data-parallel replica
   core::Precision precision = core::Precision::BF16;
 
+  // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);
   core::Json to_json() const;
 };
@@ -27,6 +41,20 @@ enum class Recompute { NONE, SELECTIVE, FULL };
 std::string to_string(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved-1f1b"
 std::string to_string(Recompute r);         // "none", "selective", "full"
 
+// The "parallelism" section. Keys (all optional):
+//   tensor, pipeline, data, context, expert   parallel sizes; default 1 each
+//   sequence_parallel    Megatron sequence parallelism (norms and dropouts split over the tensor
+//                        group; all-gather / reduce-scatter instead of all-reduce); default false
+//   pipeline_schedule    "gpipe" | "1f1b" | "interleaved-1f1b"; default "1f1b"
+//   virtual_stages       model chunks per pipeline rank, > 1 only with "interleaved-1f1b"; default 1
+//   stage_layers         layers per model chunk in model order (pipeline x virtual_stages entries,
+//                        each >= 1, summing to the model's layers); default: balanced_split()
+//   recompute            "none" | "selective" (attention core, Korthikanti et al. 2022) | "full"
+//                        (every layer from its input); default "none"
+//   zero_stage           0..3: shard optimizer states (1), + gradients (2), + weights (3, FSDP) over
+//                        the data-parallel group; default 0
+//   bucket_size          fp32 gradient bytes per data-parallel bucket; default "40 MB"
+//   overlap_grad_reduce  reduce each bucket as soon as its gradients are final; default true
 struct ParallelismConfig {
   int tensor = 1;
   int pipeline = 1;
@@ -40,22 +68,44 @@ struct ParallelismConfig {
                                     // (pipeline * virtual_stages entries); empty = balanced split
   Recompute recompute = Recompute::NONE;
   int zero_stage = 0;               // 0: none; 1: optimizer states; 2: + gradients; 3: + weights (FSDP)
-  core::Bytes bucket_size = core::Bytes(40e6);  // data-parallel gradient bucket (Megatron DDP default 40M
-                                                // elements is close; 40 MB keeps buckets ~layer-sized)
+  core::Bytes bucket_size = core::Bytes(40e6);  // fp32 gradient bytes per data-parallel bucket. Megatron-LM's
+                                                // DDP default is max(40M, 1M x DP) elements; 40 MB keeps
+                                                // buckets about one large layer each
   bool overlap_grad_reduce = true;  // reduce gradient buckets during backward
 
   int model_parallel_size() const { return tensor * pipeline * context * expert; }
   int world_size() const { return model_parallel_size() * data; }
+  int pipeline_chunks() const { return pipeline * virtual_stages; }
+  // Ranks holding the same dense (non-expert) parameters: the group that reduces dense gradients
+  // and over which ZeRO shards them.
+  int dense_replicas() const { return data * expert * context; }
+  // Ranks holding the same expert parameters.
+  int expert_replicas() const { return data * context; }
+  // Sequences processed in one micro-batch step by all replicas together.
+  int64_t sequences_per_step(const TrainingConfig& t) const { return t.micro_batch * data * expert; }
 
+  // Reads the section and rejects unknown keys (calls r.finish()).
   static ParallelismConfig from_json(core::ObjectReader& r);
   core::Json to_json() const;
 };
 
-// Records every impossible combination in `diag` (file `file`, pointers into the scenario):
-// TP not dividing heads / kv_heads / ffn_hidden, more pipeline chunks than layers, stage_layers of the
-// wrong length or sum, virtual stages without the interleaved schedule, TP x PP x DP x CP x EP not
-// matching `world_size`, global batch not divisible by micro_batch x DP, context parallelism not
-// dividing the sequence, EP not dividing experts.
+// Micro-batches per iteration: global_batch / (micro_batch x data x expert).
+// REQUIRES: check_strategy() found no problem.
+int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p);
+
+// Records every impossible combination in `diag` (file `file`, pointers into the scenario), each
+// message naming the values involved:
+//   /parallelism/tensor           TP must divide heads, kv_heads and ffn_hidden; with sequence
+//                                 parallelism it must divide the per-rank sequence length; an MoE
+//                                 model with TP > 1 needs sequence parallelism (as in Megatron-LM)
+//   /parallelism/pipeline         pipeline x virtual_stages model chunks must not exceed layers
+//   /parallelism/stage_layers     pipeline x virtual_stages entries, each >= 1, summing to layers
+//   /parallelism/virtual_stages   > 1 only with interleaved-1f1b and pipeline > 1
+//   /parallelism                  TP x PP x DP x CP x EP must equal `world_size`
+//   /training/global_batch        divisible by micro_batch x data x expert; with virtual_stages > 1
+//                                 the micro-batch count must be a multiple of pipeline (Megatron-LM)
+//   /parallelism/context          CP must divide sequence_length
+//   /parallelism/expert           EP must divide experts; EP > 1 needs an MoE model
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag);
 

@@ -3,6 +3,62 @@
 // layer-level compute tasks, tensor/sequence-parallel collectives, pipeline send/recv under GPipe,
 // 1F1B or interleaved 1F1B, data-parallel gradient buckets overlapped with backward, ZeRO 1-3
 // collectives, and the optimizer step.
+//
+// Layout and groups. Layout sizes {tensor, context, expert, data, pipeline}; rank r runs program
+// "stage <pipeline coordinate of r>". Group kinds, in Workload::groups order:
+//   "tensor"       TENSOR                        TP / SP collectives
+//   "context"      CONTEXT                       K/V all-gather and its gradient reduce-scatter
+//   "expert"       EXPERT                        MoE dispatch / combine all-to-all
+//   "data"         DATA (+ EXPERT, CONTEXT when > 1)  dense gradients and ZeRO shards
+//   "expert-data"  DATA (+ CONTEXT when > 1)     expert gradients and ZeRO shards (context ranks see
+//                                                other tokens, so expert gradients are reduced there too)
+//   "embedding"    PIPELINE, members {0, p-1}    tied word-embedding gradients; only when p > 1 and
+//                                                embeddings are tied
+// Every rank along tensor, context, expert and data runs the same program (symmetric_axes).
+//
+// Tasks of one pass. One COMPUTE task per op (accounting.hpp's layer_ops / embedding_ops / head_ops)
+// per layer per micro-batch per direction, named after the op. Tensor-parallel collectives are
+// blocking (they depend on the compute that produced their input; the next compute depends on
+// them): without sequence parallelism an all-reduce after the attention projection and the MLP down
+// projection (forward) and after the QKV and MLP-up input gradients (backward); with it all-gathers
+// and reduce-scatters in the same places (Korthikanti et al. 2022, Figure 5). The embedding and the
+// logits follow the same rules (vocabulary-parallel); the loss adds one small all-reduce. Context
+// parallelism all-gathers K and V before attention and reduce-scatters their gradients after it;
+// every op sees s/c tokens. MoE layers all-to-all on "expert" before and after the expert MLP in
+// both directions. Full recompute re-runs a layer's forward (with its collectives, phase RECOMPUTE)
+// right before its backward; selective recompute re-runs the attention core.
+//
+// Pipeline. Activations b·(s/c)·h/t bytes (Megatron's scatter-gather optimization, Narayanan et al.
+// 2021, §4.1; the all-gather on the receiver over NVLink is not modelled) go with a SEND (PIPELINE,
+// +1, stream PIPELINE_FORWARD) after the last forward compute of a chunk and a RECV (-1) on which
+// the next chunk's first compute depends; gradients the other way on PIPELINE_BACKWARD. Interleaved
+// chunks wrap around (the last stage's chunk c feeds stage 0's chunk c + 1). A SEND and its RECV
+// carry the sender's boundary layer in `layer` (the last layer of the sending chunk for activations,
+// its first layer for gradients) and the micro-batch in `micro_batch`.
+// Deadlock freedom: pipeline tasks are issued, on every rank, in the order of one ideal execution
+// of the schedule (schedule.hpp's time_pipeline with per-layer unit costs) keyed by (time, sender).
+// That is one global order of all transfers, so the sends and receives of every link are issued in
+// the same order on both ends and no rank's FIFO stream can wait on a transfer that itself waits on
+// a later one, including around the interleaved wrap-around.
+//
+// Memory. MEMORY tasks (stream COMPUTE) allocate each layer's stored activations
+// (activation_bytes_per_layer) after its forward and free them after its backward; under full
+// recompute the whole working set is allocated before the recompute (selective: the score matrix)
+// and freed after the backward; the last stage keeps head_activation_bytes from the loss's forward
+// to its backward. Program::static_memory = weights + gradients + optimizer states + buffers.
+//
+// Data parallelism. Gradients (fp32, 4 bytes per parameter) fill buckets of ~bucket_size bytes in
+// backward order, per chunk. With overlap_grad_reduce each bucket is reduced (all-reduce; with ZeRO
+// >= 1 reduce-scatter, as Megatron-LM's distributed optimizer does) on DATA_COMM once the backward of
+// its last unit has run for the chunk's last micro-batch; without it, all buckets after the last
+// backward. Tied embeddings are all-reduced on "embedding" once the embedding / head backward of the
+// last micro-batch has run, issued after every other backward task (Megatron-LM's
+// finalize_model_grads) so that this cross-stage collective never holds back a stage's DATA_COMM
+// stream. The optimizer step (OpClass OPTIMIZER, optimizer_step_bytes_per_parameter()
+// per locally updated parameter) depends on every gradient collective; ZeRO-1/2 then all-gather
+// the updated parameters per bucket. ZeRO-3 instead all-gathers every unit's (layer, embedding,
+// head) parameters before its forward and again before its backward in every micro-batch (one unit
+// of prefetch) and reduce-scatters its gradients after its backward.
 
 #include <string>
 #include <vector>
@@ -22,10 +78,18 @@ struct BuiltWorkload {
   int micro_batches = 0;                  // per pipeline, per iteration
   std::vector<int> stage_layers;          // resolved layers per chunk, pipeline order
   bool balanced_split = true;             // false when stage_layers came from the scenario
-  std::vector<MemoryBreakdown> memory;    // per program (pipeline stage), analytic
+  std::vector<MemoryBreakdown> memory;    // per program (pipeline stage), analytic; activations = the
+                                          // peak of the running sum of the program's MEMORY tasks;
+                                          // buffers = ZeRO-3's two gathered units
 };
 
 // REQUIRES: check_strategy() found no problem for these arguments.
+//
+// Example:
+//   const ModelSpec& m = *find_model("gpt3-175b");
+//   TrainingConfig t;  t.global_batch = 1536;
+//   ParallelismConfig p;  p.tensor = 8;  p.pipeline = 8;  p.data = 16;
+//   BuiltWorkload w = build_workload(m, t, p);   // 8 programs, 1024 ranks, 12 layers per stage
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 
 // The balanced split of `layers` into `chunks` (earlier chunks get the remainder).

@@ -3,8 +3,41 @@
 // NCCL runs them: hierarchical when a group spans nodes (NVLink inside the node, one ring or tree
 // across nodes per NIC rail). This is the cost model of the analytic backend and the oracle for the
 // SimGrid backend.
+//
+// Model, per scope (see LinkScope):
+//   inside a node   B_intra = intra_node.bandwidth * profile.intra_node.bandwidth_efficiency
+//                   a_intra = intra_node.latency + profile.intra_node.step_latency
+//   across nodes    B_inter = nic_bandwidth_per_gpu / oversubscription * profile.inter_node.bandwidth_efficiency
+//                   a_inter = network.latency + profile.inter_node.step_latency
+// Assumption: every GPU of a node runs the same kind of collective at the same time (true for the
+// symmetric data-, tensor- and context-parallel groups of the parallel layout), so each GPU gets its
+// share of the node's NICs, nic_bandwidth_per_gpu, never the whole node's. The uplink share after
+// oversubscription is below that share whenever oversubscription > 1, so it is the bound.
+//
+// Algorithms on n ranks of one scope (ring steps pipelined as in NCCL; factor = bus_bandwidth_factor):
+//   RING   factor(op, n) * S/B + steps * a, steps = 2(n-1) for all_reduce, n-1 for the others
+//   TREE   NCCL's double binary tree across nodes, depth d = ceil(log2 n):
+//          all_reduce 2S/B + 2d*a (reduce up, broadcast down, pipelined); broadcast and reduce S/B + d*a.
+//          Inside one node NCCL's tree is a chain (d = n-1). Other ops have no tree: RING is used.
+//   AUTO   the faster of the two, as NCCL's tuner picks (RING on ties).
+// A group of k > 1 ranks per node over m > 1 nodes runs hierarchically (NCCL-like):
+//   all_reduce      ring reduce_scatter(S) in the node, all_reduce(S/k) across nodes on the k rails in
+//                   parallel (RING or TREE), ring all_gather(S) in the node
+//   reduce_scatter  reduce_scatter(S) in the node, then reduce_scatter(S/k) across nodes
+//   all_gather      all_gather(S/k) across nodes, then all_gather(S) in the node
+//   broadcast       scatter(S) in the root's node, broadcast(S/k) across nodes, all_gather(S) in the node
+//   reduce          the mirror of broadcast
+//   all_to_all      direct exchange, never hierarchical: max((k-1)/n*S/B_intra, (n-k)/n*S/B_inter)
+//                   + (k-1)*a_intra + (n-k)*a_inter (one posted send/recv per peer); reported as RING
+// With k == 1 across nodes the group is one flat ring or tree over the nodes on B_inter. So the ring
+// all_reduce inside one node, or with one rank per node, is exactly 2(n-1)/n*S/B + 2(n-1)*a.
+//
+// Sizes follow nccl-tests: `size` is the per-rank buffer: all_reduce, broadcast, reduce and
+// all_to_all move a `size`-byte buffer; all_gather's output and reduce_scatter's input are `size`
+// bytes (each rank owns size/n of it).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "network/cluster.hpp"
@@ -16,6 +49,8 @@ namespace trainsim::network {
 
 enum class Algorithm { AUTO, RING, TREE };
 std::string to_string(Algorithm a);  // "auto", "ring", "tree"
+// Parses "auto", "ring" or "tree"; false (leaving `out` untouched) for anything else.
+bool parse_algorithm(std::string_view text, Algorithm& out);
 
 // Where the members of a communicator sit: `ranks` members over `nodes` nodes, `ranks_per_node` on
 // each (groups built from the parallel layout are uniform).
@@ -24,8 +59,24 @@ struct GroupPlacement {
   int nodes = 1;
   int ranks_per_node = 1;
 
+  // REQUIRES: group_ranks is not empty and each rank is < cluster.world_size(). A group that is not
+  // uniform is described by its busiest node: ranks_per_node is the largest count on one node.
   static GroupPlacement of(const std::vector<int>& group_ranks, const ClusterConfig& cluster);
+  friend bool operator==(const GroupPlacement&, const GroupPlacement&) = default;
 };
+
+// Bandwidth per rank and latency per algorithm step of one scope (formulas above).
+struct LinkScope {
+  core::BytesPerSecond bandwidth;
+  core::Seconds latency;
+};
+LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
+LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
+
+// nccl-tests' bus-bandwidth factor (busbw = algbw * factor, algbw = size / time): the fraction of
+// `size` that each rank's busiest link carries. all_reduce 2(n-1)/n; all_gather, reduce_scatter and
+// all_to_all (n-1)/n; broadcast and reduce 1. REQUIRES: ranks >= 1.
+double bus_bandwidth_factor(core::CollectiveOp op, int ranks);
 
 struct CollectiveCost {
   core::Seconds time;
@@ -35,12 +86,14 @@ struct CollectiveCost {
 // Time of a collective whose per-rank buffer is `size` bytes (nccl-tests' convention: all_reduce and
 // broadcast move `size`; all_gather's output and reduce_scatter's input are `size`).
 // Ring all_reduce on one bottleneck bandwidth B with per-step latency a: 2(n-1)/n·S/B + 2(n-1)·a.
-// AUTO picks the faster of ring and tree, as NCCL's tuner does.
+// AUTO picks the faster of ring and tree, as NCCL's tuner does. A group of one rank costs nothing.
+// In a hierarchical collective `algorithm` is the one of the across-node phase.
 CollectiveCost collective_cost(core::CollectiveOp op, core::Bytes size, const GroupPlacement& group,
                                const ClusterConfig& cluster, const core::NetworkProfile& profile,
                                Algorithm algorithm = Algorithm::AUTO);
 
-// Time of one send/recv of `size` bytes between two GPUs.
+// Time of one send/recv of `size` bytes between two GPUs: the scope's latency + size / bandwidth
+// (intra-node scope when same_node, else inter-node).
 core::Seconds p2p_time(core::Bytes size, bool same_node, const ClusterConfig& cluster,
                        const core::NetworkProfile& profile);
 

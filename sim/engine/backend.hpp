@@ -19,10 +19,15 @@ namespace trainsim::engine {
 
 struct SimulationOptions {
   // Simulate one representative rank per class of symmetric ranks (Workload::symmetric_axes).
-  // Turning it off simulates every rank; results must be identical.
+  // Turning it off simulates every rank; results must be identical. Default on. Cost: the engine
+  // keeps one end time (8 bytes) per task of every simulated rank, so without symmetry a job of R
+  // ranks running programs of T tasks needs about 8*R*T bytes.
   bool use_symmetry = true;
   network::Algorithm algorithm = network::Algorithm::AUTO;  // collective algorithm (AUTO: tuner)
-  std::vector<int> timeline_ranks;  // ranks whose task intervals are recorded (must be simulated)
+  // Ranks whose task intervals are recorded (default: none). A rank that symmetry does not simulate
+  // gets its representative's intervals, which are its own by the symmetry contract, under its own
+  // rank number. REQUIRES: each is in [0, world size).
+  std::vector<int> timeline_ranks;
 };
 
 struct TimelineEvent {
@@ -39,11 +44,17 @@ struct TimelineEvent {
 //   exposed_comm      compute stream idle while some communication stream is busy, per axis
 //                     (several at once: attributed to the first of tensor, context, expert, pipeline, data)
 //   pipeline_bubble   compute stream idle with no communication in flight (waiting for other stages)
+//   other             compute stream idle while only the host<->device copy engine is busy (offload)
+// A communication task is busy from the moment it actually starts (every member ready) to its end;
+// time spent waiting for a peer to arrive is not communication but bubble. Collectives count for
+// their group's axis, sends and receives for their peer axis (the axis of their stream in generated
+// workloads).
 struct Breakdown {
   core::Seconds compute;
   std::array<core::Seconds, core::PHASE_COUNT> compute_by_phase{};  // by core::Phase
   std::array<core::Seconds, core::AXIS_COUNT> exposed_comm{};       // by core::Axis
   core::Seconds pipeline_bubble;
+  core::Seconds other;
   core::Seconds exposed_comm_total() const;
 };
 
@@ -52,6 +63,7 @@ struct SimulationResult {
   int critical_rank = 0;
   Breakdown breakdown;                                         // of the critical rank
   std::array<core::Seconds, core::AXIS_COUNT> comm_time{};     // busy time per axis stream, critical rank
+                                                               // (pipeline: union of both directions)
   std::vector<core::Bytes> peak_memory_by_program;             // static + peak dynamic, per program
   std::vector<core::Bytes> peak_dynamic_by_program;            // peak of MEMORY allocations alone
   uint64_t events = 0;                                         // tasks executed (over simulated ranks)
@@ -68,6 +80,7 @@ class Backend {
                                const core::Profile& profile, const SimulationOptions& options) = 0;
 };
 
+// The AnalyticBackend (sim/engine/analytic_backend.hpp): closed-form NCCL costs, no contention.
 std::unique_ptr<Backend> make_analytic_backend();
 
 }  // namespace trainsim::engine

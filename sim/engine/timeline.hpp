@@ -1,6 +1,13 @@
 #pragma once
 // Chrome / Perfetto trace ("Trace Event Format" JSON) of a simulation: one process per rank, one
 // thread (track) per stream, one complete event ("ph": "X") per task, timestamps in microseconds.
+//
+// Processes are named "rank N (<program name>)" and sorted by rank; threads are named after their
+// stream (core::to_string(Stream)) and sorted in stream order. Each event is named after its task's
+// interned name (Workload::names; the task kind when the table is empty), its category is the task
+// kind, and its args carry the task index, phase, layer, micro-batch and, by kind, op class and
+// FLOPs, collective op and group, peer rank, and bytes. Output is deterministic: the same result
+// gives the same bytes. Open it in ui.perfetto.dev or chrome://tracing.
 
 #include <ostream>
 
@@ -9,6 +16,7 @@
 
 namespace trainsim::engine {
 
+// REQUIRES: `result` came from running `workload` with options.timeline_ranks set.
 void write_chrome_trace(const SimulationResult& result, const core::Workload& workload, std::ostream& out);
 
 }  // namespace trainsim::engine

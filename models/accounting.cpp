@@ -1,0 +1,311 @@
+#include "models/accounting.hpp"
+
+namespace trainsim::models {
+namespace {
+
+// Weight gradients accumulate into fp32 main gradients: read + write 4 bytes per element.
+constexpr double MAIN_GRAD_ACCUMULATE_BYTES = 8.0;
+constexpr double FP32_BYTES = 4.0;
+constexpr double MASK_BYTES = 1.0;
+
+// The sizes every formula uses, as doubles (products overflow 64-bit integers at 1T scale).
+struct Shape {
+  double b = 0;      // micro-batch
+  double s = 0;      // full sequence length
+  double sl = 0;     // tokens per context-parallel rank
+  double h = 0;
+  double t = 1;      // tensor parallelism
+  double tsp = 1;    // t with sequence parallelism, else 1: the split of norms and dropouts
+  double a = 0;      // heads
+  double kv = 0;     // key/value width: kv_heads x head_dim
+  double f = 0;
+  double vocab = 0;
+  double experts = 1;
+  double local_experts = 1;
+  double top_k = 1;
+  double g = 2;      // GEMM operand element bytes
+  double e = 2;      // activation element bytes
+  bool swiglu = false;
+  bool moe = false;
+};
+
+Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  Shape x;
+  x.b = static_cast<double>(t.micro_batch);
+  x.s = static_cast<double>(t.sequence_length);
+  x.sl = x.s / p.context;
+  x.h = static_cast<double>(m.hidden);
+  x.t = p.tensor;
+  x.tsp = p.sequence_parallel ? p.tensor : 1;
+  x.a = m.heads;
+  x.kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
+  x.f = static_cast<double>(m.ffn_hidden);
+  x.vocab = static_cast<double>(m.vocab);
+  x.experts = m.experts;
+  x.local_experts = static_cast<double>(m.experts) / p.expert;
+  x.top_k = m.top_k;
+  x.g = element_bytes(t.precision);
+  x.e = activation_element_bytes(t.precision);
+  x.swiglu = m.activation == Activation::SWIGLU;
+  x.moe = m.is_moe();
+  return x;
+}
+
+// A GEMM of a [rows x inner] input with `weight_sets` [inner x cols] weights (local experts), the
+// rows spread over those weights. Backward: data gradient (read dY, W; write dX) and weight
+// gradient (read X, dY; accumulate dW into fp32 main gradients).
+OpCost gemm(std::string name, OpKind kind, double rows, double inner, double cols, const Shape& x,
+            double weight_sets = 1.0) {
+  const double in = rows * inner, out = rows * cols, w = weight_sets * inner * cols;
+  OpCost c;
+  c.name = std::move(name);
+  c.kind = kind;
+  c.op_class = core::OpClass::GEMM;
+  c.forward_flops = core::Flops(2.0 * rows * inner * cols);
+  c.backward_flops = core::Flops(4.0 * rows * inner * cols);
+  c.forward_bytes = core::Bytes(in * x.g + w * x.g + out * x.e);
+  c.backward_bytes = core::Bytes((out * x.e + w * x.g + in * x.e) + (in * x.g + out * x.e + w * MAIN_GRAD_ACCUMULATE_BYTES));
+  return c;
+}
+
+OpCost memory_bound(std::string name, OpKind kind, core::OpClass op_class, double forward_bytes, double backward_bytes) {
+  OpCost c;
+  c.name = std::move(name);
+  c.kind = kind;
+  c.op_class = op_class;
+  c.forward_bytes = core::Bytes(forward_bytes);
+  c.backward_bytes = core::Bytes(backward_bytes);
+  return c;
+}
+
+// Forward reads x and writes y; backward reads dy and x, writes dx (weight gradients are tiny).
+OpCost norm(std::string name, double elements, const Shape& x) {
+  return memory_bound(std::move(name), OpKind::LAYER_NORM, core::OpClass::NORM, 2 * elements * x.e, 3 * elements * x.e);
+}
+
+// Forward reads the input and the residual, writes the sum and the dropout mask; backward reads the
+// gradient and the mask and writes the input gradient (the residual gradient passes through).
+OpCost bias_dropout_add(std::string name, double elements, const Shape& x) {
+  return memory_bound(std::move(name), OpKind::BIAS_DROPOUT_ADD, core::OpClass::ELEMENTWISE,
+                      elements * (3 * x.e + MASK_BYTES), elements * (2 * x.e + MASK_BYTES));
+}
+
+// Megatron's unfused core attention. Per head group: QKᵀ writes the scores; the scaled-masked softmax
+// reads them and writes probabilities; dropout reads those and writes the dropped probabilities and
+// a mask; ·V reads them. Backward mirrors it: 8 score-sized passes and the mask.
+OpCost core_attention(const Shape& x) {
+  const double q = x.b * x.sl * x.h / x.t;         // queries, and the context output
+  const double kv = 2 * x.b * x.s * x.kv / x.t;    // keys and values of the whole sequence
+  const double scores = x.b * (x.a / x.t) * x.sl * x.s;
+  OpCost c;
+  c.name = "attention";
+  c.kind = OpKind::ATTENTION;
+  c.op_class = core::OpClass::ATTENTION;
+  c.forward_flops = core::Flops(4.0 * x.b * x.sl * x.s * x.h / x.t);
+  c.backward_flops = core::Flops(8.0 * x.b * x.sl * x.s * x.h / x.t);
+  c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + scores * (6 * x.e + MASK_BYTES));
+  c.backward_bytes = core::Bytes(q * x.e + 2 * (q + kv) * x.e + scores * (8 * x.e + MASK_BYTES));
+  c.recomputed_selective = true;
+  return c;
+}
+
+// GeLU reads x, writes y; SwiGLU reads gate and up, writes y. Backward reads dy and the inputs and
+// writes their gradients.
+OpCost activation_op(std::string name, double elements, const Shape& x) {
+  const double fwd = x.swiglu ? 3 : 2;
+  const double bwd = x.swiglu ? 5 : 3;
+  return memory_bound(std::move(name), OpKind::MLP_ACTIVATION, core::OpClass::ELEMENTWISE, fwd * elements * x.e,
+                      bwd * elements * x.e);
+}
+
+core::Flops forward_flops(const std::vector<OpCost>& ops, bool selective_only) {
+  core::Flops f;
+  for (const OpCost& op : ops) {
+    if (!selective_only || op.recomputed_selective) f += op.forward_flops;
+  }
+  return f;
+}
+
+core::Flops total_flops(const std::vector<OpCost>& ops) {
+  core::Flops f;
+  for (const OpCost& op : ops) f += op.forward_flops + op.backward_flops;
+  return f;
+}
+
+}  // namespace
+
+double element_bytes(core::Precision p) {
+  switch (p) {
+    case core::Precision::FP32:
+    case core::Precision::TF32: return 4;
+    case core::Precision::BF16:
+    case core::Precision::FP16: return 2;
+    case core::Precision::FP8: return 1;
+  }
+  return 2;
+}
+
+double activation_element_bytes(core::Precision p) {
+  return p == core::Precision::FP32 || p == core::Precision::TF32 ? 4 : 2;
+}
+
+std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  const double tokens = x.b * x.sl;
+  const double split_hidden = tokens * x.h / x.tsp;  // elements of norms and dropouts
+  const double up_cols = (x.swiglu ? 2 : 1) * x.f / x.t;
+  std::vector<OpCost> ops;
+  ops.push_back(norm("ln1", split_hidden, x));
+  ops.push_back(gemm("qkv", OpKind::QKV, tokens, x.h, (x.h + 2 * x.kv) / x.t, x));
+  ops.push_back(core_attention(x));
+  ops.push_back(gemm("proj", OpKind::PROJECTION, tokens, x.h / x.t, x.h, x));
+  ops.push_back(bias_dropout_add("attn_bda", split_hidden, x));
+  ops.push_back(norm("ln2", split_hidden, x));
+  if (x.moe) {
+    ops.push_back(gemm("router", OpKind::ROUTER, tokens / x.tsp, x.h, x.experts, x));
+    const double routed = tokens * x.top_k;
+    ops.push_back(gemm("expert_up", OpKind::MLP_UP, routed, x.h, up_cols, x, x.local_experts));
+    ops.push_back(activation_op("expert_act", routed * x.f / x.t, x));
+    ops.push_back(gemm("expert_down", OpKind::MLP_DOWN, routed, x.f / x.t, x.h, x, x.local_experts));
+  } else {
+    ops.push_back(gemm("mlp_up", OpKind::MLP_UP, tokens, x.h, up_cols, x));
+    ops.push_back(activation_op("mlp_act", tokens * x.f / x.t, x));
+    ops.push_back(gemm("mlp_down", OpKind::MLP_DOWN, tokens, x.f / x.t, x.h, x));
+  }
+  ops.push_back(bias_dropout_add("mlp_bda", split_hidden, x));
+  return ops;
+}
+
+std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  const double out = x.b * x.sl * x.h;
+  // Each rank reads the rows of its vocabulary shard and writes the whole (partial) output, which
+  // the tensor group then sums; learned positions add a read of their rows. Backward scatters the
+  // output gradient into the fp32 main gradients of the rows.
+  double fwd = out / x.t * x.g + out * x.e;
+  double bwd = out * x.e + out / x.t * MAIN_GRAD_ACCUMULATE_BYTES;
+  if (m.learned_positions) {
+    fwd += out * x.g;
+    bwd += out * MAIN_GRAD_ACCUMULATE_BYTES;
+  }
+  std::vector<OpCost> ops;
+  ops.push_back(memory_bound("embedding", OpKind::EMBEDDING, core::OpClass::EMBEDDING, fwd, bwd));
+  if (m.embedding_norm) ops.push_back(norm("embedding_ln", out / x.tsp, x));
+  return ops;
+}
+
+std::vector<OpCost> head_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  const double tokens = x.b * x.sl;
+  const double logits = tokens * x.vocab / x.t;
+  std::vector<OpCost> ops;
+  ops.push_back(norm("final_ln", tokens * x.h / x.tsp, x));
+  ops.push_back(gemm("logits", OpKind::LOGITS, tokens, x.h, x.vocab / x.t, x));
+  // Cross-entropy reads the logits and keeps their fp32 softmax; backward turns it into the logits'
+  // gradient.
+  ops.push_back(memory_bound("loss", OpKind::LOSS, core::OpClass::ELEMENTWISE, logits * (x.e + FP32_BYTES),
+                             logits * (FP32_BYTES + x.e)));
+  return ops;
+}
+
+IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  // The whole batch as one micro-batch on one unsplit GPU: every parallel split only divides the
+  // same products among GPUs.
+  TrainingConfig whole = t;
+  whole.micro_batch = t.global_batch;
+  const ParallelismConfig single;
+  const std::vector<OpCost> layer = layer_ops(m, whole, single);
+  const double layers = m.layers;
+  IterationFlops f;
+  f.model = total_flops(layer) * layers + total_flops(head_ops(m, whole, single)) +
+            total_flops(embedding_ops(m, whole, single));
+  f.hardware = f.model;
+  if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
+  if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
+  return f;
+}
+
+core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  const double tokens = x.b * x.sl;
+  if (p.recompute == Recompute::FULL) return core::Bytes(tokens * x.h * x.e / x.tsp);
+  // Norm inputs, QKV and MLP inputs, two dropout masks: whole on every tensor rank unless sequence
+  // parallel.
+  const double whole = tokens * x.h * (4 * x.e + 2 * MASK_BYTES) / x.tsp;
+  // Q, K, V and the projection input.
+  const double attention = tokens * (2 * x.h + 2 * x.kv) * x.e / x.t;
+  // Activation input(s) and down-projection input, per routed token; MoE also keeps the dispatched tokens.
+  const double per_token_mlp = (x.swiglu ? 3 : 2) * x.f * x.e / x.t;
+  double mlp = tokens * per_token_mlp;
+  if (x.moe) mlp = tokens * x.top_k * (per_token_mlp + x.h * x.e);
+  double bytes = whole + attention + mlp;
+  if (p.recompute == Recompute::NONE) bytes += x.b * (x.a / x.t) * x.sl * x.s * (2 * x.e + MASK_BYTES);
+  return core::Bytes(bytes);
+}
+
+core::Bytes head_activation_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  return core::Bytes(FP32_BYTES * x.b * x.sl * x.vocab / x.t);
+}
+
+ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p) {
+  const double h = static_cast<double>(m.hidden);
+  const double t = p.tensor;
+  const double kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
+  const double qkv_out = h + 2 * kv;
+  const double f = static_cast<double>(m.ffn_hidden);
+  const double up_matrices = m.activation == Activation::SWIGLU ? 2 : 1;
+  ParameterCount c;
+  c.dense = 2.0 * static_cast<double>(m.norm_parameters()) + h * qkv_out / t + h * h / t;
+  if (m.has_biases()) c.dense += qkv_out / t + h;
+  double mlp = (up_matrices + 1) * h * f / t;
+  if (m.has_biases()) mlp += up_matrices * f / t + h;
+  if (m.is_moe()) {
+    c.dense += h * m.experts;
+    c.expert = static_cast<double>(m.experts) / p.expert * mlp;
+  } else {
+    c.dense += mlp;
+  }
+  return c;
+}
+
+ParameterCount embedding_parameters(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const double h = static_cast<double>(m.hidden);
+  ParameterCount c;
+  c.dense = static_cast<double>(m.vocab) * h / p.tensor;
+  if (m.learned_positions) c.dense += static_cast<double>(t.sequence_length) * h;
+  if (m.embedding_norm) c.dense += static_cast<double>(m.norm_parameters());
+  return c;
+}
+
+ParameterCount head_parameters(const ModelSpec& m, const ParallelismConfig& p) {
+  ParameterCount c;
+  c.dense = static_cast<double>(m.norm_parameters());
+  if (!m.tied_embeddings || p.pipeline > 1) c.dense += static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / p.tensor;
+  return c;
+}
+
+double weight_bytes_per_parameter(core::Precision p) { return activation_element_bytes(p); }
+
+double gradient_bytes_per_parameter() { return FP32_BYTES; }
+
+double optimizer_bytes_per_parameter(core::Precision p) { return activation_element_bytes(p) == FP32_BYTES ? 8 : 12; }
+
+double optimizer_step_bytes_per_parameter(core::Precision p) {
+  const bool mixed = activation_element_bytes(p) != FP32_BYTES;
+  return 2 * FP32_BYTES + 6 * FP32_BYTES + (mixed ? 2 : 0);
+}
+
+MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p) {
+  auto sharded = [&](int from_stage) {
+    const bool shard = p.zero_stage >= from_stage;
+    return local.dense / (shard ? p.dense_replicas() : 1) + local.expert / (shard ? p.expert_replicas() : 1);
+  };
+  MemoryBreakdown mem;
+  mem.weights = core::Bytes(sharded(3) * weight_bytes_per_parameter(precision));
+  mem.gradients = core::Bytes(sharded(2) * gradient_bytes_per_parameter());
+  mem.optimizer_states = core::Bytes(sharded(1) * optimizer_bytes_per_parameter(precision));
+  return mem;
+}
+
+}  // namespace trainsim::models

@@ -1,0 +1,233 @@
+#include "models/model_spec.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::models {
+namespace {
+
+// Megatron-LM pads GPT-2's 50257-token BPE vocabulary to a multiple of 128 x TP: 51200 for TP <= 8.
+constexpr int64_t GPT2_PADDED_VOCAB = 51200;
+constexpr const char* GPT3_SOURCE =
+    "Brown et al. 2020, Language Models are Few-Shot Learners, Table 2.1; vocabulary padded to 51200 as in "
+    "Megatron-LM";
+
+ModelSpec gpt(std::string name, int layers, int64_t hidden, int heads, std::string source) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = GPT2_PADDED_VOCAB;
+  m.activation = Activation::GELU;
+  m.tied_embeddings = true;
+  m.learned_positions = true;
+  m.source = std::move(source);
+  return m;
+}
+
+ModelSpec llama3(std::string name, int layers, int64_t hidden, int heads, int64_t ffn_hidden) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = 8;
+  m.ffn_hidden = ffn_hidden;
+  m.vocab = 128256;
+  m.activation = Activation::SWIGLU;
+  m.tied_embeddings = false;
+  m.learned_positions = false;
+  m.source = "Llama Team 2024, The Llama 3 Herd of Models, Table 3";
+  return m;
+}
+
+std::vector<ModelSpec> make_catalog() {
+  std::vector<ModelSpec> c;
+  c.push_back(gpt("gpt3-125m", 12, 768, 12, GPT3_SOURCE));
+  c.push_back(gpt("gpt3-350m", 24, 1024, 16, GPT3_SOURCE));
+  c.push_back(gpt("gpt3-760m", 24, 1536, 16, GPT3_SOURCE));
+  // Table 2.1 lists 24 heads of size 128 for a 2048-wide model, which cannot both hold; the head size
+  // 128 (16 heads) is what Megatron-LM's GPT-3 1.3B configuration uses.
+  c.push_back(gpt("gpt3-1.3b", 24, 2048, 16,
+                  std::string(GPT3_SOURCE) + " (16 heads of 128: the table's 24 heads do not divide 2048)"));
+  c.push_back(gpt("gpt3-2.7b", 32, 2560, 32, GPT3_SOURCE));
+  c.push_back(gpt("gpt3-6.7b", 32, 4096, 32, GPT3_SOURCE));
+  // Table 2.1 prints d_model 5140 for 40 heads of 128; 5120 = 40 x 128 is the intended width.
+  c.push_back(gpt("gpt3-13b", 40, 5120, 40, std::string(GPT3_SOURCE) + " (d_model 5120 = 40 x 128; the table's 5140 is a typo)"));
+  c.push_back(gpt("gpt3-175b", 96, 12288, 96, GPT3_SOURCE));
+  c.push_back(gpt("megatron-1t", 128, 25600, 160,
+                  "Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                  "Megatron-LM, Table 1"));
+  c.push_back(gpt("mt-nlg-530b", 105, 20480, 128,
+                  "Smith et al. 2022, Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B, Section 3"));
+  ModelSpec bloom = gpt("bloom-176b", 70, 14336, 112,
+                        "BigScience 2022, BLOOM: A 176B-Parameter Open-Access Multilingual Language Model, "
+                        "Table 3 (ALiBi positions, embedding LayerNorm)");
+  bloom.vocab = 250880;
+  bloom.learned_positions = false;
+  bloom.embedding_norm = true;
+  c.push_back(bloom);
+  c.push_back(llama3("llama3-8b", 32, 4096, 32, 14336));
+  c.push_back(llama3("llama3-70b", 80, 8192, 64, 28672));
+  c.push_back(llama3("llama3-405b", 126, 16384, 128, 53248));
+  return c;
+}
+
+constexpr int64_t MAX_LAYERS = 65535;  // Task::layer is 16 bits
+constexpr int64_t MAX_WIDTH = int64_t{1} << 40;
+constexpr int64_t MAX_HEADS = int64_t{1} << 20;
+
+// Reads the spec keys of an object over `spec` (the base entry, or defaults for a full spec).
+void read_fields(core::ObjectReader& r, ModelSpec& spec, bool full_spec) {
+  const ModelSpec base = spec;
+  auto count = [&](std::string_view key, int64_t current, int64_t max) -> int64_t {
+    if (full_spec) return r.required_integer(key, 1, max).value_or(current);
+    return r.integer(key, current, 1, max);
+  };
+  spec.name = r.string("name", spec.name);
+  spec.layers = static_cast<int>(count("layers", spec.layers, MAX_LAYERS));
+  spec.hidden = count("hidden", spec.hidden, MAX_WIDTH);
+  spec.heads = static_cast<int>(count("heads", spec.heads, MAX_HEADS));
+  spec.vocab = count("vocab", spec.vocab, MAX_WIDTH);
+  const int kv_default = (full_spec || base.kv_heads == base.heads) ? spec.heads : base.kv_heads;
+  spec.kv_heads = static_cast<int>(r.integer("kv_heads", kv_default, 1, MAX_HEADS));
+  const int64_t ffn_default = (full_spec || base.ffn_hidden == 4 * base.hidden) ? 4 * spec.hidden : base.ffn_hidden;
+  spec.ffn_hidden = r.integer("ffn_hidden", ffn_default, 1, MAX_WIDTH);
+  spec.activation = r.choice("activation", to_string(spec.activation), {"gelu", "swiglu"}) == "swiglu"
+                        ? Activation::SWIGLU
+                        : Activation::GELU;
+  spec.experts = static_cast<int>(r.integer("experts", spec.experts, 1, MAX_HEADS));
+  spec.top_k = static_cast<int>(r.integer("top_k", spec.top_k, 1, MAX_HEADS));
+  spec.tied_embeddings = r.boolean("tied_embeddings", spec.tied_embeddings);
+  spec.learned_positions = r.boolean("learned_positions", spec.learned_positions);
+  spec.embedding_norm = r.boolean("embedding_norm", spec.embedding_norm);
+  spec.source = r.string("source", spec.source);
+}
+
+// Consistency of the resolved spec; pointers name the key responsible.
+void check_shape(const ModelSpec& m, const std::string& file, const std::string& pointer, core::Diagnostics& diag) {
+  if (m.heads > 0 && m.hidden % m.heads != 0) {
+    diag.add(file, core::append_pointer(pointer, "heads"),
+             fmt::format("heads ({}) must divide hidden ({})", m.heads, m.hidden));
+  }
+  if (m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
+    diag.add(file, core::append_pointer(pointer, "kv_heads"),
+             fmt::format("kv_heads ({}) must divide heads ({})", m.kv_heads, m.heads));
+  }
+  if (m.top_k > m.experts) {
+    diag.add(file, core::append_pointer(pointer, "top_k"),
+             fmt::format("top_k ({}) must not exceed experts ({})", m.top_k, m.experts));
+  }
+}
+
+std::string unknown_model(const std::string& name) {
+  const std::string hint = core::closest_match(name, model_names());
+  return hint.empty() ? fmt::format("unknown model \"{}\" (see `trainsim describe models`)", name)
+                      : fmt::format("unknown model \"{}\" (did you mean \"{}\"?)", name, hint);
+}
+
+}  // namespace
+
+std::string to_string(Activation a) { return a == Activation::SWIGLU ? "swiglu" : "gelu"; }
+
+int64_t ModelSpec::parameter_count(int64_t sequence_length) const {
+  const int64_t h = hidden;
+  const int64_t kv = static_cast<int64_t>(kv_heads) * head_dim();
+  const int64_t qkv_out = h + 2 * kv;
+  int64_t attention = h * qkv_out + h * h;  // QKV and output projection
+  if (has_biases()) attention += qkv_out + h;
+  const int64_t up_matrices = activation == Activation::SWIGLU ? 2 : 1;
+  int64_t mlp = (up_matrices + 1) * h * ffn_hidden;
+  if (has_biases()) mlp += up_matrices * ffn_hidden + h;
+  int64_t layer = attention + 2 * norm_parameters() + experts * mlp;
+  if (is_moe()) layer += h * experts;  // router, no bias
+  int64_t total = layers * layer + norm_parameters();  // + final norm
+  total += vocab * h;                                  // word embedding
+  if (!tied_embeddings) total += vocab * h;            // separate output layer
+  if (learned_positions) total += sequence_length * h;
+  if (embedding_norm) total += norm_parameters();
+  return total;
+}
+
+ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file, const std::string& pointer,
+                               core::Diagnostics& diag) {
+  ModelSpec spec;
+  if (value.is_string()) {
+    const std::string name = value.get<std::string>();
+    if (const ModelSpec* m = find_model(name)) return *m;
+    diag.add(file, pointer, unknown_model(name));
+    return spec;
+  }
+  if (!value.is_object()) {
+    diag.add(file, pointer,
+             fmt::format("expected a catalog model name or an object, found {}", core::describe_json(value)));
+    return spec;
+  }
+  core::ObjectReader r(value, file, pointer, diag);
+  const bool has_base = r.has("base");
+  if (has_base) {
+    const std::string base = r.string("base", "");
+    if (const ModelSpec* m = find_model(base)) {
+      spec = *m;
+    } else {
+      r.problem("base", unknown_model(base));
+    }
+    r.choice("family", "transformer", {"transformer"});
+  } else {
+    spec.name = "custom";
+    if (r.required_string("family")) r.choice("family", "transformer", {"transformer"});
+  }
+  const ModelSpec before = spec;
+  read_fields(r, spec, !has_base);
+  r.finish();
+  if (has_base && spec.name == before.name) {
+    const bool modified = spec.to_json() != before.to_json();
+    if (modified) spec.name = before.name + " (modified)";
+  }
+  check_shape(spec, file, pointer, diag);
+  return spec;
+}
+
+core::Json ModelSpec::to_json() const {
+  core::Json j;
+  j["family"] = "transformer";
+  j["name"] = name;
+  j["layers"] = layers;
+  j["hidden"] = hidden;
+  j["heads"] = heads;
+  j["kv_heads"] = kv_heads;
+  j["ffn_hidden"] = ffn_hidden;
+  j["vocab"] = vocab;
+  j["activation"] = to_string(activation);
+  j["experts"] = experts;
+  j["top_k"] = top_k;
+  j["tied_embeddings"] = tied_embeddings;
+  j["learned_positions"] = learned_positions;
+  j["embedding_norm"] = embedding_norm;
+  if (!source.empty()) j["source"] = source;
+  return j;
+}
+
+const std::vector<ModelSpec>& model_catalog() {
+  static const std::vector<ModelSpec> catalog = make_catalog();
+  return catalog;
+}
+
+const ModelSpec* find_model(const std::string& name) {
+  for (const ModelSpec& m : model_catalog()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const ModelSpec& m : model_catalog()) names.push_back(m.name);
+  return names;
+}
+
+}  // namespace trainsim::models

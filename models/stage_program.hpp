@@ -1,0 +1,77 @@
+#pragma once
+// Internal to the workload builder: the resolved plan of a build (sizes, op costs, groups, pipeline
+// timing) and the emission of one pipeline stage's program from it. See workload_builder.hpp for
+// the structure of the programs.
+
+#include <cstdint>
+#include <vector>
+
+#include "models/accounting.hpp"
+#include "models/schedule.hpp"
+#include "sim/core/workload.hpp"
+
+namespace trainsim::models {
+
+// Indices into Workload::groups.
+struct GroupIds {
+  uint16_t tensor = 0;
+  uint16_t context = 0;
+  uint16_t expert = 0;
+  uint16_t data = 0;         // dense gradients: data x expert x context
+  uint16_t expert_data = 0;  // expert gradients: data x context
+  int embedding = -1;        // first and last stage (tied embeddings, pipeline > 1); -1: none
+};
+
+struct BuildPlan {
+  const ModelSpec* model = nullptr;
+  const ParallelismConfig* parallelism = nullptr;
+  int stages = 1;
+  int chunks = 1;           // model chunks per stage
+  int positions = 1;        // stages x chunks
+  int micro_batches = 1;
+  std::vector<int> chunk_layers;  // by model position
+  std::vector<int> first_layer;   // by model position
+
+  std::vector<OpCost> layer;
+  std::vector<OpCost> embedding;
+  std::vector<OpCost> head;
+
+  // Payloads (bytes per rank).
+  double tensor_bytes = 0;       // one micro-batch's b·(s/c)·h activations (TP collectives)
+  double context_bytes = 0;      // K and V of the whole sequence (CP all-gather / reduce-scatter)
+  double all_to_all_bytes = 0;   // top_k routed copies of the local tokens (MoE dispatch / combine)
+  double pipeline_bytes = 0;     // b·(s/c)·h/t: Megatron's scatter-gather optimization
+  double loss_reduce_bytes = 0;  // vocabulary-parallel cross-entropy's three b·(s/c) fp32 reductions
+
+  // Activation memory per layer and micro-batch.
+  double stored_bytes = 0;       // kept from forward to backward under the configured recompute
+  double recompute_bytes = 0;    // re-created right before the backward (score matrix under selective
+                                 // recompute, the whole layer under full recompute)
+  double head_bytes = 0;
+
+  ParameterCount layer_params;
+  ParameterCount embedding_params;
+  ParameterCount head_params;
+  double weight_bytes = 2;       // per parameter
+  double optimizer_step_bytes = 0;
+
+  GroupIds groups;
+  bool zero3 = false;            // ZeRO-3 with more than one replica
+  bool reduce_dense = false;     // dense gradients need a data-parallel reduction
+  bool reduce_expert = false;    // expert gradients need one
+
+  std::vector<std::vector<TimedSlot>> timed;  // by stage
+  std::vector<double> forward_end;            // by micro_batch x positions + position
+  std::vector<double> backward_end;
+};
+
+struct StageResult {
+  core::Program program;
+  double peak_activation_bytes = 0;  // peak of the running sum of its MEMORY tasks
+  ParameterCount parameters;         // held by one rank of the stage
+};
+
+// Emits the program of pipeline stage `stage`, interning task names in `workload`.
+StageResult build_stage_program(const BuildPlan& plan, core::Workload& workload, int stage);
+
+}  // namespace trainsim::models

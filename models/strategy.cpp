@@ -1,0 +1,215 @@
+#include "models/strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::models {
+namespace {
+
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+  return names;
+}
+
+core::Precision parse_precision(const std::string& s) {
+  const std::vector<std::string>& names = precision_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == s) return static_cast<core::Precision>(i);
+  }
+  TRAINSIM_CHECK(false, "precision names and core::Precision disagree");
+  return core::Precision::BF16;
+}
+
+constexpr int MAX_PARALLEL = 1 << 20;
+
+}  // namespace
+
+std::string to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::GPIPE: return "gpipe";
+    case PipelineSchedule::ONE_F_ONE_B: return "1f1b";
+    case PipelineSchedule::INTERLEAVED_1F1B: return "interleaved-1f1b";
+  }
+  return "?";
+}
+
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::NONE: return "none";
+    case Recompute::SELECTIVE: return "selective";
+    case Recompute::FULL: return "full";
+  }
+  return "?";
+}
+
+TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
+  TrainingConfig t;
+  t.sequence_length = r.integer("sequence_length", t.sequence_length, 1);
+  t.global_batch = r.required_integer("global_batch", 1).value_or(t.global_batch);
+  t.micro_batch = r.integer("micro_batch", t.micro_batch, 1);
+  t.precision = parse_precision(r.choice("precision", std::string(core::to_string(t.precision)), precision_names()));
+  r.finish();
+  return t;
+}
+
+core::Json TrainingConfig::to_json() const {
+  core::Json j;
+  j["sequence_length"] = sequence_length;
+  j["global_batch"] = global_batch;
+  j["micro_batch"] = micro_batch;
+  j["precision"] = std::string(core::to_string(precision));
+  return j;
+}
+
+ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
+  ParallelismConfig p;
+  p.tensor = static_cast<int>(r.integer("tensor", p.tensor, 1, MAX_PARALLEL));
+  p.pipeline = static_cast<int>(r.integer("pipeline", p.pipeline, 1, MAX_PARALLEL));
+  p.data = static_cast<int>(r.integer("data", p.data, 1, MAX_PARALLEL));
+  p.context = static_cast<int>(r.integer("context", p.context, 1, MAX_PARALLEL));
+  p.expert = static_cast<int>(r.integer("expert", p.expert, 1, MAX_PARALLEL));
+  p.sequence_parallel = r.boolean("sequence_parallel", p.sequence_parallel);
+  const std::string schedule =
+      r.choice("pipeline_schedule", to_string(p.schedule), {"gpipe", "1f1b", "interleaved-1f1b"});
+  p.schedule = schedule == "gpipe"  ? PipelineSchedule::GPIPE
+               : schedule == "1f1b" ? PipelineSchedule::ONE_F_ONE_B
+                                    : PipelineSchedule::INTERLEAVED_1F1B;
+  p.virtual_stages = static_cast<int>(r.integer("virtual_stages", p.virtual_stages, 1, MAX_PARALLEL));
+  // Entries below 1 are reported by check_strategy(), with the chunk they concern.
+  for (int64_t n : r.integer_array("stage_layers", INT32_MIN, INT32_MAX)) p.stage_layers.push_back(static_cast<int>(n));
+  const std::string recompute = r.choice("recompute", to_string(p.recompute), {"none", "selective", "full"});
+  p.recompute = recompute == "none" ? Recompute::NONE : recompute == "selective" ? Recompute::SELECTIVE : Recompute::FULL;
+  p.zero_stage = static_cast<int>(r.integer("zero_stage", p.zero_stage, 0, 3));
+  p.bucket_size = r.bytes("bucket_size", p.bucket_size);
+  if (p.bucket_size.value() <= 0) {
+    r.problem("bucket_size", fmt::format("expected a positive size, found \"{}\"", core::format_bytes(p.bucket_size)));
+    p.bucket_size = ParallelismConfig{}.bucket_size;
+  }
+  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
+  r.finish();
+  return p;
+}
+
+core::Json ParallelismConfig::to_json() const {
+  core::Json j;
+  j["tensor"] = tensor;
+  j["pipeline"] = pipeline;
+  j["data"] = data;
+  j["context"] = context;
+  j["expert"] = expert;
+  j["sequence_parallel"] = sequence_parallel;
+  j["pipeline_schedule"] = to_string(schedule);
+  j["virtual_stages"] = virtual_stages;
+  if (!stage_layers.empty()) j["stage_layers"] = stage_layers;
+  j["recompute"] = to_string(recompute);
+  j["zero_stage"] = zero_stage;
+  j["bucket_size"] = core::format_bytes(bucket_size);
+  j["overlap_grad_reduce"] = overlap_grad_reduce;
+  return j;
+}
+
+int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p) {
+  const int64_t per_step = p.sequences_per_step(t);
+  TRAINSIM_CHECK(per_step > 0 && t.global_batch % per_step == 0, "global batch not divisible (check_strategy)");
+  return t.global_batch / per_step;
+}
+
+void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
+                    int world_size, const std::string& file, core::Diagnostics& diag) {
+  auto problem = [&](std::string pointer, std::string message) {
+    diag.add(file, std::move(pointer), std::move(message));
+  };
+  const int t = par.tensor;
+  if (model.heads % t != 0) {
+    problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide heads ({})", t, model.heads));
+  }
+  if (model.kv_heads % t != 0) {
+    problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide kv_heads ({})", t, model.kv_heads));
+  }
+  if (model.ffn_hidden % t != 0) {
+    problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide ffn_hidden ({})", t, model.ffn_hidden));
+  }
+  if (training.sequence_length % par.context != 0) {
+    problem("/parallelism/context", fmt::format("context parallelism {} must divide sequence_length ({})", par.context,
+                                                training.sequence_length));
+  } else if (par.sequence_parallel && t > 1 && (training.sequence_length / par.context) % t != 0) {
+    problem("/parallelism/tensor",
+            fmt::format("tensor parallelism {} must divide the sequence length per context rank ({}) with "
+                        "sequence_parallel",
+                        t, training.sequence_length / par.context));
+  }
+  if (model.is_moe() && t > 1 && !par.sequence_parallel) {
+    problem("/parallelism/sequence_parallel",
+            fmt::format("an MoE model with tensor parallelism {} needs sequence_parallel true (as in Megatron-LM), "
+                        "found false",
+                        t));
+  }
+
+  const int chunks = par.pipeline_chunks();
+  if (chunks > model.layers) {
+    problem("/parallelism/pipeline",
+            fmt::format("pipeline x virtual_stages ({} x {} = {} model chunks) must not exceed layers ({})",
+                        par.pipeline, par.virtual_stages, chunks, model.layers));
+  }
+  if (!par.stage_layers.empty()) {
+    if (static_cast<int>(par.stage_layers.size()) != chunks) {
+      problem("/parallelism/stage_layers",
+              fmt::format("stage_layers has {} entries, expected pipeline x virtual_stages = {} x {} = {}",
+                          par.stage_layers.size(), par.pipeline, par.virtual_stages, chunks));
+    }
+    for (size_t i = 0; i < par.stage_layers.size(); ++i) {
+      if (par.stage_layers[i] < 1) {
+        problem(core::append_pointer("/parallelism/stage_layers", i),
+                fmt::format("every model chunk needs at least 1 layer, found {}", par.stage_layers[i]));
+      }
+    }
+    const int64_t sum = std::accumulate(par.stage_layers.begin(), par.stage_layers.end(), int64_t{0});
+    if (sum != model.layers) {
+      problem("/parallelism/stage_layers",
+              fmt::format("stage_layers sum to {}, expected the model's layers ({})", sum, model.layers));
+    }
+  }
+  if (par.virtual_stages > 1 && par.schedule != PipelineSchedule::INTERLEAVED_1F1B) {
+    problem("/parallelism/virtual_stages",
+            fmt::format("virtual_stages {} requires pipeline_schedule \"interleaved-1f1b\", found \"{}\"",
+                        par.virtual_stages, to_string(par.schedule)));
+  }
+  if (par.virtual_stages > 1 && par.pipeline == 1) {
+    problem("/parallelism/virtual_stages",
+            fmt::format("virtual_stages {} requires pipeline > 1, found pipeline 1", par.virtual_stages));
+  }
+
+  if (par.world_size() != world_size) {
+    problem("/parallelism",
+            fmt::format("tensor x pipeline x data x context x expert = {} x {} x {} x {} x {} = {} must equal the "
+                        "cluster's GPU count ({})",
+                        par.tensor, par.pipeline, par.data, par.context, par.expert, par.world_size(), world_size));
+  }
+
+  const int64_t per_step = par.sequences_per_step(training);
+  if (training.global_batch % per_step != 0) {
+    problem("/training/global_batch",
+            fmt::format("global_batch {} must be divisible by micro_batch x data x expert = {} x {} x {} = {}",
+                        training.global_batch, training.micro_batch, par.data, par.expert, per_step));
+  } else if (par.virtual_stages > 1 && par.pipeline > 1 && (training.global_batch / per_step) % par.pipeline != 0) {
+    problem("/training/global_batch",
+            fmt::format("interleaved-1f1b with virtual_stages {} needs the micro-batch count (global_batch {} / {} = "
+                        "{}) to be a multiple of pipeline ({})",
+                        par.virtual_stages, training.global_batch, per_step, training.global_batch / per_step,
+                        par.pipeline));
+  }
+
+  if (par.expert > 1 && !model.is_moe()) {
+    problem("/parallelism/expert",
+            fmt::format("expert parallelism {} needs an MoE model (experts > 1), found experts {}", par.expert,
+                        model.experts));
+  } else if (model.experts % par.expert != 0) {
+    problem("/parallelism/expert",
+            fmt::format("expert parallelism {} must divide experts ({})", par.expert, model.experts));
+  }
+}
+
+}  // namespace trainsim::models

@@ -1,0 +1,156 @@
+#include "models/workload_builder.hpp"
+
+#include <algorithm>
+
+#include "models/schedule.hpp"
+#include "models/stage_program.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::models {
+namespace {
+
+using core::Axis;
+
+GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Workload& w) {
+  auto add = [&](core::GroupKind g) {
+    w.groups.push_back(std::move(g));
+    return static_cast<uint16_t>(w.groups.size() - 1);
+  };
+  GroupIds ids;
+  ids.tensor = add({"tensor", Axis::TENSOR, {}, {}});
+  ids.context = add({"context", Axis::CONTEXT, {}, {}});
+  ids.expert = add({"expert", Axis::EXPERT, {}, {}});
+  std::vector<Axis> dense_extra, expert_extra;
+  if (p.expert > 1) dense_extra.push_back(Axis::EXPERT);
+  if (p.context > 1) {
+    dense_extra.push_back(Axis::CONTEXT);
+    expert_extra.push_back(Axis::CONTEXT);
+  }
+  ids.data = add({"data", Axis::DATA, {}, dense_extra});
+  ids.expert_data = add({"expert-data", Axis::DATA, {}, expert_extra});
+  if (p.pipeline > 1 && m.tied_embeddings) ids.embedding = add({"embedding", Axis::PIPELINE, {0, p.pipeline - 1}, {}});
+  return ids;
+}
+
+BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, GroupIds groups,
+                    std::vector<int> stage_layers) {
+  BuildPlan plan;
+  plan.model = &m;
+  plan.parallelism = &p;
+  plan.stages = p.pipeline;
+  plan.chunks = p.virtual_stages;
+  plan.positions = p.pipeline_chunks();
+  plan.micro_batches = static_cast<int>(micro_batch_count(t, p));
+  plan.chunk_layers = std::move(stage_layers);
+  int first = 0;
+  for (int n : plan.chunk_layers) {
+    plan.first_layer.push_back(first);
+    first += n;
+  }
+  plan.layer = layer_ops(m, t, p);
+  plan.embedding = embedding_ops(m, t, p);
+  plan.head = head_ops(m, t, p);
+
+  const double e = activation_element_bytes(t.precision);
+  const double b = static_cast<double>(t.micro_batch);
+  const double s = static_cast<double>(t.sequence_length);
+  const double tokens = b * s / p.context;
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
+  plan.tensor_bytes = tokens * h * e;
+  plan.context_bytes = 2 * b * s * kv / p.tensor * e;
+  plan.all_to_all_bytes = m.top_k * tokens * h * e;
+  plan.pipeline_bytes = tokens * h * e / p.tensor;
+  plan.loss_reduce_bytes = 3 * tokens * 4.0;
+
+  plan.stored_bytes = activation_bytes_per_layer(m, t, p).value();
+  ParallelismConfig no_recompute = p;
+  no_recompute.recompute = Recompute::NONE;
+  const double whole_layer = activation_bytes_per_layer(m, t, no_recompute).value();
+  plan.recompute_bytes = p.recompute == Recompute::FULL ? whole_layer
+                         : p.recompute == Recompute::SELECTIVE ? whole_layer - plan.stored_bytes
+                                                                : 0.0;
+  plan.head_bytes = head_activation_bytes(m, t, p).value();
+
+  plan.layer_params = layer_parameters(m, p);
+  plan.embedding_params = embedding_parameters(m, t, p);
+  plan.head_params = head_parameters(m, p);
+  plan.weight_bytes = weight_bytes_per_parameter(t.precision);
+  plan.optimizer_step_bytes = optimizer_step_bytes_per_parameter(t.precision);
+
+  plan.groups = groups;
+  plan.reduce_dense = p.dense_replicas() > 1;
+  plan.reduce_expert = p.expert_replicas() > 1;
+  plan.zero3 = p.zero_stage == 3 && plan.reduce_dense;
+
+  // Ideal timing with costs proportional to layers (backward twice forward, plus the recompute).
+  std::vector<double> forward_cost, backward_cost;
+  const double recompute = p.recompute == Recompute::FULL ? 1.0 : 0.0;
+  for (int n : plan.chunk_layers) {
+    forward_cost.push_back(n);
+    backward_cost.push_back(n * (2.0 + recompute));
+  }
+  plan.timed = time_pipeline(pipeline_order(p.schedule, plan.stages, plan.chunks, plan.micro_batches), plan.stages,
+                             forward_cost, backward_cost);
+  const size_t cells = static_cast<size_t>(plan.micro_batches) * static_cast<size_t>(plan.positions);
+  plan.forward_end.assign(cells, 0.0);
+  plan.backward_end.assign(cells, 0.0);
+  for (int stage = 0; stage < plan.stages; ++stage) {
+    for (const TimedSlot& ts : plan.timed[static_cast<size_t>(stage)]) {
+      const size_t cell = static_cast<size_t>(ts.slot.micro_batch) * static_cast<size_t>(plan.positions) +
+                          static_cast<size_t>(ts.slot.chunk * plan.stages + stage);
+      (ts.slot.pass == Pass::FORWARD ? plan.forward_end : plan.backward_end)[cell] = ts.end;
+    }
+  }
+  return plan;
+}
+
+// ZeRO-3 keeps the unit in use and the prefetched one gathered.
+core::Bytes gather_buffers(const BuildPlan& plan) {
+  if (!plan.zero3) return core::Bytes(0);
+  const double largest = std::max({plan.layer_params.total(), plan.embedding_params.total(), plan.head_params.total()});
+  return core::Bytes(2 * largest * plan.weight_bytes);
+}
+
+}  // namespace
+
+std::vector<int> balanced_split(int layers, int chunks) {
+  TRAINSIM_CHECK(chunks >= 1 && layers >= chunks, "cannot split layers into more chunks than layers");
+  std::vector<int> split(static_cast<size_t>(chunks), layers / chunks);
+  for (int i = 0; i < layers % chunks; ++i) ++split[static_cast<size_t>(i)];
+  return split;
+}
+
+BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  BuiltWorkload built;
+  built.balanced_split = p.stage_layers.empty();
+  built.stage_layers = built.balanced_split ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;
+  built.micro_batches = static_cast<int>(micro_batch_count(t, p));
+  built.flops = iteration_flops(m, t, p);
+  built.samples_per_iteration = t.global_batch;
+  built.tokens_per_iteration = t.global_batch * t.sequence_length;
+
+  core::Workload& w = built.workload;
+  w.layout = core::ParallelLayout({p.tensor, p.context, p.expert, p.data, p.pipeline});
+  w.precision = t.precision;
+  w.symmetric_axes = {true, true, true, true, false};
+  const BuildPlan plan = make_plan(m, t, p, add_groups(p, m, w), built.stage_layers);
+
+  for (int stage = 0; stage < p.pipeline; ++stage) {
+    StageResult r = build_stage_program(plan, w, stage);
+    MemoryBreakdown mem = model_state_memory(r.parameters, t.precision, p);
+    mem.activations = core::Bytes(r.peak_activation_bytes);
+    mem.buffers = gather_buffers(plan);
+    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers;
+    w.programs.push_back(std::move(r.program));
+    built.memory.push_back(mem);
+  }
+  w.program_of_rank.resize(static_cast<size_t>(w.layout.world_size()));
+  for (int rank = 0; rank < w.layout.world_size(); ++rank) {
+    w.program_of_rank[static_cast<size_t>(rank)] = static_cast<uint32_t>(w.layout.coord(rank, Axis::PIPELINE));
+  }
+  w.validate();
+  return built;
+}
+
+}  // namespace trainsim::models

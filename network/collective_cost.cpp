@@ -1,0 +1,161 @@
+#include "network/collective_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::network {
+namespace {
+
+using core::Bytes;
+using core::CollectiveOp;
+using core::Seconds;
+
+bool has_tree(CollectiveOp op) {
+  return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::BROADCAST || op == CollectiveOp::REDUCE;
+}
+
+double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
+
+Seconds ring_time(CollectiveOp op, Bytes size, int n, const LinkScope& scope) {
+  if (n <= 1) return Seconds(0);
+  return bus_bandwidth_factor(op, n) * (size / scope.bandwidth) + ring_steps(op, n) * scope.latency;
+}
+
+// NCCL's tree for an op that has one (has_tree), `depth` hops from the root to the farthest leaf.
+// all_reduce pipelines a reduce up and a broadcast down: each rank sends and receives the whole
+// buffer once per phase.
+Seconds tree_time(CollectiveOp op, Bytes size, int n, int depth, const LinkScope& scope) {
+  if (n <= 1) return Seconds(0);
+  const double phases = op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0;
+  return phases * (size / scope.bandwidth) + (phases * depth) * scope.latency;
+}
+
+int binary_tree_depth(int n) { return static_cast<int>(std::ceil(std::log2(static_cast<double>(n)))); }
+
+// One flat phase over `n` ranks of one scope; `tree_depth` is the depth of NCCL's tree there.
+CollectiveCost flat(CollectiveOp op, Bytes size, int n, int tree_depth, const LinkScope& scope, Algorithm algorithm) {
+  const Seconds ring = ring_time(op, size, n, scope);
+  if (algorithm == Algorithm::RING || !has_tree(op)) return {ring, Algorithm::RING};
+  const Seconds tree = tree_time(op, size, n, tree_depth, scope);
+  if (algorithm == Algorithm::TREE || tree < ring) return {tree, Algorithm::TREE};
+  return {ring, Algorithm::RING};
+}
+
+CollectiveCost all_to_all(Bytes size, const GroupPlacement& g, const LinkScope& intra, const LinkScope& inter) {
+  const int n = g.ranks;
+  const int local = std::min(g.ranks_per_node, n);
+  const double local_peers = local - 1;
+  const double remote_peers = n - local;
+  const Seconds intra_bw = (local_peers / n) * (size / intra.bandwidth);
+  const Seconds inter_bw = remote_peers > 0 ? (remote_peers / n) * (size / inter.bandwidth) : Seconds(0);
+  return {std::max(intra_bw, inter_bw) + local_peers * intra.latency + remote_peers * inter.latency, Algorithm::RING};
+}
+
+}  // namespace
+
+std::string to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::AUTO: return "auto";
+    case Algorithm::RING: return "ring";
+    case Algorithm::TREE: return "tree";
+  }
+  return "?";
+}
+
+bool parse_algorithm(std::string_view text, Algorithm& out) {
+  for (Algorithm a : {Algorithm::AUTO, Algorithm::RING, Algorithm::TREE}) {
+    if (text == to_string(a)) {
+      out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+GroupPlacement GroupPlacement::of(const std::vector<int>& group_ranks, const ClusterConfig& cluster) {
+  TRAINSIM_CHECK(!group_ranks.empty(), "a communicator has at least one rank");
+  std::vector<int> nodes;
+  nodes.reserve(group_ranks.size());
+  for (int r : group_ranks) {
+    TRAINSIM_CHECK(r >= 0 && r < cluster.world_size(),
+                   fmt::format("rank {} is outside the cluster of {} GPUs", r, cluster.world_size()));
+    nodes.push_back(cluster.node_of(r));
+  }
+  std::sort(nodes.begin(), nodes.end());
+  GroupPlacement g;
+  g.ranks = static_cast<int>(group_ranks.size());
+  g.nodes = 0;
+  g.ranks_per_node = 0;
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    ++g.nodes;
+    g.ranks_per_node = std::max(g.ranks_per_node, static_cast<int>(j - i));
+    i = j;
+  }
+  return g;
+}
+
+LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile) {
+  return {cluster.intra_node.bandwidth * profile.intra_node.bandwidth_efficiency,
+          cluster.intra_node.latency + profile.intra_node.step_latency};
+}
+
+LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile) {
+  return {cluster.nic_bandwidth_per_gpu() * (profile.inter_node.bandwidth_efficiency / cluster.network.oversubscription),
+          cluster.network.latency + profile.inter_node.step_latency};
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int ranks) {
+  TRAINSIM_CHECK(ranks >= 1, "a communicator has at least one rank");
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::ALL_REDUCE: return 2.0 * (n - 1) / n;
+    case CollectiveOp::REDUCE_SCATTER:
+    case CollectiveOp::ALL_GATHER:
+    case CollectiveOp::ALL_TO_ALL: return (n - 1) / n;
+    case CollectiveOp::BROADCAST:
+    case CollectiveOp::REDUCE: return 1.0;
+  }
+  return 1.0;
+}
+
+CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement& group, const ClusterConfig& cluster,
+                               const core::NetworkProfile& profile, Algorithm algorithm) {
+  if (group.ranks <= 1) return {Seconds(0), Algorithm::RING};
+  const LinkScope intra = intra_node_scope(cluster, profile);
+  const LinkScope inter = inter_node_scope(cluster, profile);
+  if (op == CollectiveOp::ALL_TO_ALL) return all_to_all(size, group, intra, inter);
+  if (group.nodes <= 1) return flat(op, size, group.ranks, group.ranks - 1, intra, algorithm);
+  const int k = group.ranks_per_node;
+  const int m = group.nodes;
+  if (k <= 1) return flat(op, size, m, binary_tree_depth(m), inter, algorithm);
+
+  // Hierarchical: an intra-node phase before and/or after the across-node phase, which runs on the
+  // k rails at once with 1/k of the buffer each.
+  const Bytes shard = size / k;
+  const Seconds in_node = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra);  // = all_gather's
+  switch (op) {
+    case CollectiveOp::ALL_REDUCE:
+    case CollectiveOp::BROADCAST:
+    case CollectiveOp::REDUCE: {
+      const CollectiveCost across = flat(op, shard, m, binary_tree_depth(m), inter, algorithm);
+      return {in_node + across.time + in_node, across.algorithm};
+    }
+    case CollectiveOp::REDUCE_SCATTER:
+    case CollectiveOp::ALL_GATHER: return {in_node + ring_time(op, shard, m, inter), Algorithm::RING};
+    case CollectiveOp::ALL_TO_ALL: break;
+  }
+  TRAINSIM_CHECK(false, "all_to_all is costed above");
+  return {};
+}
+
+Seconds p2p_time(Bytes size, bool same_node, const ClusterConfig& cluster, const core::NetworkProfile& profile) {
+  const LinkScope scope = same_node ? intra_node_scope(cluster, profile) : inter_node_scope(cluster, profile);
+  return scope.latency + size / scope.bandwidth;
+}
+
+}  // namespace trainsim::network

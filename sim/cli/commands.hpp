@@ -1,0 +1,46 @@
+#pragma once
+// The subcommands of `trainsim`. Each returns the process exit code (STYLE.md: 0 ok, 1 runtime
+// failure, 2 usage or input error, 3 outside tolerance) and lets InputError propagate to main.
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace trainsim::cli {
+
+enum class Format { TABLE, JSON };
+
+struct RunArgs {
+  std::string scenario;
+  std::vector<std::string> overrides;  // --set key.path=value
+  Format format = Format::TABLE;
+  std::string out_dir;                 // --out: report.json, report.txt, scenario.resolved.json
+  std::string timeline;                // --timeline FILE (Chrome/Perfetto JSON)
+  std::vector<int> timeline_ranks;     // default: the first rank of every pipeline stage
+  std::string backend;                 // --backend, overrides simulation.backend
+};
+int run_command(const RunArgs& args, std::ostream& out);
+
+struct CheckArgs {
+  std::string scenario;
+  std::vector<std::string> overrides;
+};
+int check_command(const CheckArgs& args, std::ostream& out);
+
+struct DescribeArgs {
+  std::string what;  // gpus | models | profile
+  Format format = Format::TABLE;
+};
+int describe_command(const DescribeArgs& args, std::ostream& out);
+
+struct ValidateArgs {
+  std::vector<std::string> paths;    // files, or folders searched for *.json
+  std::optional<double> tolerance;   // relative, e.g. 0.10; exit 3 when a case is outside it
+  Format format = Format::TABLE;
+  std::vector<std::string> overrides;
+  std::string backend;
+};
+int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err);
+
+}  // namespace trainsim::cli

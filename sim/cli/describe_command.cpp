@@ -1,0 +1,80 @@
+#include <fmt/format.h>
+
+#include "models/model_spec.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/core/device.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+double tflops(const core::GpuSpec& g, core::Precision p) { return g.peak(p).value() / 1e12; }
+
+int describe_gpus(Format format, std::ostream& out) {
+  if (format == Format::JSON) {
+    core::Json list = core::Json::array();
+    for (const core::GpuSpec& g : core::gpu_catalog()) {
+      core::Json peaks;
+      for (int p = 0; p < core::PRECISION_COUNT; ++p) {
+        peaks[std::string(core::to_string(static_cast<core::Precision>(p)))] = tflops(g, static_cast<core::Precision>(p));
+      }
+      list.push_back({{"name", g.name},
+                      {"dense_tflops", peaks},
+                      {"hbm_capacity_bytes", static_cast<int64_t>(g.hbm_capacity.value())},
+                      {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth.value()},
+                      {"nvlink_bandwidth_bytes_per_s", g.nvlink_bandwidth.value()},
+                      {"pcie_bandwidth_bytes_per_s", g.pcie_bandwidth.value()},
+                      {"source", g.source}});
+    }
+    out << list.dump(2) << "\n";
+    return 0;
+  }
+  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>11}{:>12}{:>10}\n", "gpu", "fp32", "tf32", "bf16",
+                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw");
+  out << fmt::format("{:<16}{:>40}{:>10}{:>11}{:>12}{:>10}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
+  for (const core::GpuSpec& g : core::gpu_catalog()) {
+    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>11}{:>12}{:>10}\n", g.name,
+                       tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
+                       tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
+                       tflops(g, core::Precision::FP8), core::format_bytes(g.hbm_capacity),
+                       core::format_bandwidth(g.hbm_bandwidth), core::format_bandwidth(g.nvlink_bandwidth),
+                       core::format_bandwidth(g.pcie_bandwidth));
+  }
+  return 0;
+}
+
+int describe_models(Format format, std::ostream& out) {
+  constexpr int64_t PARAMS_AT_SEQUENCE = 2048;  // learned position embeddings depend on it
+  if (format == Format::JSON) {
+    core::Json list = core::Json::array();
+    for (const models::ModelSpec& m : models::model_catalog()) {
+      core::Json j = m.to_json();
+      j["parameters"] = m.parameter_count(PARAMS_AT_SEQUENCE);
+      list.push_back(j);
+    }
+    out << list.dump(2) << "\n";
+    return 0;
+  }
+  out << fmt::format("{:<14}{:>7}{:>7}{:>7}{:>9}{:>8}{:>8}{:>9}{:>9}{:>10}\n", "model", "layers", "hidden", "heads",
+                     "kv_heads", "ffn", "vocab", "mlp", "experts", "params");
+  for (const models::ModelSpec& m : models::model_catalog()) {
+    out << fmt::format("{:<14}{:>7}{:>7}{:>7}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9.1f}B\n", m.name, m.layers, m.hidden, m.heads,
+                       m.kv_heads, m.ffn_hidden, m.vocab, m.activation == models::Activation::GELU ? "gelu" : "swiglu",
+                       m.experts, static_cast<double>(m.parameter_count(PARAMS_AT_SEQUENCE)) / 1e9);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int describe_command(const DescribeArgs& args, std::ostream& out) {
+  if (args.what == "gpus") return describe_gpus(args.format, out);
+  if (args.what == "models") return describe_models(args.format, out);
+  if (args.what == "profile") {
+    out << core::Profile{}.to_json().dump(2) << "\n";
+    return 0;
+  }
+  throw core::InputError("describe", "", fmt::format("expected gpus, models or profile, found \"{}\"", args.what));
+}
+
+}  // namespace trainsim::cli

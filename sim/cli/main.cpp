@@ -1,0 +1,98 @@
+// trainsim: predict how a distributed training job runs. Maps the command line onto the commands of
+// commands.hpp and exceptions onto exit codes (0 ok, 1 runtime failure, 2 usage or input error,
+// 3 outside tolerance).
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+
+namespace {
+
+using trainsim::cli::Format;
+
+const std::map<std::string, Format> FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}};
+
+void add_format(CLI::App* cmd, Format& format) {
+  cmd->add_option("--format", format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(FORMATS, CLI::ignore_case))
+      ->default_str("table");
+}
+
+void add_overrides(CLI::App* cmd, std::vector<std::string>& overrides) {
+  cmd->add_option("--set", overrides, "Override a scenario value: key.path=value (repeatable), e.g. parallelism.tensor=4")
+      ->type_name("KEY=VALUE");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"trainsim: simulate large-scale distributed deep-learning training before paying for the GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "trainsim 0.1.0");
+
+  trainsim::cli::RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Predict one training iteration of a scenario");
+  run_cmd->add_option("scenario", run.scenario, "Scenario JSON file")->required();
+  add_format(run_cmd, run.format);
+  add_overrides(run_cmd, run.overrides);
+  run_cmd->add_option("--out", run.out_dir, "Also write report.json, report.txt and scenario.resolved.json here");
+  run_cmd->add_option("--timeline", run.timeline, "Write a Chrome/Perfetto trace of the iteration to FILE");
+  run_cmd->add_option("--timeline-ranks", run.timeline_ranks,
+                      "Ranks shown in the timeline (default: first rank of every pipeline stage)")
+      ->delimiter(',');
+  run_cmd->add_option("--backend", run.backend, "Simulation backend (overrides simulation.backend)")
+      ->check(CLI::IsMember({"analytic"}));
+
+  trainsim::cli::CheckArgs check;
+  CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
+  check_cmd->add_option("scenario", check.scenario, "Scenario JSON file")->required();
+  add_overrides(check_cmd, check.overrides);
+
+  trainsim::cli::DescribeArgs describe;
+  CLI::App* describe_cmd = app.add_subcommand("describe", "List the built-in catalogs and defaults");
+  describe_cmd->add_option("what", describe.what, "gpus, models or profile")
+      ->required()
+      ->check(CLI::IsMember({"gpus", "models", "profile"}));
+  add_format(describe_cmd, describe.format);
+
+  trainsim::cli::ValidateArgs validate;
+  double tolerance_pct = -1;
+  CLI::App* validate_cmd =
+      app.add_subcommand("validate", "Run validation cases (scenarios with an \"expect\" block) against measurements");
+  validate_cmd->add_option("cases", validate.paths, "Case files, or folders of *.json cases")->required();
+  validate_cmd->add_option("--tolerance", tolerance_pct, "Exit 3 when a case's |error| exceeds PCT percent")
+      ->check(CLI::PositiveNumber)
+      ->type_name("PCT");
+  add_format(validate_cmd, validate.format);
+  add_overrides(validate_cmd, validate.overrides);
+  validate_cmd->add_option("--backend", validate.backend, "Simulation backend")->check(CLI::IsMember({"analytic"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
+    if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
+    if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);
+    if (*validate_cmd) {
+      if (tolerance_pct > 0) validate.tolerance = tolerance_pct / 100.0;
+      return trainsim::cli::validate_command(validate, std::cout, std::cerr);
+    }
+  } catch (const trainsim::core::InputError& e) {
+    for (const auto& p : e.problems()) std::cerr << "error: " << p.to_string() << "\n";
+    return 2;
+  } catch (const trainsim::core::InternalError& e) {
+    std::cerr << "trainsim: " << e.what() << "\n(this is a bug in trainsim; please report it with the scenario)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "trainsim: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,214 @@
+#include "sim/cli/prediction.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+
+namespace trainsim::cli {
+namespace {
+
+struct Metrics {
+  double time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double peak_tflops = 0;
+};
+
+Metrics metrics_of(const Scenario& s, const Prediction& p) {
+  Metrics m;
+  m.time_s = p.iteration_time_s();
+  const double gpus = s.cluster.world_size();
+  m.samples_per_s = static_cast<double>(p.built.samples_per_iteration) / m.time_s;
+  m.tokens_per_s = static_cast<double>(p.built.tokens_per_iteration) / m.time_s;
+  m.model_tflops_per_gpu = p.built.flops.model.value() / m.time_s / gpus / 1e12;
+  m.hardware_tflops_per_gpu = p.built.flops.hardware.value() / m.time_s / gpus / 1e12;
+  m.peak_tflops = s.cluster.gpu_spec.peak(s.training.precision).value() / 1e12;
+  m.mfu = m.model_tflops_per_gpu / m.peak_tflops;
+  m.hfu = m.hardware_tflops_per_gpu / m.peak_tflops;
+  return m;
+}
+
+// The stage whose peak memory is highest (ties: the earliest).
+size_t worst_stage(const Prediction& p) {
+  const auto& peaks = p.result.peak_memory_by_program;
+  return static_cast<size_t>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+}
+
+double optimizer_s(const engine::Breakdown& b) {
+  return b.compute_by_phase[static_cast<size_t>(core::Phase::OPTIMIZER)].value();
+}
+
+double training_compute_s(const engine::Breakdown& b) { return b.compute.value() - optimizer_s(b); }
+
+// Two decimals in the unit that keeps the number >= 1 (tables; JSON carries exact byte counts).
+std::string bytes_text(core::Bytes b) {
+  const double v = b.value();
+  if (v >= core::GiB) return fmt::format("{:.2f} GiB", v / core::GiB);
+  if (v >= core::MiB) return fmt::format("{:.2f} MiB", v / core::MiB);
+  if (v >= core::KiB) return fmt::format("{:.2f} KiB", v / core::KiB);
+  return fmt::format("{:.0f} B", v);
+}
+
+std::string split_description(const Prediction& p) {
+  std::string layers;
+  for (size_t i = 0; i < p.built.stage_layers.size(); ++i) {
+    layers += (i ? "," : "") + std::to_string(p.built.stage_layers[i]);
+  }
+  return fmt::format("{} split [{}]", p.built.balanced_split ? "balanced" : "explicit", layers);
+}
+
+}  // namespace
+
+Prediction predict(const Scenario& scenario, const std::string& backend_override,
+                   const std::vector<int>& timeline_ranks) {
+  const auto start = std::chrono::steady_clock::now();
+  Prediction p;
+  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism);
+  p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
+  std::unique_ptr<engine::Backend> backend = engine::make_analytic_backend();
+  engine::SimulationOptions options;
+  options.use_symmetry = scenario.simulation.symmetry;
+  options.algorithm = scenario.simulation.algorithm;
+  options.timeline_ranks = timeline_ranks;
+  p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
+  p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
+core::Json report_json(const Scenario& s, const Prediction& p) {
+  const Metrics m = metrics_of(s, p);
+  const engine::Breakdown& b = p.result.breakdown;
+  core::Json j;
+  j["schema"] = "trainsim.report/1";
+  j["scenario"] = s.name;
+  j["world_size"] = s.cluster.world_size();
+  j["iteration_time_s"] = m.time_s;
+  j["samples_per_s"] = m.samples_per_s;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["model_tflops_per_gpu"] = m.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = m.hardware_tflops_per_gpu;
+  j["mfu"] = m.mfu;
+  j["hfu"] = m.hfu;
+
+  const double exposed = b.exposed_comm_total().value();
+  // The contract's four parts add up to the iteration time; "other" is the optimizer step plus time
+  // the compute stream waits on host<->device copies only.
+  const double other = optimizer_s(b) + b.other.value();
+  core::Json breakdown;
+  breakdown["compute"] = training_compute_s(b);
+  breakdown["exposed_communication"] = exposed;
+  breakdown["pipeline_bubble"] = b.pipeline_bubble.value();
+  breakdown["other"] = other;
+  breakdown["optimizer"] = optimizer_s(b);
+  core::Json by_phase, by_axis;
+  for (int ph = 0; ph < core::PHASE_COUNT; ++ph) {
+    by_phase[std::string(core::to_string(static_cast<core::Phase>(ph)))] = b.compute_by_phase[static_cast<size_t>(ph)].value();
+  }
+  core::Json comm;
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    const std::string axis(core::to_string(static_cast<core::Axis>(a)));
+    by_axis[axis] = b.exposed_comm[static_cast<size_t>(a)].value();
+    comm[axis] = p.result.comm_time[static_cast<size_t>(a)].value();
+  }
+  breakdown["compute_by_phase"] = by_phase;
+  breakdown["exposed_communication_by_axis"] = by_axis;
+  j["breakdown_s"] = breakdown;
+  j["communication_s"] = comm;
+
+  const size_t stage = worst_stage(p);
+  const models::MemoryBreakdown& mem = p.built.memory[stage];
+  const double peak = p.result.peak_memory_by_program[stage].value();
+  const double capacity = s.cluster.gpu_spec.hbm_capacity.value();
+  core::Json memory;
+  memory["peak_bytes_per_gpu"] = static_cast<int64_t>(peak);
+  memory["capacity_bytes"] = static_cast<int64_t>(capacity);
+  memory["fits"] = peak <= capacity;
+  memory["stage"] = stage;
+  memory["breakdown_bytes"] = {
+      {"weights", static_cast<int64_t>(mem.weights.value())},
+      {"gradients", static_cast<int64_t>(mem.gradients.value())},
+      {"optimizer_states", static_cast<int64_t>(mem.optimizer_states.value())},
+      {"activations", static_cast<int64_t>(p.result.peak_dynamic_by_program[stage].value())},
+      {"buffers", static_cast<int64_t>(mem.buffers.value())}};
+  j["memory"] = memory;
+
+  j["pipeline"] = {{"schedule", models::to_string(s.parallelism.schedule)},
+                   {"micro_batches", p.built.micro_batches},
+                   {"stage_layers", p.built.stage_layers},
+                   {"split", p.built.balanced_split ? "balanced" : "explicit"},
+                   {"critical_rank", p.result.critical_rank}};
+  j["simulation"] = {{"backend", p.backend},
+                     {"wall_s", p.wall_s},
+                     {"events", p.result.events},
+                     {"simulated_ranks", p.result.simulated_ranks},
+                     {"profile", s.profile.device.source}};
+  return j;
+}
+
+std::string report_table(const Scenario& s, const Prediction& p) {
+  const Metrics m = metrics_of(s, p);
+  const engine::Breakdown& b = p.result.breakdown;
+  const models::ParallelismConfig& par = s.parallelism;
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+
+  line(fmt::format("{}: {} x {} ({} nodes x {}), {}", s.name, s.cluster.world_size(), s.cluster.gpu,
+                   s.cluster.nodes, s.cluster.gpus_per_node, s.model.name));
+  line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
+                   par.tensor, par.pipeline, par.data, par.context, par.expert,
+                   par.sequence_parallel ? " +SP" : "", models::to_string(par.schedule),
+                   par.virtual_stages > 1 ? fmt::format(" (v={})", par.virtual_stages) : "",
+                   models::to_string(par.recompute), par.zero_stage, p.built.micro_batches, s.training.micro_batch));
+  line(fmt::format("pipeline: {}", split_description(p)));
+  line("");
+  line(fmt::format("  {:<28}{:>14.4f} s", "iteration time", m.time_s));
+  line(fmt::format("  {:<28}{:>14.2f} samples/s {:>14.0f} tokens/s", "throughput", m.samples_per_s, m.tokens_per_s));
+  line(fmt::format("  {:<28}{:>14.1f}   (hardware {:.1f}, peak {:.1f} {})", "TFLOP/s per GPU (model)",
+                   m.model_tflops_per_gpu, m.hardware_tflops_per_gpu, m.peak_tflops,
+                   core::to_string(s.training.precision)));
+  line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
+  line("");
+  line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",
+                   "time_s", "share"));
+  auto row = [&](const std::string& name, double v) {
+    line(fmt::format("    {:<26}{:>14.4f}{:>8.1f}%", name, v, 100 * v / m.time_s));
+  };
+  row("compute", training_compute_s(b));
+  for (core::Phase ph : {core::Phase::FORWARD, core::Phase::BACKWARD, core::Phase::RECOMPUTE}) {
+    const double v = b.compute_by_phase[static_cast<size_t>(ph)].value();
+    if (v > 0) row("  " + std::string(core::to_string(ph)), v);
+  }
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    const double v = b.exposed_comm[static_cast<size_t>(a)].value();
+    if (v > 0 || p.built.workload.layout.size(static_cast<core::Axis>(a)) > 1) row(fmt::format("exposed {} comm", core::to_string(static_cast<core::Axis>(a))), v);
+  }
+  row("pipeline bubble", b.pipeline_bubble.value());
+  row("optimizer", optimizer_s(b));
+  line("");
+  const size_t stage = worst_stage(p);
+  const models::MemoryBreakdown& mem = p.built.memory[stage];
+  const double peak = p.result.peak_memory_by_program[stage].value();
+  const double capacity = s.cluster.gpu_spec.hbm_capacity.value();
+  line(fmt::format("  {:<28}{:>14} of {} per GPU (stage {}): {}", "peak memory", bytes_text(core::Bytes(peak)),
+                   bytes_text(core::Bytes(capacity)), stage,
+                   peak <= capacity ? "fits" : fmt::format("OUT OF MEMORY by {}", bytes_text(core::Bytes(peak - capacity)))));
+  auto mrow = [&](const std::string& name, core::Bytes v) {
+    line(fmt::format("    {:<26}{:>14}", name, bytes_text(v)));
+  };
+  mrow("weights", mem.weights);
+  mrow("gradients", mem.gradients);
+  mrow("optimizer states", mem.optimizer_states);
+  mrow("activations", p.result.peak_dynamic_by_program[stage]);
+  mrow("buffers", mem.buffers);
+  line("");
+  line(fmt::format("simulated by {} backend in {:.3f} s ({} events, {} of {} ranks simulated, profile: {})",
+                   p.backend, p.wall_s, p.result.events, p.result.simulated_ranks, s.cluster.world_size(),
+                   s.profile.device.source));
+  return out;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,194 @@
+#include "sim/cli/scenario.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace trainsim::cli {
+namespace {
+
+const std::vector<std::string> BACKENDS = {"analytic"};
+const std::vector<std::string> ALGORITHMS = {"auto", "ring", "tree"};
+
+network::Algorithm algorithm_from(const std::string& s) {
+  if (s == "ring") return network::Algorithm::RING;
+  if (s == "tree") return network::Algorithm::TREE;
+  return network::Algorithm::AUTO;
+}
+
+SimulationConfig read_simulation(core::ObjectReader& r) {
+  SimulationConfig s;
+  if (r.has("backend") && r.raw("backend")->is_string() && r.raw("backend")->get<std::string>() == "simgrid") {
+    r.problem("backend", "the simgrid backend is not part of this build yet; use \"analytic\"");
+  } else {
+    s.backend = r.choice("backend", s.backend, BACKENDS);
+  }
+  s.profile = r.string("profile", "");
+  s.symmetry = r.boolean("symmetry", s.symmetry);
+  s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
+  r.finish();
+  return s;
+}
+
+Expectation read_expectation(core::ObjectReader& r) {
+  Expectation e;
+  auto opt = [&](std::string_view key) -> std::optional<double> {
+    if (!r.has(key)) {
+      r.raw(key);
+      return std::nullopt;
+    }
+    return r.number(key, 0, 1e-12, 1e12);
+  };
+  e.iteration_time_s = opt("iteration_time_s");
+  e.hardware_tflops_per_gpu = opt("hardware_tflops_per_gpu");
+  e.model_tflops_per_gpu = opt("model_tflops_per_gpu");
+  e.mfu = opt("mfu");
+  e.source = r.string("source", "");
+  e.note = r.string("note", "");
+  r.finish();
+  return e;
+}
+
+// Reads the profile named by the scenario into `profile`; problems are reported against the profile
+// file itself, plus one line at /simulation/profile if it cannot be opened.
+void read_profile(const std::string& scenario_file, const std::string& profile_path, core::Profile& profile,
+                  core::Diagnostics& diag) {
+  std::filesystem::path p(profile_path);
+  if (p.is_relative() && !scenario_file.empty()) p = std::filesystem::path(scenario_file).parent_path() / p;
+  core::Json doc;
+  try {
+    doc = core::load_json_file(p.string());
+  } catch (const core::InputError& e) {
+    diag.add(scenario_file, "/simulation/profile", e.problems().front().to_string());
+    return;
+  }
+  core::ObjectReader r(doc, p.string(), "", diag);
+  profile = core::Profile::from_json(r);
+}
+
+}  // namespace
+
+core::Json SimulationConfig::to_json() const {
+  core::Json j;
+  j["backend"] = backend;
+  if (!profile.empty()) j["profile"] = profile;
+  j["symmetry"] = symmetry;
+  j["algorithm"] = network::to_string(algorithm);
+  return j;
+}
+
+core::Json Scenario::to_json() const {
+  core::Json j;
+  j["name"] = name;
+  j["cluster"] = cluster.to_json();
+  j["model"] = model.to_json();
+  j["training"] = training.to_json();
+  j["parallelism"] = parallelism.to_json();
+  j["optimizations"] = core::Json::object();
+  j["simulation"] = simulation.to_json();
+  j["profile"] = profile.to_json();
+  if (expect) {
+    core::Json e = core::Json::object();
+    if (expect->iteration_time_s) e["iteration_time_s"] = *expect->iteration_time_s;
+    if (expect->hardware_tflops_per_gpu) e["hardware_tflops_per_gpu"] = *expect->hardware_tflops_per_gpu;
+    if (expect->model_tflops_per_gpu) e["model_tflops_per_gpu"] = *expect->model_tflops_per_gpu;
+    if (expect->mfu) e["mfu"] = *expect->mfu;
+    if (!expect->source.empty()) e["source"] = expect->source;
+    if (!expect->note.empty()) e["note"] = expect->note;
+    j["expect"] = e;
+  }
+  return j;
+}
+
+void apply_override(core::Json& doc, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw core::InputError("--set", "", fmt::format("expected key.path=value, found \"{}\"", assignment));
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  core::Json value;
+  try {
+    value = core::Json::parse(text);
+  } catch (const core::Json::parse_error&) {
+    value = text;
+  }
+  std::vector<std::string> keys;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  core::Json* node = &doc;
+  std::string pointer;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].empty()) {
+      throw core::InputError("--set", "", fmt::format("empty key in \"{}\"", path));
+    }
+    if (node->is_string() && pointer == "/model") {
+      // A catalog model name becomes {"base": name} so that single fields can be overridden.
+      *node = core::Json{{"base", node->get<std::string>()}};
+    }
+    if (node->is_null()) *node = core::Json::object();
+    if (!node->is_object()) {
+      throw core::InputError("--set", pointer,
+                             fmt::format("cannot set \"{}\": {} is {}, not an object", path, pointer,
+                                         core::describe_json(*node)));
+    }
+    pointer = core::append_pointer(pointer, keys[i]);
+    node = &(*node)[keys[i]];
+  }
+  *node = value;
+}
+
+Scenario read_scenario(const core::Json& doc, const std::string& file) {
+  core::Diagnostics diag;
+  core::ObjectReader root(doc, file, "", diag);
+  Scenario s;
+  s.file = file;
+  s.name = root.string("name", file.empty() ? "scenario" : std::filesystem::path(file).stem().string());
+
+  if (auto c = root.object("cluster")) {
+    s.cluster = network::ClusterConfig::from_json(*c);
+  } else {
+    root.problem("cluster", "missing required object (gpu, nodes, gpus_per_node, network)");
+  }
+  if (const core::Json* m = root.raw("model")) {
+    s.model = models::ModelSpec::from_json(*m, file, "/model", diag);
+  } else {
+    root.problem("model", "missing required model (a catalog name such as \"gpt3-175b\", or a spec object)");
+  }
+  if (auto t = root.object("training")) {
+    s.training = models::TrainingConfig::from_json(*t);
+  } else {
+    root.problem("training", "missing required object (sequence_length, global_batch, micro_batch, precision)");
+  }
+  if (auto p = root.object("parallelism")) s.parallelism = models::ParallelismConfig::from_json(*p);
+  if (auto o = root.object("optimizations")) o->finish();  // no optimization is implemented yet: any key is unknown
+  if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
+  if (auto e = root.object("expect")) s.expect = read_expectation(*e);
+  root.finish();
+
+  if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
+
+  // Cross-section checks only make sense once every section parsed.
+  if (diag.empty()) {
+    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, diag);
+    if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
+      diag.add(file, "/training/precision",
+               fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
+                           s.cluster.gpu, core::to_string(s.training.precision)));
+    }
+  }
+  diag.throw_if_any();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  core::Json doc = core::load_json_file(path);
+  for (const std::string& o : overrides) apply_override(doc, o);
+  return read_scenario(doc, path);
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,68 @@
+#pragma once
+// A scenario file: one JSON document (comments allowed) describing the cluster, the model, the
+// training run, the parallelization strategy, optimizations, and how to simulate it. Each module
+// reads its own section; this file only ties them together and owns the "simulation" section and
+// the validation "expect" block.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "models/strategy.hpp"
+#include "network/cluster.hpp"
+#include "network/collective_cost.hpp"
+#include "sim/core/device.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim::cli {
+
+// The "simulation" section.
+struct SimulationConfig {
+  std::string backend = "analytic";      // analytic (the only backend of this version)
+  std::string profile;                   // optional profile JSON; relative to the scenario's folder
+  bool symmetry = true;                  // simulate one representative per class of symmetric ranks
+  network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
+
+  core::Json to_json() const;
+};
+
+// The "expect" block of a validation case: measured values from a real run and their source.
+struct Expectation {
+  std::optional<double> iteration_time_s;
+  std::optional<double> hardware_tflops_per_gpu;
+  std::optional<double> model_tflops_per_gpu;
+  std::optional<double> mfu;
+  std::string source;
+  std::string note;
+};
+
+struct Scenario {
+  std::string file;  // where it was read from ("" for built-in)
+  std::string name;
+  network::ClusterConfig cluster;
+  models::ModelSpec model;
+  models::TrainingConfig training;
+  models::ParallelismConfig parallelism;
+  SimulationConfig simulation;
+  core::Profile profile;            // datasheet defaults, or simulation.profile
+  std::optional<Expectation> expect;
+
+  // The fully resolved scenario: every default filled in, quantities as unit strings.
+  core::Json to_json() const;
+};
+
+// Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
+// parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.
+// Setting a key inside a model given by catalog name turns it into {"base": name, key: value}.
+// Throws InputError (file "--set") for a malformed override.
+void apply_override(core::Json& doc, const std::string& assignment);
+
+// Reads, overrides and checks a scenario. Throws InputError listing every problem found: malformed
+// values, unknown keys, impossible configurations (models::check_strategy), a world size that does
+// not match the cluster, a precision the GPU cannot run.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from a document already in memory; `file` names it in messages and anchors relative paths.
+Scenario read_scenario(const core::Json& doc, const std::string& file);
+
+}  // namespace trainsim::cli

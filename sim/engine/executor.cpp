@@ -1,0 +1,417 @@
+#include "sim/engine/executor.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <fmt/format.h>
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include "sim/core/error.hpp"
+#include "sim/engine/breakdown.hpp"
+#include "sim/engine/program_plan.hpp"
+#include "sim/engine/rank_table.hpp"
+#include "sim/engine/task_kind_name.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using core::Task;
+using core::TaskKind;
+
+constexpr size_t STREAMS = core::STREAM_COUNT;
+
+// The progress of one simulated rank (same slot as in RankTable::ranks()).
+struct RankState {
+  std::array<uint32_t, STREAMS> cursor{};     // position of each stream's head task in the stream
+  std::array<double, STREAMS> stream_free{};  // end of each stream's last task
+  uint32_t waiting = 0;  // bit s: stream s's head has joined a call and waits for the others
+  size_t remaining = 0;
+  double finished_at = 0;
+  bool queued = false;
+};
+
+struct Waiter {
+  uint32_t slot;
+  uint32_t task;
+};
+
+// One call in progress. Pooled: completed calls are reused, so their waiter lists keep capacity.
+struct Call {
+  uint32_t arrivals = 0;
+  double ready = 0;
+  const Task* first = nullptr;
+  std::vector<Waiter> waiters;
+};
+
+// The calls of one meeting that have arrivals but are not complete, by call number.
+struct OpenCalls {
+  uint32_t base_seq = 0;       // call number of calls.front()
+  std::deque<uint32_t> calls;  // indices into Executor::calls_; NO_INDEX: completed, or nobody arrived yet
+};
+
+struct CostKey {
+  uint32_t placement;
+  core::CollectiveOp op;
+  double bytes;
+  friend bool operator==(const CostKey&, const CostKey&) = default;
+};
+
+struct CostKeyHash {
+  size_t operator()(const CostKey& k) const {
+    return std::hash<double>()(k.bytes) ^ (static_cast<size_t>(k.placement) * 0x9E3779B97F4A7C15ull) ^
+           static_cast<size_t>(k.op);
+  }
+};
+
+std::vector<ProgramPlan> plan_programs(const core::Workload& w, const network::ClusterConfig& cluster,
+                                       const core::DeviceProfile& device) {
+  std::vector<ProgramPlan> plans;
+  plans.reserve(w.programs.size());
+  for (const core::Program& p : w.programs) plans.push_back(plan_program(p, w, cluster.gpu_spec, device));
+  return plans;
+}
+
+class Executor {
+ public:
+  Executor(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
+           const SimulationOptions& options, CommunicationModel& model)
+      : w_(w),
+        options_(options),
+        model_(model),
+        plans_(plan_programs(w, cluster, profile.device)),
+        table_(w, cluster, plans_, options.use_symmetry),
+        ranks_(table_.ranks().size()),
+        end_(table_.end_slots(), 0.0),
+        open_(table_.meetings().size()) {
+    for (size_t s = 0; s < ranks_.size(); ++s) ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
+  }
+
+  SimulationResult run() {
+    sweep();
+    SimulationResult result;
+    result.simulated_ranks = static_cast<int>(ranks_.size());
+    result.events = events_;
+    if (!ranks_.empty()) result.critical_rank = table_.ranks().front().rank;
+    for (size_t s = 0; s < ranks_.size(); ++s) {
+      if (ranks_[s].finished_at > result.iteration_time.value()) {
+        result.iteration_time = core::Seconds(ranks_[s].finished_at);
+        result.critical_rank = table_.ranks()[s].rank;
+      }
+    }
+    fill_breakdown(result);
+    fill_memory(result);
+    fill_timeline(result);
+    return result;
+  }
+
+ private:
+  const SimulatedRank& info(uint32_t slot) const { return table_.ranks()[slot]; }
+  const core::Program& program_of(uint32_t slot) const { return w_.programs[info(slot).program]; }
+  const ProgramPlan& plan_of(uint32_t slot) const { return plans_[info(slot).program]; }
+
+  void enqueue(uint32_t slot) {
+    RankState& st = ranks_[slot];
+    if (st.queued || slot == current_) return;
+    st.queued = true;
+    worklist_.push_back(slot);
+  }
+
+  void sweep() {
+    for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
+    while (!worklist_.empty()) {
+      current_ = worklist_.back();
+      worklist_.pop_back();
+      ranks_[current_].queued = false;
+      advance(current_);
+    }
+    current_ = NO_INDEX;
+    for (uint32_t s = 0; s < ranks_.size(); ++s) {
+      if (ranks_[s].remaining > 0) report_deadlock(s);
+    }
+  }
+
+  // Runs every task of the rank that can run, stream by stream, until none can.
+  void advance(uint32_t slot) {
+    RankState& st = ranks_[slot];
+    const SimulatedRank& sr = info(slot);
+    const ProgramPlan& plan = plans_[sr.program];
+    const core::Program& prog = w_.programs[sr.program];
+    size_t before = st.remaining + 1;
+    while (st.remaining != before && st.remaining > 0) {
+      before = st.remaining;
+      for (size_t s = 0; s < STREAMS; ++s) {
+        const uint32_t begin = plan.stream_begin[s];
+        const uint32_t length = plan.stream_begin[s + 1] - begin;
+        while ((st.waiting & (1u << s)) == 0 && st.cursor[s] < length) {
+          const uint32_t ti = plan.order[begin + st.cursor[s]];
+          const Task& t = prog.tasks[ti];
+          double ready = st.stream_free[s];
+          if (!dependencies_done(st, sr, plan, prog, t, ready)) break;
+          switch (t.kind) {
+            case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
+            case TaskKind::SEND:
+            case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
+            case TaskKind::COMPUTE:
+            case TaskKind::COPY:
+            case TaskKind::MEMORY: finish(slot, ti, ready + plan.duration[ti]); break;
+          }
+        }
+      }
+    }
+  }
+
+  // Whether every dependency of `t` has ended; raises `ready` to their latest end.
+  bool dependencies_done(const RankState& st, const SimulatedRank& sr, const ProgramPlan& plan,
+                         const core::Program& prog, const Task& t, double& ready) const {
+    const uint32_t* deps = prog.deps_of(t);
+    for (uint32_t i = 0; i < t.dep_count; ++i) {
+      const uint32_t d = deps[i];
+      if (st.cursor[static_cast<size_t>(prog.tasks[d].stream)] <= plan.stream_pos[d]) return false;
+      ready = std::max(ready, end_[sr.end_base + d]);
+    }
+    return true;
+  }
+
+  void finish(uint32_t slot, uint32_t task, double end) {
+    RankState& st = ranks_[slot];
+    const size_t s = static_cast<size_t>(program_of(slot).tasks[task].stream);
+    end_[info(slot).end_base + task] = end;
+    st.stream_free[s] = end;
+    ++st.cursor[s];
+    st.waiting &= ~(1u << s);
+    --st.remaining;
+    st.finished_at = std::max(st.finished_at, end);
+    ++events_;
+    enqueue(slot);
+  }
+
+  double communication_time(const Meeting& m, const Task& t) {
+    if (t.kind != TaskKind::COLLECTIVE) return model_.p2p_time(core::Bytes(t.bytes), m.same_node).value();
+    const CostKey key{m.placement, t.collective, t.bytes};
+    const auto it = cost_cache_.find(key);
+    if (it != cost_cache_.end()) return it->second;
+    const double time = model_.collective_time(t.collective, core::Bytes(t.bytes), table_.placements()[m.placement]).value();
+    cost_cache_.emplace(key, time);
+    return time;
+  }
+
+  // The task joins its call; the last arrival completes the call for every member.
+  void arrive(uint32_t slot, uint32_t task, const Task& t, double ready, uint32_t meeting) {
+    const Meeting& m = table_.meetings()[meeting];
+    if (m.expected == 1) {
+      finish(slot, task, ready + communication_time(m, t));
+      return;
+    }
+    OpenCalls& open = open_[meeting];
+    const uint32_t seq = plan_of(slot).seq[task];
+    TRAINSIM_CHECK(seq >= open.base_seq, "a call was matched twice");
+    const size_t index = seq - open.base_seq;
+    if (index >= open.calls.size()) open.calls.resize(index + 1, NO_INDEX);
+    if (open.calls[index] == NO_INDEX) open.calls[index] = open_call();
+    const uint32_t call_index = open.calls[index];
+    Call& call = calls_[call_index];
+    if (call.first == nullptr) {
+      call.first = &t;
+    } else {
+      check_agreement(*call.first, t, m);
+    }
+    ++call.arrivals;
+    call.ready = std::max(call.ready, ready);
+    call.waiters.push_back({slot, task});
+    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    if (call.arrivals < m.expected) return;
+
+    const double end = call.ready + communication_time(m, t);
+    for (const Waiter& waiter : call.waiters) finish(waiter.slot, waiter.task, end);
+    call.arrivals = 0;
+    call.ready = 0;
+    call.first = nullptr;
+    call.waiters.clear();
+    free_calls_.push_back(call_index);
+    open.calls[index] = NO_INDEX;
+    while (!open.calls.empty() && open.calls.front() == NO_INDEX) {
+      open.calls.pop_front();
+      ++open.base_seq;
+    }
+  }
+
+  uint32_t open_call() {
+    if (!free_calls_.empty()) {
+      const uint32_t i = free_calls_.back();
+      free_calls_.pop_back();
+      return i;
+    }
+    calls_.emplace_back();
+    return static_cast<uint32_t>(calls_.size() - 1);
+  }
+
+  void check_agreement(const Task& a, const Task& b, const Meeting& m) const {
+    const bool same = a.kind == TaskKind::COLLECTIVE ? a.collective == b.collective && a.bytes == b.bytes
+                                                     : a.kind != b.kind && a.bytes == b.bytes;
+    TRAINSIM_CHECK(same, fmt::format("the members of one call disagree: {} {} of {} bytes vs {} {} of {} bytes "
+                                     "(communication of rank {})",
+                                     kind_name(a.kind), core::to_string(a.collective), a.bytes, kind_name(b.kind),
+                                     core::to_string(b.collective), b.bytes, m.first_rank));
+  }
+
+  std::string task_label(const core::Program& prog, uint32_t ti) const {
+    const Task& t = prog.tasks[ti];
+    const std::string name = t.name < w_.names.size() ? w_.names[t.name] : std::string(kind_name(t.kind));
+    return fmt::format("task {} ({} \"{}\")", ti, kind_name(t.kind), name);
+  }
+
+  // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
+  [[noreturn]] void report_deadlock(uint32_t slot) const {
+    size_t stuck_ranks = 0;
+    size_t stuck_tasks = 0;
+    for (const RankState& other : ranks_) {
+      stuck_ranks += other.remaining > 0 ? 1 : 0;
+      stuck_tasks += other.remaining;
+    }
+    const RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    const core::Program& prog = program_of(slot);
+    const int rank = info(slot).rank;
+    std::string heads;
+    for (size_t s = 0; s < STREAMS; ++s) {
+      if (st.cursor[s] >= plan.stream_begin[s + 1] - plan.stream_begin[s]) continue;
+      const uint32_t ti = plan.order[plan.stream_begin[s] + st.cursor[s]];
+      const Task& t = prog.tasks[ti];
+      std::string reason;
+      if ((st.waiting & (1u << s)) != 0 && t.kind == TaskKind::COLLECTIVE) {
+        reason = fmt::format("waits for the other members of its \"{}\" communicator (call {})",
+                             w_.groups[t.group].name, plan.seq[ti]);
+      } else if ((st.waiting & (1u << s)) != 0) {
+        reason = fmt::format("waits for rank {} to post the matching {}",
+                             w_.layout.peer(rank, t.peer_axis, t.peer_offset), t.kind == TaskKind::SEND ? "recv" : "send");
+      } else {
+        const uint32_t* deps = prog.deps_of(t);
+        for (uint32_t i = 0; i < t.dep_count && reason.empty(); ++i) {
+          const core::Stream ds = prog.tasks[deps[i]].stream;
+          if (st.cursor[static_cast<size_t>(ds)] <= plan.stream_pos[deps[i]]) {
+            reason = fmt::format("waits for {} on stream {}", task_label(prog, deps[i]), core::to_string(ds));
+          }
+        }
+      }
+      heads += fmt::format("; stream {}: {} {}", core::to_string(static_cast<core::Stream>(s)), task_label(prog, ti), reason);
+    }
+    throw core::InternalError(fmt::format(
+        "deadlock: no task can run while {} remain on {} simulated ranks; rank {} (program \"{}\"){}", stuck_tasks,
+        stuck_ranks, rank, prog.name, heads));
+  }
+
+  double task_duration(uint32_t slot, uint32_t ti) {
+    const SimulatedRank& sr = info(slot);
+    const Task& t = program_of(slot).tasks[ti];
+    switch (t.kind) {
+      case TaskKind::COLLECTIVE: return communication_time(table_.meetings()[table_.group_meeting(sr.group_base + t.group)], t);
+      case TaskKind::SEND:
+      case TaskKind::RECV:
+        return communication_time(table_.meetings()[table_.port_meeting(sr.port_base + plan_of(slot).port[ti])], t);
+      case TaskKind::COMPUTE:
+      case TaskKind::COPY:
+      case TaskKind::MEMORY: break;
+    }
+    return plan_of(slot).duration[ti];
+  }
+
+  void fill_breakdown(SimulationResult& result) {
+    if (ranks_.empty()) return;
+    const uint32_t slot = table_.slot_of(result.critical_rank);
+    const core::Program& prog = program_of(slot);
+    std::vector<ActivityInterval> intervals;
+    intervals.reserve(prog.tasks.size());
+    for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
+      const Task& t = prog.tasks[ti];
+      ActivityInterval i;
+      i.end_s = end_[info(slot).end_base + ti];
+      i.start_s = i.end_s - task_duration(slot, ti);
+      switch (t.kind) {
+        case TaskKind::MEMORY: continue;
+        case TaskKind::COMPUTE: i.activity = Activity::COMPUTE; i.phase = t.phase; break;
+        case TaskKind::COPY: i.activity = Activity::COPY; break;
+        case TaskKind::COLLECTIVE: i.activity = Activity::COMMUNICATION; i.axis = w_.groups[t.group].axis; break;
+        case TaskKind::SEND:
+        case TaskKind::RECV: i.activity = Activity::COMMUNICATION; i.axis = t.peer_axis; break;
+      }
+      intervals.push_back(i);
+    }
+    const RankBreakdown b = break_down(intervals, result.iteration_time);
+    result.breakdown = b.breakdown;
+    result.comm_time = b.comm_time;
+  }
+
+  void fill_memory(SimulationResult& result) const {
+    struct Change {
+      double time;
+      uint32_t task;
+      double bytes;
+    };
+    std::vector<double> peak(w_.programs.size(), 0.0);
+    std::vector<Change> changes;
+    for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
+      const core::Program& prog = program_of(slot);
+      changes.clear();
+      for (uint32_t ti : plan_of(slot).memory_tasks) {
+        changes.push_back({end_[info(slot).end_base + ti], ti, prog.tasks[ti].bytes});
+      }
+      std::sort(changes.begin(), changes.end(),
+                [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.task < b.task; });
+      double running = 0;
+      double& best = peak[info(slot).program];
+      for (const Change& c : changes) {
+        running += c.bytes;
+        best = std::max(best, running);
+      }
+    }
+    for (size_t p = 0; p < w_.programs.size(); ++p) {
+      result.peak_dynamic_by_program.push_back(core::Bytes(peak[p]));
+      result.peak_memory_by_program.push_back(w_.programs[p].static_memory + core::Bytes(peak[p]));
+    }
+  }
+
+  void fill_timeline(SimulationResult& result) {
+    std::vector<int> done;
+    for (int rank : options_.timeline_ranks) {
+      TRAINSIM_CHECK(rank >= 0 && rank < w_.layout.world_size(),
+                     fmt::format("timeline rank {} is outside the {} ranks", rank, w_.layout.world_size()));
+      if (std::find(done.begin(), done.end(), rank) != done.end()) continue;
+      done.push_back(rank);
+      const uint32_t slot = table_.slot_of(table_.representative(rank));
+      const core::Program& prog = program_of(slot);
+      for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
+        const double end = end_[info(slot).end_base + ti];
+        result.timeline.push_back({rank, prog.tasks[ti].stream, end - task_duration(slot, ti), end, ti});
+      }
+    }
+  }
+
+  const core::Workload& w_;
+  const SimulationOptions& options_;
+  CommunicationModel& model_;
+  std::vector<ProgramPlan> plans_;
+  RankTable table_;
+  std::vector<RankState> ranks_;  // by slot of table_.ranks()
+  std::vector<double> end_;       // end time of every task of every simulated rank
+  std::vector<OpenCalls> open_;   // by meeting of table_.meetings()
+  std::vector<Call> calls_;
+  std::vector<uint32_t> free_calls_;
+  std::unordered_map<CostKey, double, CostKeyHash> cost_cache_;
+  std::vector<uint32_t> worklist_;
+  uint32_t current_ = NO_INDEX;
+  uint64_t events_ = 0;
+};
+
+}  // namespace
+
+SimulationResult execute(const core::Workload& workload, const network::ClusterConfig& cluster,
+                         const core::Profile& profile, const SimulationOptions& options, CommunicationModel& model) {
+  TRAINSIM_CHECK(workload.layout.world_size() == cluster.world_size(),
+                 fmt::format("the workload has {} ranks, the cluster {} GPUs", workload.layout.world_size(),
+                             cluster.world_size()));
+  Executor executor(workload, cluster, profile, options, model);
+  return executor.run();
+}
+
+}  // namespace trainsim::engine

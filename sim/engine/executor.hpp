@@ -1,0 +1,52 @@
+#pragma once
+// The execution semantics of sim/core/workload.hpp, implemented once for every backend that prices
+// communication through a CommunicationModel.
+//
+// How it runs. Task durations do not depend on what else runs at the same time (contention is the
+// communication model's business), and each stream's order is fixed by its program, so the start of
+// every task is a max-plus function of earlier ends: no event queue is needed. A ready-queue sweep
+// advances each simulated rank's streams as far as their dependencies allow; a rank blocked at a
+// collective or a send/recv is resumed when the last member arrives, which also completes the call
+// for every member:
+//   compute   ends at ready + compute_time (sim/engine/compute_model.hpp)
+//   copy      ends at ready + bytes / the GPU's PCIe bandwidth (per direction)
+//   memory    ends at ready (zero duration)
+//   collective  the k-th call of a rank on a communicator matches the k-th call of every other member
+//             (program order); it starts when the last member is ready and ends for all at
+//             start + model.collective_time
+//   send/recv the k-th send from A to B matches B's k-th receive from A (program order); both end at
+//             max(ready times) + model.p2p_time
+// where a task is ready when it heads its stream, its stream's previous task has ended and its
+// dependencies have ended. The sweep touches every task once: O(tasks + dependencies) per simulated
+// rank, with one cached cost lookup per collective call.
+//
+// Symmetry. With options.use_symmetry, an axis counts as symmetric when the workload says so
+// (Workload::symmetric_axes) and translating ranks along it maps nodes onto nodes (gpus_per_node
+// divides the axis's rank stride, or the axis's whole span fits in a node); otherwise the placement
+// would make mirrored ranks see different costs. Only ranks whose coordinate is 0 on every symmetric
+// axis are simulated. A collective over symmetric axes only completes at its representative's ready
+// time + cost; one that spans other axes waits for its simulated members. A send/recv to a mirrored
+// rank is matched against the representative's own mirrored receive/send. The result equals the
+// one without symmetry.
+//
+// Memory. MEMORY tasks change the rank's running allocation at their end time; events at one instant
+// apply in program order. Peaks are taken over every simulated rank of a program.
+//
+// Errors. A workload in which no task can run while some remain (a deadlock: mismatched collectives
+// or sends, a cycle through streams) throws core::InternalError naming the stuck tasks of the lowest
+// stuck rank. So do members of one call that disagree on its op or size.
+
+#include "network/cluster.hpp"
+#include "sim/core/device.hpp"
+#include "sim/core/workload.hpp"
+#include "sim/engine/backend.hpp"
+#include "sim/engine/communication_model.hpp"
+
+namespace trainsim::engine {
+
+// REQUIRES: workload.validate() passes, workload.layout.world_size() == cluster.world_size(), and the
+// GPU supports the workload's precision.
+SimulationResult execute(const core::Workload& workload, const network::ClusterConfig& cluster,
+                         const core::Profile& profile, const SimulationOptions& options, CommunicationModel& model);
+
+}  // namespace trainsim::engine

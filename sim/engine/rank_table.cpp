@@ -1,0 +1,136 @@
+#include "sim/engine/rank_table.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <unordered_map>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::engine {
+
+using core::Axis;
+
+RankTable::RankTable(const core::Workload& workload, const network::ClusterConfig& cluster,
+                     const std::vector<ProgramPlan>& plans, bool use_symmetry)
+    : w_(workload), cluster_(cluster), plans_(plans) {
+  choose_symmetric_axes(use_symmetry);
+  create_ranks();
+  resolve_groups();
+  resolve_channels();
+}
+
+// Declared symmetric, and translating along the axis maps nodes onto nodes: the axis's rank stride
+// is a multiple of the node size, or its whole span fits in a node.
+void RankTable::choose_symmetric_axes(bool use_symmetry) {
+  if (!use_symmetry) return;
+  const int g = cluster_.gpus_per_node;
+  int stride = 1;
+  for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+    const int size = w_.layout.sizes()[a];
+    const bool node_aligned = stride % g == 0 || g % (stride * size) == 0;
+    symmetric_[a] = w_.symmetric_axes[a] && size > 1 && node_aligned;
+    stride *= size;
+  }
+  for (const core::GroupKind& k : w_.groups) {
+    TRAINSIM_CHECK(k.members.empty() || !symmetric_[static_cast<size_t>(k.axis)],
+                   fmt::format("group kind \"{}\" takes a subset of the {} axis, which the workload declares "
+                               "symmetric",
+                               k.name, core::to_string(k.axis)));
+  }
+}
+
+int RankTable::representative(int rank) const {
+  for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+    if (!symmetric_[a]) continue;
+    const Axis axis = static_cast<Axis>(a);
+    rank = w_.layout.peer(rank, axis, -w_.layout.coord(rank, axis));
+  }
+  return rank;
+}
+
+void RankTable::create_ranks() {
+  const int world = w_.layout.world_size();
+  slot_of_rank_.assign(static_cast<size_t>(world), NO_INDEX);
+  size_t ports = 0;
+  for (int r = 0; r < world; ++r) {
+    const int rep = representative(r);
+    TRAINSIM_CHECK(w_.program_of_rank[static_cast<size_t>(r)] == w_.program_of_rank[static_cast<size_t>(rep)],
+                   fmt::format("ranks {} and {} are symmetric but run different programs", r, rep));
+    if (rep != r) continue;
+    SimulatedRank sr;
+    sr.rank = r;
+    sr.program = w_.program_of_rank[static_cast<size_t>(r)];
+    sr.end_base = end_slots_;
+    sr.group_base = ranks_.size() * w_.groups.size();
+    sr.port_base = ports;
+    end_slots_ += w_.programs[sr.program].tasks.size();
+    ports += plans_[sr.program].ports.size();
+    slot_of_rank_[static_cast<size_t>(r)] = static_cast<uint32_t>(ranks_.size());
+    ranks_.push_back(sr);
+  }
+  group_meeting_.assign(ranks_.size() * w_.groups.size(), NO_INDEX);
+  port_meeting_.assign(ports, NO_INDEX);
+}
+
+void RankTable::resolve_groups() {
+  const uint64_t world = static_cast<uint64_t>(w_.layout.world_size());
+  std::unordered_map<uint64_t, uint32_t> instance_of;
+  for (const SimulatedRank& sr : ranks_) {
+    for (uint16_t kind : plans_[sr.program].group_kinds) {
+      const std::vector<int> members = w_.groups[kind].ranks_of(w_.layout, sr.rank);
+      const int lowest = *std::min_element(members.begin(), members.end());
+      const auto [it, added] = instance_of.try_emplace(kind * world + static_cast<uint64_t>(lowest),
+                                                       static_cast<uint32_t>(meetings_.size()));
+      if (added) {
+        Meeting m;
+        for (int member : members) m.expected += slot_of(member) != NO_INDEX ? 1 : 0;
+        const network::GroupPlacement placement = network::GroupPlacement::of(members, cluster_);
+        const auto known = std::find(placements_.begin(), placements_.end(), placement);
+        m.placement = static_cast<uint32_t>(known - placements_.begin());
+        if (known == placements_.end()) placements_.push_back(placement);
+        m.first_rank = lowest;
+        meetings_.push_back(m);
+      }
+      group_meeting_[sr.group_base + kind] = it->second;
+    }
+  }
+}
+
+// Translates (sender, receiver) along the symmetric axes until the sender is a representative: a
+// mirrored pair behaves as its translate.
+std::pair<int, int> RankTable::canonical_pair(int sender, int receiver) const {
+  for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+    if (!symmetric_[a]) continue;
+    const Axis axis = static_cast<Axis>(a);
+    const int shift = -w_.layout.coord(sender, axis);
+    sender = w_.layout.peer(sender, axis, shift);
+    receiver = w_.layout.peer(receiver, axis, shift);
+  }
+  return {sender, receiver};
+}
+
+void RankTable::resolve_channels() {
+  const uint64_t world = static_cast<uint64_t>(w_.layout.world_size());
+  std::unordered_map<uint64_t, uint32_t> channel_of;
+  for (const SimulatedRank& sr : ranks_) {
+    const std::vector<Port>& ports = plans_[sr.program].ports;
+    for (size_t p = 0; p < ports.size(); ++p) {
+      const int peer = w_.layout.peer(sr.rank, ports[p].axis, ports[p].offset);
+      const auto [sender, receiver] = ports[p].send ? canonical_pair(sr.rank, peer) : canonical_pair(peer, sr.rank);
+      const auto [it, added] =
+          channel_of.try_emplace(static_cast<uint64_t>(sender) * world + static_cast<uint64_t>(receiver),
+                                 static_cast<uint32_t>(meetings_.size()));
+      if (added) {
+        Meeting m;
+        m.expected = 2;
+        m.same_node = cluster_.node_of(sender) == cluster_.node_of(receiver);
+        m.first_rank = sender;
+        m.second_rank = receiver;
+        meetings_.push_back(m);
+      }
+      port_meeting_[sr.port_base + p] = it->second;
+    }
+  }
+}
+
+}  // namespace trainsim::engine

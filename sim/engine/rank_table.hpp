@@ -1,0 +1,75 @@
+#pragma once
+// Which ranks the executor simulates, and where their communication calls meet: resolved once per
+// run, before any task executes. Internal to sim/engine (see sim/engine/executor.hpp for the symmetry
+// rules it applies).
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "network/cluster.hpp"
+#include "network/collective_cost.hpp"
+#include "sim/core/workload.hpp"
+#include "sim/engine/program_plan.hpp"
+
+namespace trainsim::engine {
+
+inline constexpr uint32_t NO_INDEX = UINT32_MAX;
+
+struct SimulatedRank {
+  int rank = 0;
+  uint32_t program = 0;
+  size_t end_base = 0;    // first of its task slots in the executor's end-time array
+  size_t group_base = 0;  // its meeting of each group kind: group_meeting(group_base + kind)
+  size_t port_base = 0;   // its meeting of each port: port_meeting(port_base + port)
+};
+
+// Where calls meet: a communicator instance (collectives) or an ordered (sender, receiver) pair
+// (send/recv), the latter translated along the symmetric axes so that the sender is simulated.
+struct Meeting {
+  uint32_t expected = 0;         // simulated arrivals that complete a call
+  uint32_t placement = NO_INDEX;  // collectives: index into RankTable::placements()
+  bool same_node = false;        // send/recv
+  int first_rank = 0;            // lowest rank of the communicator, or the sender
+  int second_rank = 0;           // send/recv: the receiver
+};
+
+class RankTable {
+ public:
+  // REQUIRES: plans[p] was made from workload.programs[p]; the workload fits the cluster.
+  RankTable(const core::Workload& workload, const network::ClusterConfig& cluster,
+            const std::vector<ProgramPlan>& plans, bool use_symmetry);
+
+  const std::vector<SimulatedRank>& ranks() const { return ranks_; }
+  // The slot of a simulated rank in ranks(), or NO_INDEX.
+  uint32_t slot_of(int rank) const { return slot_of_rank_[static_cast<size_t>(rank)]; }
+  // The simulated rank that stands for `rank` (itself when simulated).
+  int representative(int rank) const;
+  size_t end_slots() const { return end_slots_; }
+
+  uint32_t group_meeting(size_t index) const { return group_meeting_[index]; }
+  uint32_t port_meeting(size_t index) const { return port_meeting_[index]; }
+  const std::vector<Meeting>& meetings() const { return meetings_; }
+  const std::vector<network::GroupPlacement>& placements() const { return placements_; }
+
+ private:
+  void choose_symmetric_axes(bool use_symmetry);
+  void create_ranks();
+  void resolve_groups();
+  void resolve_channels();
+  std::pair<int, int> canonical_pair(int sender, int receiver) const;
+
+  const core::Workload& w_;
+  const network::ClusterConfig& cluster_;
+  const std::vector<ProgramPlan>& plans_;
+  std::array<bool, core::AXIS_COUNT> symmetric_{};
+  std::vector<uint32_t> slot_of_rank_;
+  std::vector<SimulatedRank> ranks_;  // ascending
+  size_t end_slots_ = 0;
+  std::vector<uint32_t> group_meeting_;
+  std::vector<uint32_t> port_meeting_;
+  std::vector<Meeting> meetings_;
+  std::vector<network::GroupPlacement> placements_;
+};
+
+}  // namespace trainsim::engine

@@ -1,0 +1,124 @@
+#include "sim/engine/timeline.hpp"
+
+#include <fmt/format.h>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "sim/core/json_reader.hpp"
+#include "sim/engine/task_kind_name.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using core::Task;
+using core::TaskKind;
+
+std::string json_string(std::string_view s) { return core::Json(std::string(s)).dump(); }
+
+constexpr double MICROSECONDS = 1e6;
+constexpr size_t FLUSH_BYTES = 1 << 20;
+
+class TraceWriter {
+ public:
+  TraceWriter(const core::Workload& w, std::ostream& out) : w_(w), out_(out) {
+    names_.reserve(w.names.size());
+    for (const std::string& n : w.names) names_.push_back(json_string(n));
+  }
+
+  void write(const SimulationResult& result) {
+    buf_ += R"({"displayTimeUnit":"ms","traceEvents":[)";
+    std::vector<int> ranks;
+    std::vector<unsigned> streams;  // per entry of `ranks`: bit s = stream s has events
+    for (const TimelineEvent& e : result.timeline) {
+      size_t i = 0;
+      while (i < ranks.size() && ranks[i] != e.rank) ++i;
+      if (i == ranks.size()) {
+        ranks.push_back(e.rank);
+        streams.push_back(0);
+      }
+      streams[i] |= 1u << static_cast<unsigned>(e.stream);
+    }
+    for (size_t i = 0; i < ranks.size(); ++i) write_metadata(ranks[i], streams[i]);
+    for (const TimelineEvent& e : result.timeline) write_event(e);
+    buf_ += "]}\n";
+    flush();
+  }
+
+ private:
+  void separator() {
+    if (!first_) buf_ += ",\n";
+    first_ = false;
+  }
+
+  void write_metadata(int rank, unsigned streams) {
+    const core::Program& prog = w_.program_of(rank);
+    separator();
+    fmt::format_to(std::back_inserter(buf_), R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":{}}}}})",
+                   rank, json_string(fmt::format("rank {} ({})", rank, prog.name)));
+    separator();
+    fmt::format_to(std::back_inserter(buf_),
+                   R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", rank, rank);
+    for (int s = 0; s < core::STREAM_COUNT; ++s) {
+      if ((streams & (1u << s)) == 0) continue;
+      separator();
+      fmt::format_to(std::back_inserter(buf_),
+                     R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})", rank, s,
+                     core::to_string(static_cast<core::Stream>(s)));
+      separator();
+      fmt::format_to(std::back_inserter(buf_),
+                     R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})", rank,
+                     s, s);
+    }
+  }
+
+  void write_event(const TimelineEvent& e) {
+    const Task& t = w_.program_of(e.rank).tasks[e.task];
+    separator();
+    auto it = std::back_inserter(buf_);
+    const std::string fallback = t.name < names_.size() ? std::string() : json_string(kind_name(t.kind));
+    fmt::format_to(it, R"({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{)",
+                   fallback.empty() ? names_[t.name] : fallback, kind_name(t.kind), e.rank,
+                   static_cast<int>(e.stream), e.start_s * MICROSECONDS, (e.end_s - e.start_s) * MICROSECONDS);
+    fmt::format_to(it, R"("task":{},"phase":"{}","layer":{},"micro_batch":{})", e.task, core::to_string(t.phase),
+                   t.layer, t.micro_batch);
+    switch (t.kind) {
+      case TaskKind::COMPUTE:
+        fmt::format_to(it, R"(,"op_class":"{}","flops":{})", core::to_string(t.op_class), t.flops);
+        break;
+      case TaskKind::COLLECTIVE:
+        fmt::format_to(it, R"(,"op":"{}","group":{})", core::to_string(t.collective), json_string(w_.groups[t.group].name));
+        break;
+      case TaskKind::SEND:
+      case TaskKind::RECV:
+        fmt::format_to(it, R"(,"peer":{})", w_.layout.peer(e.rank, t.peer_axis, t.peer_offset));
+        break;
+      case TaskKind::COPY:
+        fmt::format_to(it, R"(,"direction":"{}")",
+                       t.copy == core::CopyDirection::HOST_TO_DEVICE ? "host_to_device" : "device_to_host");
+        break;
+      case TaskKind::MEMORY: break;
+    }
+    fmt::format_to(it, R"(,"bytes":{}}}}})", t.bytes);
+    if (buf_.size() >= FLUSH_BYTES) flush();
+  }
+
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+  const core::Workload& w_;
+  std::ostream& out_;
+  std::vector<std::string> names_;  // Workload::names as JSON strings
+  std::string buf_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void write_chrome_trace(const SimulationResult& result, const core::Workload& workload, std::ostream& out) {
+  TraceWriter(workload, out).write(result);
+}
+
+}  // namespace trainsim::engine

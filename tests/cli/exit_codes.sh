@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End-to-end checks of the trainsim binary: exit codes (STYLE.md: 0 ok, 2 input error, 3 outside
+# tolerance), results on stdout, errors on stderr naming the file and JSON pointer.
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+
+expect() {  # expect NAME CODE COMMAND...
+  local name=$1 code=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL $name: exit $got, expected $code"; sed 's/^/  stderr: /' "$tmp/err" | head -5
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+contains() {  # contains NAME FILE TEXT
+  if grep -qF -- "$3" "$2"; then passes=$((passes + 1)); else echo "FAIL $1: '$3' not in $2"; failures=$((failures + 1)); fi
+}
+
+expect run-json 0 "$bin" run "$src/scenarios/gpt3-175b-a100-1024.json" --format json
+contains run-json "$tmp/out" '"schema": "trainsim.report/1"'
+contains run-json "$tmp/out" '"iteration_time_s"'
+
+expect run-out 0 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --out "$tmp/res" --timeline "$tmp/tl.json"
+for f in report.json report.txt scenario.resolved.json; do
+  if [ -s "$tmp/res/$f" ]; then passes=$((passes + 1)); else echo "FAIL run-out: $f missing"; failures=$((failures + 1)); fi
+done
+contains timeline "$tmp/tl.json" '"traceEvents"'
+
+expect bad-scenario 2 "$bin" run "$src/tests/data/bad/tp-not-dividing-heads.json"
+contains bad-scenario "$tmp/err" "tp-not-dividing-heads.json: /parallelism/tensor:"
+
+expect missing-file 2 "$bin" run "$tmp/nope.json"
+contains missing-file "$tmp/err" "nope.json: cannot open file"
+
+expect bad-set 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --set parallelism.tensr=4
+contains bad-set "$tmp/err" 'did you mean "tensor"'
+
+expect bad-option 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --frobnicate
+expect no-subcommand 2 "$bin"
+expect help 0 "$bin" run --help
+expect check 0 "$bin" check "$src/scenarios/llama3-70b-h100-64.json"
+contains check "$tmp/out" '"kv_heads": 8'
+expect describe 0 "$bin" describe gpus
+contains describe "$tmp/out" "H200-SXM-141GB"
+
+# validate: a case 1,000x off must exit 3 with a tolerance, 0 without.
+sed 's/"iteration_time_s": [0-9.]*/"iteration_time_s": 0.001/' "$src/tests/data/validation/tiny-case.json" >"$tmp/off.json"
+expect validate-ok 0 "$bin" validate "$src/tests/data/validation"
+contains validate-ok "$tmp/out" "median |error|"
+expect validate-off 3 "$bin" validate "$tmp/off.json" --tolerance 10
+contains validate-off "$tmp/out" "outside tolerance"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,92 @@
+// Golden reports: every bundled scenario's JSON report (without the wall-clock time) is compared to
+// tests/data/golden/NAME.json, so that any change in a prediction is noticed. Regenerate on purpose:
+//   TRAINSIM_UPDATE_GOLDEN=1 build/tests/cli/cli_tests --gtest_filter='Golden*'
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+#include "sim/cli/prediction.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);
+
+core::Json stable_report(const std::filesystem::path& scenario) {
+  const Scenario s = load_scenario(scenario.string());
+  core::Json r = report_json(s, predict(s));
+  r["simulation"].erase("wall_s");
+  return r;
+}
+
+// Numbers agree to 1e-9 relative (different compilers may round the last digit differently).
+void expect_same(const core::Json& expected, const core::Json& actual, const std::string& path) {
+  if (expected.is_number() && actual.is_number()) {
+    const double e = expected.get<double>(), a = actual.get<double>();
+    EXPECT_LE(std::abs(e - a), 1e-9 * std::max(std::abs(e), 1e-12)) << path << ": expected " << e << ", got " << a;
+    return;
+  }
+  ASSERT_EQ(expected.type(), actual.type()) << path;
+  if (expected.is_object()) {
+    ASSERT_EQ(expected.size(), actual.size()) << path << ": keys differ";
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+      ASSERT_TRUE(actual.contains(it.key())) << path << "/" << it.key() << " missing";
+      expect_same(it.value(), actual[it.key()], path + "/" + it.key());
+    }
+  } else if (expected.is_array()) {
+    ASSERT_EQ(expected.size(), actual.size()) << path;
+    for (size_t i = 0; i < expected.size(); ++i) expect_same(expected[i], actual[i], path + "/" + std::to_string(i));
+  } else {
+    EXPECT_EQ(expected, actual) << path;
+  }
+}
+
+TEST(Golden, BundledScenarioReportsAreUnchanged) {
+  const bool update = std::getenv("TRAINSIM_UPDATE_GOLDEN") != nullptr;
+  size_t checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(SOURCE / "scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    const core::Json actual = stable_report(e.path());
+    const std::filesystem::path golden = SOURCE / "tests/data/golden" / e.path().filename();
+    if (update) {
+      std::ofstream(golden) << actual.dump(2) << "\n";
+    } else {
+      ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " missing: regenerate on purpose";
+      expect_same(core::load_json_file(golden.string()), actual, "");
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 3u);
+}
+
+TEST(Golden, ReportHasEveryContractField) {
+  const core::Json r = stable_report(SOURCE / "scenarios/gpt3-175b-a100-1024.json");
+  for (const char* key : {"schema", "scenario", "world_size", "iteration_time_s", "samples_per_s", "tokens_per_s",
+                          "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu", "breakdown_s",
+                          "communication_s", "memory", "simulation"}) {
+    EXPECT_TRUE(r.contains(key)) << key;
+  }
+  for (const char* key : {"compute", "exposed_communication", "pipeline_bubble", "other"}) {
+    EXPECT_TRUE(r["breakdown_s"].contains(key)) << key;
+  }
+  for (const char* key : {"tensor", "pipeline", "data", "context", "expert"}) {
+    EXPECT_TRUE(r["communication_s"].contains(key)) << key;
+  }
+  for (const char* key : {"peak_bytes_per_gpu", "capacity_bytes", "fits", "breakdown_bytes"}) {
+    EXPECT_TRUE(r["memory"].contains(key)) << key;
+  }
+  EXPECT_EQ(r["schema"], "trainsim.report/1");
+  EXPECT_EQ(r["world_size"], 1024);
+  // The breakdown adds up to the iteration time.
+  const core::Json& b = r["breakdown_s"];
+  const double sum = b["compute"].get<double>() + b["exposed_communication"].get<double>() +
+                     b["pipeline_bubble"].get<double>() + b["other"].get<double>();
+  EXPECT_NEAR(sum, r["iteration_time_s"].get<double>(), 1e-9 * r["iteration_time_s"].get<double>());
+}
+
+}  // namespace
+}  // namespace trainsim::cli

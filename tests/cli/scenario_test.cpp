@@ -1,0 +1,58 @@
+#include "sim/cli/scenario.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trainsim::cli {
+namespace {
+
+const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";
+
+TEST(Scenario, LoadsBundledScenarioWithDefaultsResolved) {
+  const Scenario s = load_scenario(SCENARIOS + "gpt3-175b-a100-1024.json");
+  EXPECT_EQ(s.name, "gpt3-175b-a100-1024");
+  EXPECT_EQ(s.cluster.world_size(), 1024);
+  EXPECT_EQ(s.parallelism.tensor * s.parallelism.pipeline * s.parallelism.data, 1024);
+  EXPECT_DOUBLE_EQ(s.cluster.network.nic_bandwidth.value(), 25e9) << "200 Gb/s is 25 GB/s";
+  const core::Json resolved = s.to_json();
+  EXPECT_EQ(resolved["model"]["layers"], 96);
+  EXPECT_EQ(resolved["parallelism"]["zero_stage"], 0);
+  EXPECT_TRUE(resolved.contains("profile"));
+}
+
+TEST(Scenario, SetOverridesNestedValuesAndCatalogModels) {
+  core::Json doc = core::load_json_file(SCENARIOS + "gpt3-175b-a100-1024.json");
+  apply_override(doc, "parallelism.pipeline=16");
+  apply_override(doc, "parallelism.data=8");
+  apply_override(doc, "model.layers=48");
+  apply_override(doc, "cluster.network.nic_bandwidth=400 Gb/s");
+  const Scenario s = read_scenario(doc, "x.json");
+  EXPECT_EQ(s.parallelism.pipeline, 16);
+  EXPECT_EQ(s.model.layers, 48);
+  EXPECT_EQ(s.model.hidden, 12288) << "other fields come from the catalog base";
+  EXPECT_DOUBLE_EQ(s.cluster.network.nic_bandwidth.value(), 50e9);
+}
+
+TEST(Scenario, MalformedOverrideIsAnInputError) {
+  core::Json doc = core::Json::object();
+  EXPECT_THROW(apply_override(doc, "no-equals-sign"), core::InputError);
+  doc["name"] = "x";
+  EXPECT_THROW(apply_override(doc, "name.inner=1"), core::InputError);
+}
+
+TEST(Scenario, ReportsEveryProblemAtOnce) {
+  core::Json doc = core::load_json_file(SCENARIOS + "gpt3-175b-a100-1024.json");
+  apply_override(doc, "cluster.nodez=4");
+  apply_override(doc, "training.micro_batch=\"one\"");
+  try {
+    read_scenario(doc, "s.json");
+    FAIL() << "expected an InputError";
+  } catch (const core::InputError& e) {
+    ASSERT_EQ(e.problems().size(), 2u) << e.what();
+    EXPECT_EQ(e.problems()[0].pointer, "/cluster/nodez");
+    EXPECT_NE(e.problems()[0].message.find("did you mean \"nodes\""), std::string::npos);
+    EXPECT_EQ(e.problems()[1].pointer, "/training/micro_batch");
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::cli

@@ -1,0 +1,141 @@
+#include "tests/engine/fixtures.hpp"
+
+#include <fmt/format.h>
+
+namespace trainsim::engine::testing {
+
+using core::Axis;
+using core::Phase;
+using core::Stream;
+using core::TaskKind;
+
+namespace {
+
+// Appends the forward of micro-batch `mb` on stage `s` of `p`; returns the compute task's index.
+uint32_t add_forward(core::Program& prog, int s, int p, int mb, double t_f, double bytes) {
+  std::vector<uint32_t> deps;
+  if (s > 0) {
+    core::Task recv = p2p(TaskKind::RECV, Axis::PIPELINE, -1, bytes, Stream::PIPELINE_FORWARD);
+    recv.micro_batch = static_cast<uint32_t>(mb);
+    deps.push_back(prog.add(recv));
+  }
+  core::Task f = compute(t_f, Phase::FORWARD);
+  f.micro_batch = static_cast<uint32_t>(mb);
+  f.name = 0;
+  const uint32_t fi = prog.add(f, deps);
+  if (s < p - 1) {
+    core::Task send = p2p(TaskKind::SEND, Axis::PIPELINE, +1, bytes, Stream::PIPELINE_FORWARD);
+    send.micro_batch = static_cast<uint32_t>(mb);
+    prog.add(send, {fi});
+  }
+  return fi;
+}
+
+uint32_t add_backward(core::Program& prog, int s, int p, int mb, double t_b, double bytes) {
+  std::vector<uint32_t> deps;
+  if (s < p - 1) {
+    core::Task recv = p2p(TaskKind::RECV, Axis::PIPELINE, +1, bytes, Stream::PIPELINE_BACKWARD);
+    recv.micro_batch = static_cast<uint32_t>(mb);
+    deps.push_back(prog.add(recv));
+  }
+  core::Task b = compute(t_b, Phase::BACKWARD);
+  b.micro_batch = static_cast<uint32_t>(mb);
+  b.name = 1;
+  const uint32_t bi = prog.add(b, deps);
+  if (s > 0) {
+    core::Task send = p2p(TaskKind::SEND, Axis::PIPELINE, -1, bytes, Stream::PIPELINE_BACKWARD);
+    send.micro_batch = static_cast<uint32_t>(mb);
+    prog.add(send, {bi});
+  }
+  return bi;
+}
+
+}  // namespace
+
+core::Workload pipeline_workload(int p, int m, double t_f, double t_b, Schedule schedule, double bytes) {
+  std::vector<core::Program> programs;
+  std::vector<uint32_t> program_of_rank;
+  for (int s = 0; s < p; ++s) {
+    core::Program prog;
+    prog.name = fmt::format("stage {}", s);
+    if (schedule == Schedule::GPIPE) {
+      for (int mb = 0; mb < m; ++mb) add_forward(prog, s, p, mb, t_f, bytes);
+      for (int mb = 0; mb < m; ++mb) add_backward(prog, s, p, mb, t_b, bytes);
+    } else {
+      const int warmup = std::min(p - s - 1, m);
+      int next_forward = 0;
+      int next_backward = 0;
+      for (; next_forward < warmup; ++next_forward) add_forward(prog, s, p, next_forward, t_f, bytes);
+      while (next_forward < m) {
+        add_forward(prog, s, p, next_forward++, t_f, bytes);
+        add_backward(prog, s, p, next_backward++, t_b, bytes);
+      }
+      while (next_backward < m) add_backward(prog, s, p, next_backward++, t_b, bytes);
+    }
+    programs.push_back(std::move(prog));
+    program_of_rank.push_back(static_cast<uint32_t>(s));
+  }
+  core::Workload w = make_workload({1, 1, 1, 1, p}, std::move(programs), std::move(program_of_rank));
+  w.intern("forward");
+  w.intern("backward");
+  w.validate();
+  return w;
+}
+
+core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches) {
+  core::Workload w;
+  w.layout = core::ParallelLayout({tp, 1, 1, dp, pp});
+  w.groups = {{"tensor", Axis::TENSOR, {}, {}}, {"data", Axis::DATA, {}, {}}};
+  const uint32_t fwd = w.intern("forward");
+  const uint32_t bwd = w.intern("backward");
+  const uint32_t ar = w.intern("all_reduce");
+  const double activation = 8e6;
+  for (int s = 0; s < pp; ++s) {
+    core::Program prog;
+    prog.name = fmt::format("stage {}", s);
+    prog.static_memory = core::Bytes((s + 1) * 1e9);
+    const double t_f = 1e-3 * (1 + 0.25 * s);  // uneven stages: the last one is the slowest
+    std::vector<uint32_t> backwards;
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      std::vector<uint32_t> deps;
+      if (s > 0) deps.push_back(prog.add(p2p(TaskKind::RECV, Axis::PIPELINE, -1, activation, Stream::PIPELINE_FORWARD)));
+      const uint32_t alloc = prog.add(memory(activation), deps);
+      core::Task f = compute(t_f, Phase::FORWARD);
+      f.name = fwd;
+      f.micro_batch = static_cast<uint32_t>(mb);
+      const uint32_t fi = prog.add(f, {alloc});
+      core::Task fa = collective(core::CollectiveOp::ALL_REDUCE, 0, activation, Stream::TENSOR_COMM);
+      fa.name = ar;
+      const uint32_t fai = prog.add(fa, {fi});
+      if (s < pp - 1) prog.add(p2p(TaskKind::SEND, Axis::PIPELINE, +1, activation, Stream::PIPELINE_FORWARD), {fai});
+    }
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      std::vector<uint32_t> deps;
+      if (s < pp - 1) deps.push_back(prog.add(p2p(TaskKind::RECV, Axis::PIPELINE, +1, activation, Stream::PIPELINE_BACKWARD)));
+      core::Task b = compute(2 * t_f, Phase::BACKWARD);
+      b.name = bwd;
+      b.micro_batch = static_cast<uint32_t>(mb);
+      const uint32_t bi = prog.add(b, deps);
+      const uint32_t bai = prog.add(collective(core::CollectiveOp::ALL_REDUCE, 0, activation, Stream::TENSOR_COMM), {bi});
+      prog.add(memory(-activation), {bai});
+      if (s > 0) prog.add(p2p(TaskKind::SEND, Axis::PIPELINE, -1, activation, Stream::PIPELINE_BACKWARD), {bai});
+      backwards.push_back(bi);
+    }
+    // Gradients of the stage's layers, reduced over the data-parallel group once the backward is done.
+    const uint32_t grads = prog.add(collective(core::CollectiveOp::ALL_REDUCE, 1, 2e8 / (s + 1), Stream::DATA_COMM),
+                                    {backwards.back()});
+    core::Task opt = compute(0.5e-3, Phase::OPTIMIZER);
+    opt.op_class = core::OpClass::OPTIMIZER;
+    prog.add(opt, {grads});
+    w.programs.push_back(std::move(prog));
+  }
+  for (int r = 0; r < w.layout.world_size(); ++r) {
+    w.program_of_rank.push_back(static_cast<uint32_t>(w.layout.coord(r, Axis::PIPELINE)));
+  }
+  w.symmetric_axes[static_cast<size_t>(Axis::TENSOR)] = true;
+  w.symmetric_axes[static_cast<size_t>(Axis::DATA)] = true;
+  w.validate();
+  return w;
+}
+
+}  // namespace trainsim::engine::testing

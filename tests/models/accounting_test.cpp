@@ -1,0 +1,213 @@
+#include "models/accounting.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace trainsim::models {
+namespace {
+
+ModelSpec gpt(int layers, int64_t hidden, int heads, int64_t vocab) {
+  ModelSpec m;
+  m.name = "custom";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  return m;
+}
+
+void expect_relative(double got, double want, double tolerance = 1e-9) {
+  EXPECT_NEAR(got / want, 1.0, tolerance) << "got " << got << ", want " << want;
+}
+
+struct FlopsCase {
+  int64_t batch, seq;
+  int layers;
+  int64_t hidden;
+  int heads;
+  int64_t vocab;
+};
+
+TEST(IterationFlops, MatchKorthikantiEq7AndNarayananEq3) {
+  const std::vector<FlopsCase> cases = {
+      {1536, 2048, 96, 12288, 96, 51200},   // GPT-3 175B (Narayanan et al. 2021, Table 1)
+      {2240, 2048, 105, 20480, 128, 51200},  // MT-NLG 530B
+      {3072, 2048, 128, 25600, 160, 51200},  // 1T
+      {8, 512, 4, 256, 8, 1000},
+  };
+  for (const FlopsCase& c : cases) {
+    const ModelSpec m = gpt(c.layers, c.hidden, c.heads, c.vocab);
+    TrainingConfig t;
+    t.global_batch = c.batch;
+    t.sequence_length = c.seq;
+    const double B = static_cast<double>(c.batch), s = static_cast<double>(c.seq), l = c.layers,
+                 h = static_cast<double>(c.hidden), V = static_cast<double>(c.vocab);
+    ParallelismConfig p;
+    p.tensor = 8;  // the totals do not depend on the split
+    p.sequence_parallel = true;
+    // Korthikanti et al. 2022, Eq. 7: model FLOPs without recomputation.
+    const double eq7 = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+    // Narayanan et al. 2021, Eq. 3: FLOPs executed with full activation recomputation.
+    const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    const IterationFlops none = iteration_flops(m, t, p);
+    expect_relative(none.model.value(), eq7);
+    expect_relative(none.hardware.value(), eq7);
+    p.recompute = Recompute::FULL;
+    const IterationFlops full = iteration_flops(m, t, p);
+    expect_relative(full.model.value(), eq7);
+    expect_relative(full.hardware.value(), eq3);
+    // Selective recompute re-executes only QKᵀ and ·V: 4·B·s²·h per layer (Korthikanti §5).
+    p.recompute = Recompute::SELECTIVE;
+    expect_relative(iteration_flops(m, t, p).hardware.value(), eq7 + 4 * B * s * s * h * l);
+  }
+}
+
+TEST(LayerOps, GemmFlopsFollowTwoMNK) {
+  const ModelSpec m = *find_model("llama3-8b");
+  TrainingConfig t;
+  t.global_batch = 1;
+  t.sequence_length = 4096;
+  ParallelismConfig p;
+  p.tensor = 4;
+  p.context = 2;
+  const std::vector<OpCost> ops = layer_ops(m, t, p);
+  ASSERT_EQ(ops.size(), 10u);
+  const double tokens = 4096.0 / 2, h = 4096, kv = 8 * 128, f = 14336;
+  EXPECT_EQ(ops[1].name, "qkv");
+  expect_relative(ops[1].forward_flops.value(), 2 * tokens * h * (h + 2 * kv) / 4);
+  expect_relative(ops[1].backward_flops.value(), 2 * ops[1].forward_flops.value());
+  EXPECT_EQ(ops[2].name, "attention");
+  EXPECT_EQ(ops[2].op_class, core::OpClass::ATTENTION);
+  expect_relative(ops[2].forward_flops.value(), 4 * tokens * 4096 * h / 4);
+  EXPECT_EQ(ops[6].name, "mlp_up");
+  expect_relative(ops[6].forward_flops.value(), 2 * tokens * h * 2 * f / 4);  // gate and up
+  for (const OpCost& op : ops) {
+    if (op.op_class != core::OpClass::GEMM && op.op_class != core::OpClass::ATTENTION) {
+      EXPECT_EQ(op.forward_flops.value(), 0) << op.name << ": memory-bound ops carry bytes only";
+      EXPECT_GT(op.forward_bytes.value(), 0) << op.name;
+    }
+  }
+}
+
+TEST(LayerOps, UnfusedAttentionTrafficIsDominatedByTheScores) {
+  const ModelSpec m = *find_model("gpt3-175b");
+  TrainingConfig t;
+  t.global_batch = 1;
+  ParallelismConfig p;
+  p.tensor = 8;
+  const OpCost attention = layer_ops(m, t, p)[2];
+  // 12 heads per rank x 2048² scores: written by QKᵀ, read+written by softmax and dropout, read by
+  // ·V (6 x 2 bytes) plus a 1-byte dropout mask.
+  const double scores = 12.0 * 2048 * 2048;
+  EXPECT_GT(attention.forward_bytes.value(), scores * 13);
+  EXPECT_LT(attention.forward_bytes.value(), scores * 14);
+}
+
+class ActivationMemory : public ::testing::Test {
+ protected:
+  ActivationMemory() : m(gpt(96, 12288, 96, 51200)) {
+    t.global_batch = 1;
+    t.micro_batch = 1;
+    t.sequence_length = 2048;
+  }
+  double bytes() const { return activation_bytes_per_layer(m, t, p).value(); }
+  ModelSpec m;
+  TrainingConfig t;
+  ParallelismConfig p;
+  // Korthikanti et al. 2022, Table 2, with s = 2048, b = 1, h = 12288, a = 96.
+  const double s = 2048, b = 1, h = 12288, a = 96;
+};
+
+TEST_F(ActivationMemory, NoParallelism) { expect_relative(bytes(), s * b * h * (34 + 5 * a * s / h)); }
+
+TEST_F(ActivationMemory, TensorParallel) {
+  p.tensor = 8;
+  expect_relative(bytes(), s * b * h * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
+}
+
+TEST_F(ActivationMemory, TensorAndSequenceParallel) {
+  p.tensor = 8;
+  p.sequence_parallel = true;
+  expect_relative(bytes(), s * b * h / 8 * (34 + 5 * a * s / h));
+}
+
+TEST_F(ActivationMemory, SelectiveRecompute) {
+  p.tensor = 8;
+  p.recompute = Recompute::SELECTIVE;
+  expect_relative(bytes(), s * b * h * (10 + 24.0 / 8));
+  p.sequence_parallel = true;
+  expect_relative(bytes(), s * b * h / 8 * 34);
+}
+
+TEST_F(ActivationMemory, FullRecompute) {
+  p.tensor = 8;
+  p.recompute = Recompute::FULL;
+  expect_relative(bytes(), 2 * s * b * h);
+  p.sequence_parallel = true;
+  expect_relative(bytes(), 2 * s * b * h / 8);
+}
+
+TEST_F(ActivationMemory, ScalesWithMicroBatchAndContext) {
+  const double one = bytes();
+  t.micro_batch = 4;
+  expect_relative(bytes(), 4 * one);
+  t.micro_batch = 1;
+  p.context = 2;
+  // Per-rank tokens halve; the score matrix is (s/2) x s, so it halves too.
+  expect_relative(bytes(), one / 2);
+}
+
+TEST(Parameters, PerRankShardsAddUpToTheModel) {
+  for (const char* name : {"gpt3-175b", "llama3-70b", "bloom-176b"}) {
+    const ModelSpec& m = *find_model(name);
+    TrainingConfig t;
+    t.sequence_length = 2048;
+    ParallelismConfig p;  // one GPU: everything local
+    ParameterCount all = embedding_parameters(m, t, p);
+    for (int l = 0; l < m.layers; ++l) all += layer_parameters(m, p);
+    all += head_parameters(m, p);
+    EXPECT_EQ(all.total(), static_cast<double>(m.parameter_count(2048))) << name;
+  }
+}
+
+TEST(Parameters, TiedCopyOnTheLastStageOnlyWithPipeline) {
+  const ModelSpec& m = *find_model("gpt3-175b");
+  ParallelismConfig p;
+  EXPECT_EQ(head_parameters(m, p).total(), 2.0 * 12288);
+  p.pipeline = 8;
+  p.tensor = 8;
+  EXPECT_EQ(head_parameters(m, p).total(), 2.0 * 12288 + 51200.0 * 12288 / 8);
+}
+
+TEST(ModelStateMemory, MixedPrecisionAdamAndZeroSharding) {
+  // Rajbhandari et al. 2020 (ZeRO), §3: mixed-precision Adam holds 2 + 2 + 12 bytes per parameter;
+  // Megatron-LM keeps fp32 main gradients, so 2 + 4 + 12 here.
+  ParameterCount local;
+  local.dense = 1e9;
+  ParallelismConfig p;
+  p.data = 8;
+  MemoryBreakdown m = model_state_memory(local, core::Precision::BF16, p);
+  EXPECT_EQ(m.weights.value(), 2e9);
+  EXPECT_EQ(m.gradients.value(), 4e9);
+  EXPECT_EQ(m.optimizer_states.value(), 12e9);
+  p.zero_stage = 1;
+  m = model_state_memory(local, core::Precision::BF16, p);
+  EXPECT_EQ(m.optimizer_states.value(), 12e9 / 8);
+  EXPECT_EQ(m.gradients.value(), 4e9);
+  p.zero_stage = 2;
+  m = model_state_memory(local, core::Precision::BF16, p);
+  EXPECT_EQ(m.gradients.value(), 4e9 / 8);
+  EXPECT_EQ(m.weights.value(), 2e9);
+  p.zero_stage = 3;
+  m = model_state_memory(local, core::Precision::BF16, p);
+  EXPECT_EQ(m.weights.value(), 2e9 / 8);
+  m = model_state_memory(local, core::Precision::FP32, ParallelismConfig{});
+  EXPECT_EQ(m.weights.value(), 4e9);
+  EXPECT_EQ(m.optimizer_states.value(), 8e9);
+}
+
+}  // namespace
+}  // namespace trainsim::models

@@ -1,0 +1,186 @@
+#include "models/strategy.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trainsim::models {
+namespace {
+
+// Every problem check_strategy() records, as "pointer: message".
+std::vector<std::string> problems(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, int world) {
+  core::Diagnostics diag;
+  check_strategy(m, t, p, world, "s.json", diag);
+  std::vector<std::string> out;
+  for (const core::InputProblem& x : diag.problems()) {
+    EXPECT_EQ(x.file, "s.json");
+    out.push_back(x.pointer + ": " + x.message);
+  }
+  return out;
+}
+
+using Lines = std::vector<std::string>;
+
+class CheckStrategy : public ::testing::Test {
+ protected:
+  CheckStrategy() {
+    gpt = *find_model("gpt3-175b");
+    training.global_batch = 1536;
+    par.tensor = 8;
+    par.pipeline = 8;
+    par.data = 16;
+  }
+  ModelSpec gpt;
+  TrainingConfig training;
+  ParallelismConfig par;
+};
+
+TEST_F(CheckStrategy, Gpt3OnSeleneIsValid) { EXPECT_EQ(problems(gpt, training, par, 1024), Lines{}); }
+
+TEST_F(CheckStrategy, TensorMustDivideHeadsKvHeadsAndFfn) {
+  par.tensor = 7;
+  par.data = 1;
+  training.global_batch = 7;
+  EXPECT_EQ(problems(gpt, training, par, 56),
+            (Lines{"/parallelism/tensor: tensor parallelism 7 must divide heads (96)",
+                   "/parallelism/tensor: tensor parallelism 7 must divide kv_heads (96)",
+                   "/parallelism/tensor: tensor parallelism 7 must divide ffn_hidden (49152)"}));
+  ModelSpec llama = *find_model("llama3-70b");
+  par.tensor = 16;
+  EXPECT_EQ(problems(llama, training, par, 128),
+            (Lines{"/parallelism/tensor: tensor parallelism 16 must divide kv_heads (8)"}));
+}
+
+TEST_F(CheckStrategy, ChunksMustNotExceedLayers) {
+  gpt.layers = 12;
+  par.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  par.virtual_stages = 2;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/pipeline: pipeline x virtual_stages (8 x 2 = 16 model chunks) must not exceed "
+                   "layers (12)"}));
+}
+
+TEST_F(CheckStrategy, StageLayersLengthEntriesAndSum) {
+  par.stage_layers = {12, 12, 12, 12, 12, 12, 24};
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/stage_layers: stage_layers has 7 entries, expected pipeline x virtual_stages = "
+                   "8 x 1 = 8"}));
+  par.stage_layers = {12, 12, 12, 0, 12, 12, 12, 12};
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/stage_layers/3: every model chunk needs at least 1 layer, found 0",
+                   "/parallelism/stage_layers: stage_layers sum to 84, expected the model's layers (96)"}));
+}
+
+TEST_F(CheckStrategy, VirtualStagesNeedTheInterleavedScheduleAndPipeline) {
+  par.virtual_stages = 2;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/virtual_stages: virtual_stages 2 requires pipeline_schedule "
+                   "\"interleaved-1f1b\", found \"1f1b\""}));
+  par.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  par.pipeline = 1;
+  par.data = 128;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/virtual_stages: virtual_stages 2 requires pipeline > 1, found pipeline 1"}));
+}
+
+TEST_F(CheckStrategy, InterleavedNeedsMicroBatchesDivisibleByPipeline) {
+  // Megatron-LM asserts num_microbatches % pipeline_model_parallel_size == 0 for the interleaved
+  // schedule.
+  par.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  par.virtual_stages = 2;
+  training.global_batch = 16 * 12;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/training/global_batch: interleaved-1f1b with virtual_stages 2 needs the micro-batch count "
+                   "(global_batch 192 / 16 = 12) to be a multiple of pipeline (8)"}));
+}
+
+TEST_F(CheckStrategy, WorldSizeMustMatchTheProduct) {
+  EXPECT_EQ(problems(gpt, training, par, 512),
+            (Lines{"/parallelism: tensor x pipeline x data x context x expert = 8 x 8 x 16 x 1 x 1 = 1024 must "
+                   "equal the cluster's GPU count (512)"}));
+}
+
+TEST_F(CheckStrategy, GlobalBatchMustBeDivisibleByTheReplicas) {
+  training.global_batch = 1000;
+  training.micro_batch = 2;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/training/global_batch: global_batch 1000 must be divisible by micro_batch x data x expert = "
+                   "2 x 16 x 1 = 32"}));
+}
+
+TEST_F(CheckStrategy, ContextMustDivideTheSequence) {
+  par.context = 3;
+  par.data = 1;
+  training.global_batch = 8;
+  EXPECT_EQ(problems(gpt, training, par, 192),
+            (Lines{"/parallelism/context: context parallelism 3 must divide sequence_length (2048)"}));
+}
+
+TEST_F(CheckStrategy, SequenceParallelNeedsTheSequenceSplittable) {
+  training.sequence_length = 2044;
+  par.sequence_parallel = true;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/tensor: tensor parallelism 8 must divide the sequence length per context rank "
+                   "(2044) with sequence_parallel"}));
+}
+
+TEST_F(CheckStrategy, ExpertParallelismNeedsAnMoEModelWithDivisibleExperts) {
+  par.expert = 2;
+  par.data = 8;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            (Lines{"/parallelism/expert: expert parallelism 2 needs an MoE model (experts > 1), found experts 1"}));
+  ModelSpec moe = gpt;
+  moe.experts = 6;
+  moe.top_k = 2;
+  par.expert = 4;
+  par.data = 4;
+  par.sequence_parallel = true;
+  EXPECT_EQ(problems(moe, training, par, 1024),
+            (Lines{"/parallelism/expert: expert parallelism 4 must divide experts (6)"}));
+  par.sequence_parallel = false;
+  moe.experts = 8;
+  EXPECT_EQ(problems(moe, training, par, 1024),
+            (Lines{"/parallelism/sequence_parallel: an MoE model with tensor parallelism 8 needs "
+                   "sequence_parallel true (as in Megatron-LM), found false"}));
+}
+
+TEST_F(CheckStrategy, ReportsEveryProblemAtOnce) {
+  par.tensor = 5;
+  par.context = 3;
+  EXPECT_EQ(problems(gpt, training, par, 1024).size(), 5u);
+}
+
+TEST(StrategyJson, ReadsEveryKeyAndRoundTrips) {
+  const core::Json j = core::parse_json_text(R"({
+      "tensor": 4, "pipeline": 4, "data": 2, "context": 2, "expert": 1, "sequence_parallel": true,
+      "pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2, "stage_layers": [3, 3, 3, 3, 3, 3, 3, 3],
+      "recompute": "selective", "zero_stage": 1, "bucket_size": "25 MB", "overlap_grad_reduce": false})",
+                                             "s.json");
+  core::Diagnostics diag;
+  core::ObjectReader r(j, "s.json", "/parallelism", diag);
+  const ParallelismConfig p = ParallelismConfig::from_json(r);
+  ASSERT_TRUE(diag.empty()) << diag.problems()[0].to_string();
+  EXPECT_EQ(p.world_size(), 64);
+  EXPECT_EQ(p.schedule, PipelineSchedule::INTERLEAVED_1F1B);
+  EXPECT_EQ(p.recompute, Recompute::SELECTIVE);
+  EXPECT_EQ(p.bucket_size.value(), 25e6);
+  EXPECT_FALSE(p.overlap_grad_reduce);
+  const core::Json again = p.to_json();
+  core::ObjectReader r2(again, "x", "/parallelism", diag);
+  EXPECT_EQ(ParallelismConfig::from_json(r2).to_json(), again);
+  EXPECT_TRUE(diag.empty());
+}
+
+TEST(StrategyJson, TrainingRequiresGlobalBatchAndRejectsUnknownKeys) {
+  const core::Json j = core::parse_json_text(R"({"sequence_length": 4096, "precision": "bf61", "micro_bach": 2})", "s.json");
+  core::Diagnostics diag;
+  core::ObjectReader r(j, "s.json", "/training", diag);
+  TrainingConfig::from_json(r);
+  std::vector<std::string> got;
+  for (const core::InputProblem& p : diag.problems()) got.push_back(p.to_string());
+  EXPECT_EQ(got, (Lines{"s.json: /training/global_batch: missing required integer",
+                        "s.json: /training/precision: expected one of \"fp32\", \"tf32\", \"bf16\", \"fp16\" or "
+                        "\"fp8\", found \"bf61\" (did you mean \"bf16\"?)",
+                        "s.json: /training/micro_bach: unknown key \"micro_bach\" (did you mean \"micro_batch\"?)"}));
+}
+
+}  // namespace
+}  // namespace trainsim::models

@@ -1,0 +1,442 @@
+#include "models/workload_builder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "tests/models/ir_executor.hpp"
+
+namespace trainsim::models {
+namespace {
+
+using core::CollectiveOp;
+using core::Phase;
+using core::Program;
+using core::Stream;
+using core::Task;
+using core::TaskKind;
+
+// A small GPT: 8 layers, h 256, 8 heads, V 1024, s 128.
+ModelSpec small_gpt() {
+  ModelSpec m;
+  m.name = "small";
+  m.layers = 8;
+  m.hidden = 256;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn_hidden = 1024;
+  m.vocab = 1024;
+  return m;
+}
+
+struct Config {
+  Config() { training.sequence_length = 128; }
+  ModelSpec model = small_gpt();
+  TrainingConfig training;
+  ParallelismConfig par;
+  // `micro_batches` per pipeline; sets global_batch accordingly.
+  BuiltWorkload build(int micro_batches) {
+    training.global_batch = micro_batches * par.sequences_per_step(training);
+    core::Diagnostics diag;
+    check_strategy(model, training, par, par.world_size(), "test", diag);
+    EXPECT_TRUE(diag.empty()) << diag.problems()[0].to_string();
+    return build_workload(model, training, par);
+  }
+};
+
+size_t count(const Program& p, const std::function<bool(const Task&)>& pred) {
+  size_t n = 0;
+  for (const Task& t : p.tasks) n += pred(t) ? 1 : 0;
+  return n;
+}
+
+double sum_bytes(const Program& p, const std::function<bool(const Task&)>& pred) {
+  double b = 0;
+  for (const Task& t : p.tasks) b += pred(t) ? t.bytes : 0;
+  return b;
+}
+
+const std::string& name(const BuiltWorkload& w, const Task& t) { return w.workload.names[t.name]; }
+
+auto compute_in(Phase phase) {
+  return [phase](const Task& t) { return t.kind == TaskKind::COMPUTE && t.phase == phase; };
+}
+
+auto collective_on(const BuiltWorkload& w, const std::string& group, CollectiveOp op) {
+  return [&w, group, op](const Task& t) {
+    return t.kind == TaskKind::COLLECTIVE && w.workload.groups[t.group].name == group && t.collective == op;
+  };
+}
+
+// The (micro_batch, layer, stream) sequence of every SEND from stage a to stage b, and of every RECV
+// on b from a, in program order.
+using Transfer = std::tuple<uint32_t, uint16_t, Stream>;
+void expect_links_agree(const BuiltWorkload& w) {
+  const int p = w.workload.layout.size(core::Axis::PIPELINE);
+  std::map<std::pair<int, int>, std::vector<Transfer>> sends, recvs;
+  for (int s = 0; s < p; ++s) {
+    for (const Task& t : w.workload.programs[static_cast<size_t>(s)].tasks) {
+      const int peer = ((s + t.peer_offset) % p + p) % p;
+      if (t.kind == TaskKind::SEND) sends[{s, peer}].push_back({t.micro_batch, t.layer, t.stream});
+      if (t.kind == TaskKind::RECV) recvs[{peer, s}].push_back({t.micro_batch, t.layer, t.stream});
+    }
+  }
+  EXPECT_EQ(sends.size(), recvs.size());
+  for (const auto& [link, seq] : sends) {
+    EXPECT_EQ(seq, recvs[link]) << "link " << link.first << " -> " << link.second;
+  }
+}
+
+void expect_runs_to_completion(const BuiltWorkload& w) {
+  const test_support::ExecutionResult r = test_support::execute(w.workload);
+  EXPECT_EQ(r.completed, r.total) << "deadlock: " << r.total - r.completed << " tasks never ran";
+  EXPECT_EQ(r.mismatched_transfers, 0u);
+  EXPECT_EQ(r.mismatched_collectives, 0u);
+}
+
+TEST(BalancedSplit, RemainderGoesToTheEarlierChunks) {
+  std::vector<int> want(16, 7);
+  for (int i = 0; i < 14; ++i) want[static_cast<size_t>(i)] = 8;
+  EXPECT_EQ(balanced_split(126, 16), want);
+  EXPECT_EQ(balanced_split(96, 8), std::vector<int>(8, 12));
+}
+
+TEST(BuildWorkload, LayoutGroupsAndPrograms) {
+  Config c;
+  c.par.tensor = 2;
+  c.par.pipeline = 4;
+  c.par.data = 2;
+  const BuiltWorkload w = c.build(8);
+  EXPECT_EQ(w.workload.programs.size(), 4u);
+  EXPECT_EQ(w.workload.layout.world_size(), 16);
+  EXPECT_EQ(w.workload.program_of_rank[5], 1u);  // tensor 1, data 0, pipeline 1 in tp-cp-ep-dp-pp order
+  EXPECT_EQ(w.workload.program_of_rank[15], 3u);
+  EXPECT_EQ(w.workload.programs[2].name, "stage 2");
+  std::vector<std::string> groups;
+  for (const core::GroupKind& g : w.workload.groups) groups.push_back(g.name);
+  EXPECT_EQ(groups, (std::vector<std::string>{"tensor", "context", "expert", "data", "expert-data", "embedding"}));
+  EXPECT_EQ(w.workload.groups.back().members, (std::vector<int>{0, 3}));
+  EXPECT_EQ(w.workload.symmetric_axes, (std::array<bool, core::AXIS_COUNT>{true, true, true, true, false}));
+  EXPECT_EQ(w.micro_batches, 8);
+  EXPECT_EQ(w.samples_per_iteration, 16);
+  EXPECT_EQ(w.tokens_per_iteration, 16 * 128);
+  c.model.tied_embeddings = false;
+  EXPECT_EQ(c.build(8).workload.groups.size(), 5u) << "no embedding group when untied";
+}
+
+TEST(BuildWorkload, OneComputeTaskPerOpLayerMicroBatchAndDirection) {
+  Config c;
+  c.par.pipeline = 2;
+  const int m = 4;
+  const BuiltWorkload w = c.build(m);
+  const Program& first = w.workload.programs[0];
+  const Program& last = w.workload.programs[1];
+  // 4 layers x 10 ops per stage; + embedding on the first, + final_ln, logits, loss on the last.
+  EXPECT_EQ(count(first, compute_in(Phase::FORWARD)), static_cast<size_t>(m * (4 * 10 + 1)));
+  EXPECT_EQ(count(first, compute_in(Phase::BACKWARD)), static_cast<size_t>(m * (4 * 10 + 1)));
+  EXPECT_EQ(count(last, compute_in(Phase::FORWARD)), static_cast<size_t>(m * (4 * 10 + 3)));
+  EXPECT_EQ(count(first, compute_in(Phase::RECOMPUTE)), 0u);
+  EXPECT_EQ(count(first, compute_in(Phase::OPTIMIZER)), 1u);
+
+  c.par.recompute = Recompute::FULL;
+  EXPECT_EQ(count(c.build(m).workload.programs[1], compute_in(Phase::RECOMPUTE)), static_cast<size_t>(m * 4 * 10));
+  c.par.recompute = Recompute::SELECTIVE;
+  const BuiltWorkload s = c.build(m);
+  EXPECT_EQ(count(s.workload.programs[1], compute_in(Phase::RECOMPUTE)), static_cast<size_t>(m * 4));
+  for (const Task& t : s.workload.programs[1].tasks) {
+    if (t.phase == Phase::RECOMPUTE && t.kind == TaskKind::COMPUTE) {
+      EXPECT_EQ(name(s, t), "attention");
+    }
+  }
+}
+
+TEST(BuildWorkload, TensorParallelCollectivesWithAndWithoutSequenceParallelism) {
+  Config c;
+  c.par.tensor = 4;
+  const int m = 2, layers = 8;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[0];
+  // Per layer: all-reduce after proj and mlp_down (forward), after qkv and mlp_up input gradients
+  // (backward); plus the embedding (forward), the logits' input gradient and the loss.
+  EXPECT_EQ(count(p, collective_on(w, "tensor", CollectiveOp::ALL_REDUCE)), static_cast<size_t>(m * (layers * 4 + 3)));
+  EXPECT_EQ(sum_bytes(p, [&](const Task& t) { return t.kind == TaskKind::COLLECTIVE && name(w, t) == "proj all_reduce"; }),
+            m * layers * 128.0 * 256 * 2);
+  // A blocking collective depends on the compute that produced its input; the next compute on it.
+  for (uint32_t i = 0; i + 1 < p.tasks.size(); ++i) {
+    if (name(w, p.tasks[i]) != "proj all_reduce") continue;
+    const Task& ar = p.tasks[i];
+    ASSERT_EQ(ar.dep_count, 1u);
+    EXPECT_EQ(name(w, p.tasks[p.deps_of(ar)[0]]), "proj");
+    const Task& next = p.tasks[i + 1];
+    EXPECT_EQ(name(w, next), "attn_bda");
+    ASSERT_EQ(next.dep_count, 1u);
+    EXPECT_EQ(p.deps_of(next)[0], i);
+  }
+
+  c.par.sequence_parallel = true;
+  const BuiltWorkload sp = c.build(m);
+  const Program& q = sp.workload.programs[0];
+  // Per layer 2 all-gathers + 2 reduce-scatters in each direction; the logits gather / scatter, the
+  // embedding's reduce-scatter and gradient gather.
+  EXPECT_EQ(count(q, collective_on(sp, "tensor", CollectiveOp::ALL_GATHER)), static_cast<size_t>(m * (layers * 4 + 2)));
+  EXPECT_EQ(count(q, collective_on(sp, "tensor", CollectiveOp::REDUCE_SCATTER)),
+            static_cast<size_t>(m * (layers * 4 + 2)));
+  EXPECT_EQ(count(q, collective_on(sp, "tensor", CollectiveOp::ALL_REDUCE)), static_cast<size_t>(m)) << "loss only";
+}
+
+TEST(BuildWorkload, SendsAndReceivesAgreePerLinkAndNeverDeadlock) {
+  for (PipelineSchedule s : {PipelineSchedule::GPIPE, PipelineSchedule::ONE_F_ONE_B, PipelineSchedule::INTERLEAVED_1F1B}) {
+    SCOPED_TRACE(to_string(s));
+    Config c;
+    c.par.pipeline = 4;
+    c.par.schedule = s;
+    c.par.virtual_stages = s == PipelineSchedule::INTERLEAVED_1F1B ? 2 : 1;
+    const int m = 8;
+    const BuiltWorkload w = c.build(m);
+    // Each chunk boundary carries every micro-batch once per direction: (p·v - 1) boundaries.
+    size_t sends = 0;
+    for (const Program& p : w.workload.programs) sends += count(p, [](const Task& t) { return t.kind == TaskKind::SEND; });
+    EXPECT_EQ(sends, static_cast<size_t>(2 * m * (4 * c.par.virtual_stages - 1)));
+    expect_links_agree(w);
+    expect_runs_to_completion(w);
+  }
+}
+
+TEST(BuildWorkload, InterleavedChunksWrapAroundFromTheLastStage) {
+  Config c;
+  c.par.pipeline = 4;
+  c.par.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  c.par.virtual_stages = 2;
+  const BuiltWorkload w = c.build(8);
+  // Stage 3's chunk 0 (layer 3) sends activations to stage 0's chunk 1 (layer 4).
+  const Program& last = w.workload.programs[3];
+  EXPECT_EQ(count(last, [](const Task& t) { return t.kind == TaskKind::SEND && t.stream == Stream::PIPELINE_FORWARD; }),
+            8u);
+  const Program& first = w.workload.programs[0];
+  EXPECT_EQ(count(first, [](const Task& t) { return t.kind == TaskKind::RECV && t.layer == 3; }), 8u);
+  expect_links_agree(w);
+}
+
+TEST(BuildWorkload, DataParallelBucketsCarryTheLocalGradients) {
+  Config c;
+  c.par.pipeline = 2;
+  c.par.data = 2;
+  c.par.bucket_size = core::Bytes(1e12);  // one bucket per chunk
+  const int m = 4;
+  BuiltWorkload w = c.build(m);
+  for (size_t s = 0; s < 2; ++s) {
+    const Program& p = w.workload.programs[s];
+    auto bucket = collective_on(w, "data", CollectiveOp::ALL_REDUCE);
+    EXPECT_EQ(count(p, bucket), 1u);
+    EXPECT_DOUBLE_EQ(sum_bytes(p, bucket), w.memory[s].gradients.value()) << "fp32 gradients of the stage";
+  }
+  // Tied embeddings: both ends all-reduce the word embedding's gradient once.
+  EXPECT_EQ(count(w.workload.programs[0], collective_on(w, "embedding", CollectiveOp::ALL_REDUCE)), 1u);
+  EXPECT_EQ(count(w.workload.programs[1], collective_on(w, "embedding", CollectiveOp::ALL_REDUCE)), 1u);
+
+  c.par.bucket_size = core::Bytes(1);  // one bucket per unit (layer, embedding, head)
+  w = c.build(m);
+  EXPECT_EQ(count(w.workload.programs[0], collective_on(w, "data", CollectiveOp::ALL_REDUCE)), 5u);
+  EXPECT_DOUBLE_EQ(sum_bytes(w.workload.programs[0], collective_on(w, "data", CollectiveOp::ALL_REDUCE)),
+                   w.memory[0].gradients.value());
+  // Overlapped: each bucket waits for the backward of its layer in the last micro-batch only.
+  const Program& p = w.workload.programs[0];
+  for (const Task& t : p.tasks) {
+    if (!collective_on(w, "data", CollectiveOp::ALL_REDUCE)(t)) continue;
+    const Task& producer = p.tasks[p.deps_of(t)[0]];
+    EXPECT_EQ(producer.phase, Phase::BACKWARD);
+    EXPECT_EQ(producer.micro_batch, static_cast<uint32_t>(m - 1));
+  }
+  // The optimizer waits for every gradient collective.
+  for (const Task& t : p.tasks) {
+    if (t.phase == Phase::OPTIMIZER && t.kind == TaskKind::COMPUTE) {
+      EXPECT_EQ(t.op_class, core::OpClass::OPTIMIZER);
+      EXPECT_EQ(t.dep_count, 5u + 1u + 1u);  // buckets, embedding all-reduce, last compute
+    }
+  }
+  expect_runs_to_completion(w);
+}
+
+TEST(BuildWorkload, ZeroOneReduceScattersAndGathersTheParameters) {
+  Config c;
+  c.par.pipeline = 2;
+  c.par.data = 4;
+  c.par.zero_stage = 1;
+  c.par.bucket_size = core::Bytes(1);
+  const BuiltWorkload w = c.build(4);
+  const Program& p = w.workload.programs[1];
+  auto rs = collective_on(w, "data", CollectiveOp::REDUCE_SCATTER);
+  auto ag = collective_on(w, "data", CollectiveOp::ALL_GATHER);
+  EXPECT_EQ(count(p, rs), 5u);  // 4 layers + head
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_REDUCE)), 0u);
+  EXPECT_EQ(count(p, ag), 5u);
+  EXPECT_DOUBLE_EQ(sum_bytes(p, ag), sum_bytes(p, rs) / 4 * 2) << "bf16 parameters vs fp32 gradients";
+  for (const Task& t : p.tasks) {
+    if (ag(t)) {
+      EXPECT_EQ(t.phase, Phase::OPTIMIZER);
+    }
+  }
+  EXPECT_DOUBLE_EQ(w.memory[1].optimizer_states.value(), w.memory[1].gradients.value() * 3 / 4);
+  expect_runs_to_completion(w);
+}
+
+TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
+  Config c;
+  c.par.pipeline = 2;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  const int m = 3;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[0];  // embedding + 4 layers
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_GATHER)), static_cast<size_t>(5 * m * 2));
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::REDUCE_SCATTER)), static_cast<size_t>(5 * m));
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_REDUCE)), 0u);
+  EXPECT_GT(w.memory[0].buffers.value(), 0);
+  EXPECT_DOUBLE_EQ(w.workload.programs[0].static_memory.value(),
+                   (w.memory[0].weights + w.memory[0].gradients + w.memory[0].optimizer_states + w.memory[0].buffers).value());
+  // Prefetch: the gather of the third unit of a pass waits for the first unit's compute only.
+  int gathers_with_compute_dep = 0;
+  for (const Task& t : p.tasks) {
+    if (!collective_on(w, "data", CollectiveOp::ALL_GATHER)(t)) continue;
+    for (uint32_t d = 0; d < t.dep_count; ++d) {
+      EXPECT_EQ(p.tasks[p.deps_of(t)[d]].kind, TaskKind::COMPUTE);
+      ++gathers_with_compute_dep;
+    }
+  }
+  EXPECT_EQ(gathers_with_compute_dep, (5 - 2) * m * 2);
+  expect_runs_to_completion(w);
+}
+
+TEST(BuildWorkload, PeakActivationsFollowTheMicroBatchesInFlight) {
+  // Korthikanti et al. 2022, §4.2.3: under 1F1B the first stage holds p micro-batches; under GPipe
+  // every stage holds all m.
+  Config c;
+  c.par.pipeline = 4;
+  c.par.tensor = 2;
+  c.par.sequence_parallel = true;
+  const int m = 8;
+  const double per_layer = activation_bytes_per_layer(c.model, c.training, c.par).value();
+  BuiltWorkload w = c.build(m);
+  EXPECT_DOUBLE_EQ(w.memory[0].activations.value(), 4 * 2 * per_layer);
+  EXPECT_DOUBLE_EQ(w.memory[2].activations.value(), 2 * 2 * per_layer);
+  c.par.schedule = PipelineSchedule::GPIPE;
+  w = c.build(m);
+  EXPECT_DOUBLE_EQ(w.memory[0].activations.value(), m * 2 * per_layer);
+  // Full recompute: inputs of p micro-batches, plus one layer's working set during its backward.
+  c.par.schedule = PipelineSchedule::ONE_F_ONE_B;
+  c.par.recompute = Recompute::FULL;
+  const double input = activation_bytes_per_layer(c.model, c.training, c.par).value();
+  ParallelismConfig none = c.par;
+  none.recompute = Recompute::NONE;
+  const double working = activation_bytes_per_layer(c.model, c.training, none).value();
+  w = c.build(m);
+  EXPECT_DOUBLE_EQ(w.memory[0].activations.value(), 4 * 2 * input + working);
+}
+
+TEST(BuildWorkload, UnevenStageLayersAreRespected) {
+  // Llama 3 405B on 16 stages with lighter first and last stages (embedding and output layer).
+  Config c;
+  c.model = *find_model("llama3-405b");
+  c.training.sequence_length = 128;
+  c.par.tensor = 8;
+  c.par.pipeline = 16;
+  c.par.sequence_parallel = true;
+  c.par.stage_layers = std::vector<int>(16, 8);
+  c.par.stage_layers.front() = 7;
+  c.par.stage_layers.back() = 7;
+  const int m = 2;
+  const BuiltWorkload w = c.build(m);
+  EXPECT_FALSE(w.balanced_split);
+  EXPECT_EQ(w.stage_layers, c.par.stage_layers);
+  auto qkv = [&](const Task& t) { return compute_in(Phase::FORWARD)(t) && name(w, t) == "qkv"; };
+  EXPECT_EQ(count(w.workload.programs[0], qkv), 7u * m);
+  EXPECT_EQ(count(w.workload.programs[1], qkv), 8u * m);
+  EXPECT_EQ(count(w.workload.programs[15], qkv), 7u * m);
+  uint16_t first_layer_of_stage_1 = UINT16_MAX;
+  for (const Task& t : w.workload.programs[1].tasks) {
+    if (qkv(t)) first_layer_of_stage_1 = std::min(first_layer_of_stage_1, t.layer);
+  }
+  EXPECT_EQ(first_layer_of_stage_1, 7);
+  expect_links_agree(w);
+}
+
+// The compute tasks of all ranks execute exactly iteration_flops().hardware.
+TEST(BuildWorkload, ComputeFlopsOfAllRanksSumToTheIterationFlops) {
+  struct Case {
+    int t, p, d, cp, ep;
+    bool sp;
+    Recompute recompute;
+    bool moe;
+  };
+  for (const Case& k : std::vector<Case>{{2, 2, 2, 1, 1, false, Recompute::NONE, false},
+                                         {2, 2, 1, 2, 1, true, Recompute::FULL, false},
+                                         {1, 2, 2, 1, 1, false, Recompute::SELECTIVE, false},
+                                         {2, 1, 1, 1, 2, true, Recompute::NONE, true},
+                                         {1, 2, 1, 2, 2, false, Recompute::FULL, true}}) {
+    Config c;
+    if (k.moe) {
+      c.model.experts = 4;
+      c.model.top_k = 2;
+    }
+    c.par.tensor = k.t;
+    c.par.pipeline = k.p;
+    c.par.data = k.d;
+    c.par.context = k.cp;
+    c.par.expert = k.ep;
+    c.par.sequence_parallel = k.sp;
+    c.par.recompute = k.recompute;
+    const BuiltWorkload w = c.build(4);
+    double flops = 0;
+    for (int r = 0; r < w.workload.layout.world_size(); ++r) {
+      for (const Task& t : w.workload.program_of(r).tasks) flops += t.flops;
+    }
+    EXPECT_NEAR(flops / w.flops.hardware.value(), 1.0, 1e-12) << k.t << k.p << k.d << k.cp << k.ep;
+    expect_runs_to_completion(w);
+  }
+}
+
+TEST(BuildWorkload, ContextAndExpertCollectives) {
+  Config c;
+  c.model.experts = 4;
+  c.model.top_k = 2;
+  c.par.context = 2;
+  c.par.expert = 2;
+  const int m = 2;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[0];
+  EXPECT_EQ(count(p, collective_on(w, "context", CollectiveOp::ALL_GATHER)), static_cast<size_t>(8 * m));
+  EXPECT_EQ(count(p, collective_on(w, "context", CollectiveOp::REDUCE_SCATTER)), static_cast<size_t>(8 * m));
+  EXPECT_EQ(count(p, collective_on(w, "expert", CollectiveOp::ALL_TO_ALL)), static_cast<size_t>(8 * m * 4));
+  // Dense gradients reduce over data x expert x context, expert gradients over data x context.
+  EXPECT_EQ(w.workload.groups[3].size(w.workload.layout), 4);
+  EXPECT_EQ(w.workload.groups[4].size(w.workload.layout), 2);
+  EXPECT_EQ(count(p, collective_on(w, "expert-data", CollectiveOp::ALL_REDUCE)), 1u);
+}
+
+TEST(BuildWorkload, DeadlockFreeAcrossStrategies) {
+  for (PipelineSchedule s : {PipelineSchedule::GPIPE, PipelineSchedule::ONE_F_ONE_B, PipelineSchedule::INTERLEAVED_1F1B}) {
+    for (int p : {2, 4}) {
+      for (int zero : {0, 1, 3}) {
+        SCOPED_TRACE(to_string(s) + " p=" + std::to_string(p) + " zero=" + std::to_string(zero));
+        Config c;
+        c.par.pipeline = p;
+        c.par.data = 2;
+        c.par.tensor = 2;
+        c.par.sequence_parallel = zero == 1;
+        c.par.schedule = s;
+        c.par.virtual_stages = s == PipelineSchedule::INTERLEAVED_1F1B ? 2 : 1;
+        c.par.recompute = zero == 3 ? Recompute::FULL : Recompute::NONE;
+        c.par.zero_stage = zero;
+        c.par.overlap_grad_reduce = zero != 1;
+        const BuiltWorkload w = c.build(2 * p);
+        expect_links_agree(w);
+        expect_runs_to_completion(w);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::models

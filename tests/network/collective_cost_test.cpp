@@ -1,0 +1,210 @@
+#include "network/collective_cost.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+namespace trainsim::network {
+namespace {
+
+using core::Bytes;
+using core::CollectiveOp;
+
+constexpr CollectiveOp ALL_OPS[] = {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
+                                    CollectiveOp::BROADCAST,  CollectiveOp::REDUCE,         CollectiveOp::ALL_TO_ALL};
+
+ClusterConfig cluster(int nodes, int gpus_per_node) {
+  ClusterConfig c;
+  c.gpu_spec = *core::find_gpu(c.gpu);
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.intra_node.bandwidth = core::BytesPerSecond(300e9);
+  c.intra_node.latency = core::Seconds(1e-6);
+  c.network.nics_per_node = gpus_per_node;
+  c.network.nic_bandwidth = core::BytesPerSecond(25e9);
+  c.network.latency = core::Seconds(2e-6);
+  return c;
+}
+
+core::NetworkProfile profile() {
+  core::NetworkProfile p;
+  p.intra_node = {0.8, core::Seconds(4e-6)};
+  p.inter_node = {0.9, core::Seconds(8e-6)};
+  return p;
+}
+
+void expect_relative(double actual, double expected, const std::string& what) {
+  EXPECT_NEAR(actual, expected, 1e-12 * std::abs(expected)) << what;
+}
+
+// Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations" (JPDC
+// 2009), and NCCL's documentation (docs.nvidia.com/deeplearning/nccl, "Performance: ring"): a ring
+// all-reduce of S bytes over n ranks sends 2(n-1)/n*S per rank in 2(n-1) steps.
+TEST(CollectiveCost, RingAllReduceInsideOneNodeMatchesTheClosedForm) {
+  const ClusterConfig c = cluster(1, 8);
+  const core::NetworkProfile p = profile();
+  const double b = 300e9 * 0.8;
+  const double alpha = 1e-6 + 4e-6;
+  for (int n : {2, 3, 4, 7, 8}) {
+    for (double s : {1.0, 4096.0, 1e6, 1e9}) {
+      const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {n, 1, n}, c, p, Algorithm::RING);
+      expect_relative(cost.time.value(), 2.0 * (n - 1) / n * s / b + 2.0 * (n - 1) * alpha,
+                      "n=" + std::to_string(n) + " S=" + std::to_string(s));
+      EXPECT_EQ(cost.algorithm, Algorithm::RING);
+    }
+  }
+}
+
+// Same oracle with one rank per node: a flat ring over the NICs.
+TEST(CollectiveCost, RingAllReduceAcrossNodesWithOneRankPerNodeMatchesTheClosedForm) {
+  const ClusterConfig c = cluster(8, 8);
+  const core::NetworkProfile p = profile();
+  const double b = 25e9 * 0.9;
+  const double alpha = 2e-6 + 8e-6;
+  for (int n : {2, 3, 4, 7, 8}) {
+    std::vector<int> ranks;
+    for (int i = 0; i < n; ++i) ranks.push_back(i * 8 + 3);
+    const GroupPlacement g = GroupPlacement::of(ranks, c);
+    ASSERT_EQ(g, (GroupPlacement{n, n, 1}));
+    const double s = 256e6;
+    expect_relative(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), g, c, p, Algorithm::RING).time.value(),
+                    2.0 * (n - 1) / n * s / b + 2.0 * (n - 1) * alpha, "n=" + std::to_string(n));
+  }
+}
+
+// nccl-tests doc/PERFORMANCE.md: reduce_scatter and all_gather move (n-1)/n of the buffer in n-1 steps.
+TEST(CollectiveCost, RingReduceScatterAndAllGatherMoveOneShareLess) {
+  const ClusterConfig c = cluster(1, 8);
+  const core::NetworkProfile p = profile();
+  const double s = 1e8;
+  const double expected = 7.0 / 8 * s / (300e9 * 0.8) + 7 * 5e-6;
+  for (CollectiveOp op : {CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER}) {
+    expect_relative(collective_cost(op, Bytes(s), {8, 1, 8}, c, p).time.value(), expected, std::string(core::to_string(op)));
+  }
+}
+
+// The NCCL-like hierarchy: intra-node reduce-scatter, an all-reduce of S/k across nodes on each of the
+// k rails, intra-node all-gather.
+TEST(CollectiveCost, HierarchicalAllReduceIsReduceScatterRailAllReduceAllGather) {
+  const ClusterConfig c = cluster(4, 8);
+  const core::NetworkProfile p = profile();
+  const double s = 1e9;
+  const int k = 8;
+  const int m = 4;
+  const double intra = (k - 1.0) / k * s / (300e9 * 0.8) + (k - 1) * 5e-6;
+  const double inter = 2.0 * (m - 1) / m * (s / k) / (25e9 * 0.9) + 2.0 * (m - 1) * 10e-6;
+  const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::RING);
+  expect_relative(cost.time.value(), intra + inter + intra, "4 nodes x 8 GPUs");
+}
+
+// NCCL's double binary tree (Sanders, Speck & Träff 2009; NCCL 2.4 release notes): log2(n) hops each
+// way, the whole buffer sent up and down once.
+TEST(CollectiveCost, TreeAllReduceAcrossNodesHasLogarithmicLatency) {
+  const ClusterConfig c = cluster(64, 8);
+  const core::NetworkProfile p = profile();
+  const double s = 1e6;
+  const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {64, 64, 1}, c, p, Algorithm::TREE);
+  expect_relative(cost.time.value(), 2 * s / (25e9 * 0.9) + 2 * 6 * 10e-6, "64 nodes");
+  EXPECT_EQ(cost.algorithm, Algorithm::TREE);
+}
+
+// nccl-tests doc/PERFORMANCE.md, "Bus bandwidth".
+TEST(CollectiveCost, BusBandwidthFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::REDUCE_SCATTER, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_GATHER, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_TO_ALL, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::BROADCAST, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::REDUCE, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 1), 0.0);
+}
+
+// NCCL's tuner (src/graph/tuning.cc) prefers trees for small messages at scale (latency ~log n) and
+// rings for large ones (bandwidth 2(n-1)/n*S/B < 2*S/B). Over m = 64 nodes the ring's extra latency,
+// 2(m-1-log2 m)*a, outweighs its bandwidth saving 2/m*S_rail/B until S_rail = m*B*a*(m-1-log2 m), about
+// 0.8 GB per rail here, so "large" is 16 GiB.
+TEST(CollectiveCost, AutoPicksTreeForTinyMessagesAcrossManyNodesAndRingForLarge) {
+  const ClusterConfig c = cluster(64, 8);
+  const core::NetworkProfile p = profile();
+  for (const GroupPlacement g : {GroupPlacement{512, 64, 8}, GroupPlacement{64, 64, 1}}) {
+    const CollectiveCost tiny = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(4096), g, c, p);
+    EXPECT_EQ(tiny.algorithm, Algorithm::TREE) << g.ranks;
+    EXPECT_LT(tiny.time, collective_cost(CollectiveOp::ALL_REDUCE, Bytes(4096), g, c, p, Algorithm::RING).time);
+    const CollectiveCost large = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(16 * core::GiB), g, c, p);
+    EXPECT_EQ(large.algorithm, Algorithm::RING) << g.ranks;
+    EXPECT_LT(large.time, collective_cost(CollectiveOp::ALL_REDUCE, Bytes(16 * core::GiB), g, c, p, Algorithm::TREE).time);
+  }
+  // Inside one node NCCL's tree is a chain, never faster than the ring.
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(8), {8, 1, 8}, c, p).algorithm, Algorithm::RING);
+  // No tree for reduce_scatter: a request for one falls back to the ring.
+  EXPECT_EQ(collective_cost(CollectiveOp::REDUCE_SCATTER, Bytes(8), {64, 64, 1}, c, p, Algorithm::TREE).algorithm,
+            Algorithm::RING);
+}
+
+TEST(CollectiveCost, OneRankCostsNothing) {
+  const ClusterConfig c = cluster(1, 8);
+  for (CollectiveOp op : ALL_OPS) EXPECT_EQ(collective_cost(op, Bytes(1e9), {1, 1, 1}, c, profile()).time.value(), 0.0);
+}
+
+// Property: over every op, group shape and size, more bandwidth (NVLink or NIC) never makes a
+// collective slower, a larger buffer never makes it faster, and oversubscription never helps.
+TEST(CollectiveCost, MoreBandwidthIsNeverSlowerAndMoreBytesNeverFaster) {
+  const core::NetworkProfile p = profile();
+  const GroupPlacement groups[] = {{2, 1, 2}, {8, 1, 8}, {4, 4, 1}, {16, 2, 8}, {256, 32, 8}, {1024, 128, 8}, {96, 48, 2}};
+  for (CollectiveOp op : ALL_OPS) {
+    for (const GroupPlacement& g : groups) {
+      double previous = 0;
+      for (double s = 1; s <= 64 * core::GiB; s *= 4) {
+        const ClusterConfig base = cluster(128, 8);
+        ClusterConfig faster_nvlink = base;
+        faster_nvlink.intra_node.bandwidth *= 2;
+        ClusterConfig faster_nic = base;
+        faster_nic.network.nic_bandwidth *= 2;
+        ClusterConfig oversubscribed = base;
+        oversubscribed.network.oversubscription = 3;
+        const double t = collective_cost(op, Bytes(s), g, base, p).time.value();
+        const std::string what = std::string(core::to_string(op)) + " n=" + std::to_string(g.ranks) + " S=" + std::to_string(s);
+        EXPECT_LE(collective_cost(op, Bytes(s), g, faster_nvlink, p).time.value(), t) << what;
+        EXPECT_LE(collective_cost(op, Bytes(s), g, faster_nic, p).time.value(), t) << what;
+        EXPECT_GE(collective_cost(op, Bytes(s), g, oversubscribed, p).time.value(), t) << what;
+        EXPECT_GE(t, previous) << what;
+        previous = t;
+      }
+    }
+  }
+}
+
+TEST(CollectiveCost, OversubscriptionDividesTheInterNodeShare) {
+  ClusterConfig c = cluster(4, 8);
+  c.network.oversubscription = 2;
+  EXPECT_DOUBLE_EQ(inter_node_scope(c, profile()).bandwidth.value(), 25e9 * 0.9 / 2);
+  EXPECT_DOUBLE_EQ(inter_node_scope(c, profile()).latency.value(), 10e-6);
+  EXPECT_DOUBLE_EQ(intra_node_scope(c, profile()).bandwidth.value(), 300e9 * 0.8);
+}
+
+TEST(GroupPlacement, CountsNodesAndTheBusiestNode) {
+  const ClusterConfig c = cluster(4, 8);
+  EXPECT_EQ(GroupPlacement::of({0, 1, 2, 3, 4, 5, 6, 7}, c), (GroupPlacement{8, 1, 8}));
+  EXPECT_EQ(GroupPlacement::of({1, 9, 17, 25}, c), (GroupPlacement{4, 4, 1}));
+  EXPECT_EQ(GroupPlacement::of({0, 4, 8, 12, 16, 20, 24, 28}, c), (GroupPlacement{8, 4, 2}));
+  EXPECT_EQ(GroupPlacement::of({6, 7, 8}, c), (GroupPlacement{3, 2, 2}));
+}
+
+TEST(P2pTime, IsLatencyPlusSizeOverTheScopesBandwidth) {
+  const ClusterConfig c = cluster(2, 8);
+  expect_relative(p2p_time(Bytes(1e6), true, c, profile()).value(), 5e-6 + 1e6 / 240e9, "NVLink");
+  expect_relative(p2p_time(Bytes(1e6), false, c, profile()).value(), 10e-6 + 1e6 / 22.5e9, "NIC");
+}
+
+TEST(Algorithm, NamesRoundTrip) {
+  for (Algorithm a : {Algorithm::AUTO, Algorithm::RING, Algorithm::TREE}) {
+    Algorithm parsed = Algorithm::AUTO;
+    ASSERT_TRUE(parse_algorithm(to_string(a), parsed));
+    EXPECT_EQ(parsed, a);
+  }
+  Algorithm untouched = Algorithm::TREE;
+  EXPECT_FALSE(parse_algorithm("collnet", untouched));
+  EXPECT_EQ(untouched, Algorithm::TREE);
+}
+
+}  // namespace
+}  // namespace trainsim::network
