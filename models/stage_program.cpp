@@ -406,6 +406,7 @@ class StageEmitter {
                         forward ? "recv activations" : "recv gradients");
           t.peer_axis = core::Axis::PIPELINE;
           t.peer_offset = static_cast<int16_t>(forward ? -1 : 1);
+          t.tag = forward ? PIPELINE_ACTIVATIONS_TAG : PIPELINE_GRADIENTS_TAG;
           t.bytes = plan_.pipeline_bytes;
           recv_of[e.slot] = prog().add(t);
           break;
@@ -425,6 +426,7 @@ class StageEmitter {
                         forward ? "send activations" : "send gradients");
           t.peer_axis = core::Axis::PIPELINE;
           t.peer_offset = static_cast<int16_t>(forward ? 1 : -1);
+          t.tag = forward ? PIPELINE_ACTIVATIONS_TAG : PIPELINE_GRADIENTS_TAG;
           t.bytes = plan_.pipeline_bytes;
           prog().add(t, {last_compute_of[e.slot]});
           break;

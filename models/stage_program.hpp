@@ -12,6 +12,11 @@
 
 namespace trainsim::models {
 
+// SEND/RECV tags of pipeline traffic: activations and gradients between two stages are two channels,
+// each in its own order (with two stages, "next" and "previous" are the same rank).
+inline constexpr uint8_t PIPELINE_ACTIVATIONS_TAG = 0;
+inline constexpr uint8_t PIPELINE_GRADIENTS_TAG = 1;
+
 // Indices into Workload::groups.
 struct GroupIds {
   uint16_t tensor = 0;

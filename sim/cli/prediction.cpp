@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace trainsim::cli {
 namespace {
@@ -54,11 +55,8 @@ std::string bytes_text(core::Bytes b) {
 }
 
 std::string split_description(const Prediction& p) {
-  std::string layers;
-  for (size_t i = 0; i < p.built.stage_layers.size(); ++i) {
-    layers += (i ? "," : "") + std::to_string(p.built.stage_layers[i]);
-  }
-  return fmt::format("{} split [{}]", p.built.balanced_split ? "balanced" : "explicit", layers);
+  return fmt::format("{} split [{}]", p.built.balanced_split ? "balanced" : "explicit",
+                     fmt::join(p.built.stage_layers, ","));
 }
 
 }  // namespace

@@ -14,8 +14,12 @@
 //    streams (like CUDA events).
 //  - COLLECTIVE: all members of the group call the same collectives in the same order (NCCL
 //    semantics); the collective starts when every member has reached it and ends for all at once.
-//  - SEND/RECV: a SEND to peer P is matched with the next RECV from this rank on P, in order; the
-//    transfer starts when both are ready and both complete when it ends.
+//  - SEND/RECV: each (sender, receiver, tag) is one FIFO channel, like an MPI tag: a SEND with tag T
+//    to peer P is matched with P's next RECV with tag T from this rank, whatever streams they are on
+//    (a ring exchange sends on one stream and receives on another). The transfer starts when both
+//    are ready and both complete when it ends. Tags keep apart traffic that is ordered differently:
+//    with two pipeline stages the next and the previous stage are one rank, and activations and
+//    gradients between them each keep their own order.
 //  - MEMORY: an instantaneous allocation (bytes > 0) or free (bytes < 0) of device memory, on top of
 //    the program's static memory (weights, gradients, optimizer states).
 
@@ -120,6 +124,7 @@ struct Task {
   CopyDirection copy = CopyDirection::HOST_TO_DEVICE;  // COPY
   Axis peer_axis = Axis::PIPELINE;              // SEND/RECV: the peer is layout.peer(rank, peer_axis, peer_offset)
   int16_t peer_offset = 0;
+  uint8_t tag = 0;                              // SEND/RECV: matching channel (see above)
   uint16_t group = 0;                           // COLLECTIVE: index into Workload::groups
   uint16_t layer = 0;                           // for labels and timelines (0 when not a layer op)
   uint32_t micro_batch = 0;

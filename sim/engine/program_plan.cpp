@@ -48,8 +48,10 @@ ProgramPlan plan_program(const core::Program& program, const core::Workload& wor
       case TaskKind::SEND:
       case TaskKind::RECV: {
         const int size = workload.layout.size(t.peer_axis);
-        const Port p{t.kind == TaskKind::SEND, t.peer_axis, ((t.peer_offset % size) + size) % size};
-        auto same = [&](const Port& q) { return q.send == p.send && q.axis == p.axis && q.offset == p.offset; };
+        const Port p{t.kind == TaskKind::SEND, t.peer_axis, ((t.peer_offset % size) + size) % size, t.tag};
+        auto same = [&](const Port& q) {
+          return q.send == p.send && q.axis == p.axis && q.offset == p.offset && q.tag == p.tag;
+        };
         const auto it = std::find_if(plan.ports.begin(), plan.ports.end(), same);
         const size_t index = static_cast<size_t>(it - plan.ports.begin());
         if (it == plan.ports.end()) {

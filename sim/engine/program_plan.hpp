@@ -12,12 +12,16 @@
 
 namespace trainsim::engine {
 
-// A send or receive endpoint of a program: direction plus peer, the peer offset normalized to
-// [0, size(axis)) so that every spelling of one peer is one port.
+// A send or receive endpoint of a program: direction, peer and tag, the peer offset normalized to
+// [0, size(axis)) so that every spelling of one peer is one port. The tag is part of the port:
+// sends and receives match in order per (sender, receiver, tag) channel (workload.hpp), which
+// matters when two kinds of traffic reach one peer (two pipeline stages: next and previous are the
+// same rank).
 struct Port {
   bool send = true;
   core::Axis axis = core::Axis::PIPELINE;
   int offset = 0;
+  uint8_t tag = 0;
 };
 
 struct ProgramPlan {

@@ -117,9 +117,9 @@ void RankTable::resolve_channels() {
     for (size_t p = 0; p < ports.size(); ++p) {
       const int peer = w_.layout.peer(sr.rank, ports[p].axis, ports[p].offset);
       const auto [sender, receiver] = ports[p].send ? canonical_pair(sr.rank, peer) : canonical_pair(peer, sr.rank);
-      const auto [it, added] =
-          channel_of.try_emplace(static_cast<uint64_t>(sender) * world + static_cast<uint64_t>(receiver),
-                                 static_cast<uint32_t>(meetings_.size()));
+      const uint64_t channel =
+          (static_cast<uint64_t>(sender) * world + static_cast<uint64_t>(receiver)) * 256 + ports[p].tag;
+      const auto [it, added] = channel_of.try_emplace(channel, static_cast<uint32_t>(meetings_.size()));
       if (added) {
         Meeting m;
         m.expected = 2;

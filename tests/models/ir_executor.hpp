@@ -2,12 +2,13 @@
 // A test-only executor of the Workload IR's ordering semantics (sim/core/workload.hpp), with every
 // task taking zero time: per-stream FIFO issue, explicit dependencies, collectives that start when
 // every member of the group has reached them, and rendezvous SEND/RECV where the k-th SEND from A
-// to B meets the k-th RECV from A on B. Timing cannot create or remove a deadlock under these rules
+// to B with tag T meets B's k-th RECV from A with tag T. Timing cannot create or remove a deadlock under these rules
 // (readiness is monotone), so a program set that completes here completes on any backend.
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,10 +35,11 @@ inline ExecutionResult execute(const core::Workload& w) {
     std::array<size_t, core::STREAM_COUNT> head{};
   };
   std::vector<Rank> ranks(static_cast<size_t>(world));
-  // recvs[{from, to}]: RECV task indices of `to` from `from`, in program order; sent[{from, to}]: how
-  // many transfers of the link completed.
-  std::map<std::pair<int, int>, std::vector<uint32_t>> recvs;
-  std::map<std::pair<int, int>, size_t> sent;
+  // recvs[{from, to, tag}]: RECV task indices of `to` from `from` with that tag, in program order;
+  // sent[{from, to, tag}]: how many transfers of the channel completed.
+  using Channel = std::tuple<int, int, int>;
+  std::map<Channel, std::vector<uint32_t>> recvs;
+  std::map<Channel, size_t> sent;
   ExecutionResult result;
   for (int r = 0; r < world; ++r) {
     Rank& rank = ranks[static_cast<size_t>(r)];
@@ -47,7 +49,9 @@ inline ExecutionResult execute(const core::Workload& w) {
     for (uint32_t i = 0; i < rank.program->tasks.size(); ++i) {
       const Task& t = rank.program->tasks[i];
       rank.streams[static_cast<size_t>(t.stream)].push_back(i);
-      if (t.kind == TaskKind::RECV) recvs[{w.layout.peer(r, t.peer_axis, t.peer_offset), r}].push_back(i);
+      if (t.kind == TaskKind::RECV) {
+        recvs[{w.layout.peer(r, t.peer_axis, t.peer_offset), r, static_cast<int>(t.tag)}].push_back(i);
+      }
     }
   }
   auto ready = [&](int r, uint32_t i) {
@@ -80,8 +84,9 @@ inline ExecutionResult execute(const core::Workload& w) {
           if (t.kind == TaskKind::RECV) break;  // completed by its SEND
           if (t.kind == TaskKind::SEND) {
             const int to = w.layout.peer(r, t.peer_axis, t.peer_offset);
-            size_t& k = sent[{r, to}];
-            const std::vector<uint32_t>& link = recvs[{r, to}];
+            const Channel channel{r, to, static_cast<int>(t.tag)};
+            size_t& k = sent[channel];
+            const std::vector<uint32_t>& link = recvs[channel];
             if (k >= link.size() || !ready(to, link[k])) break;
             const Task& other = ranks[static_cast<size_t>(to)].program->tasks[link[k]];
             if (other.micro_batch != t.micro_batch || other.layer != t.layer || other.bytes != t.bytes) {
