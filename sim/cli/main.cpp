@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
 namespace {
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
   add_overrides(validate_cmd, validate.overrides);
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend")->check(CLI::IsMember({"analytic"}));
 
+  trainsim::cli::TraceSubcommand trace(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (std::optional<int> code = trace.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

@@ -1,0 +1,369 @@
+#include "calibrate/kineto_import.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "sim/core/error.hpp"
+#include "sim/core/trace_io.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+using core::InputError;
+using core::Json;
+
+// Reading one event: every accessor names the event's JSON pointer in its errors.
+class EventReader {
+ public:
+  EventReader(const Json& event, const std::string& origin, std::string pointer, uint64_t base_ns)
+      : event_(event), origin_(origin), pointer_(std::move(pointer)), base_ns_(base_ns) {}
+
+  std::string name() const { return string_at(event_, "name"); }
+  const Json& args() const {
+    static const Json EMPTY = Json::object();
+    const auto it = event_.find("args");
+    return it != event_.end() && it->is_object() ? *it : EMPTY;
+  }
+  // "ts" and "ts" + "dur" in trace-clock nanoseconds.
+  std::pair<uint64_t, uint64_t> interval() const {
+    const double ts = required_number("ts");
+    const double dur = event_.contains("dur") ? required_number("dur") : 0.0;
+    if (ts < 0 || dur < 0) {
+      throw InputError(origin_, pointer_, fmt::format("negative time: ts {} dur {}", ts, dur));
+    }
+    const uint64_t start = base_ns_ + static_cast<uint64_t>(std::llround(ts * 1000.0));
+    return {start, start + static_cast<uint64_t>(std::llround(dur * 1000.0))};
+  }
+  int64_t arg_integer(const char* key, int64_t fallback) const {
+    const Json& a = args();
+    const auto it = a.find(key);
+    if (it == a.end() || !it->is_number()) return fallback;
+    return it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
+  }
+  std::string arg_string(const char* key) const { return string_at(args(), key); }
+
+ private:
+  static std::string string_at(const Json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+  double required_number(const char* key) const {
+    const auto it = event_.find(key);
+    if (it == event_.end() || !it->is_number()) {
+      throw InputError::expected(origin_, core::append_pointer(pointer_, key), "a number (microseconds)",
+                                 it == event_.end() ? "nothing" : core::describe_json(*it));
+    }
+    return it->get<double>();
+  }
+
+  const Json& event_;
+  const std::string& origin_;
+  std::string pointer_;
+  uint64_t base_ns_;
+};
+
+uint32_t u32(int64_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0; }
+uint64_t u64(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
+
+// c10d's collective names (Kineto's "Collective name" arg).
+trace::CollectiveOp collective_op(const std::string& name) {
+  static const std::pair<std::string_view, trace::CollectiveOp> NAMES[] = {
+      {"allreduce", trace::COLLECTIVE_OP_ALL_REDUCE}, {"allreduce_coalesced", trace::COLLECTIVE_OP_ALL_REDUCE},
+      {"reduce_scatter", trace::COLLECTIVE_OP_REDUCE_SCATTER},
+      {"_reduce_scatter_base", trace::COLLECTIVE_OP_REDUCE_SCATTER},
+      {"reduce_scatter_tensor_coalesced", trace::COLLECTIVE_OP_REDUCE_SCATTER},
+      {"allgather", trace::COLLECTIVE_OP_ALL_GATHER}, {"_allgather_base", trace::COLLECTIVE_OP_ALL_GATHER},
+      {"all_gather", trace::COLLECTIVE_OP_ALL_GATHER}, {"allgather_coalesced", trace::COLLECTIVE_OP_ALL_GATHER},
+      {"allgather_into_tensor_coalesced", trace::COLLECTIVE_OP_ALL_GATHER},
+      {"broadcast", trace::COLLECTIVE_OP_BROADCAST}, {"reduce", trace::COLLECTIVE_OP_REDUCE},
+      {"all_to_all", trace::COLLECTIVE_OP_ALL_TO_ALL}, {"alltoall", trace::COLLECTIVE_OP_ALL_TO_ALL},
+      {"alltoall_base", trace::COLLECTIVE_OP_ALL_TO_ALL}};
+  for (const auto& [key, op] : NAMES) {
+    if (name == key) return op;
+  }
+  return trace::COLLECTIVE_OP_UNKNOWN;
+}
+
+// PyTorch scalar type names (Kineto's "dtype" arg) and their sizes.
+std::pair<trace::DataType, uint32_t> data_type(const std::string& name) {
+  static const std::tuple<std::string_view, trace::DataType, uint32_t> TYPES[] = {
+      {"Float", trace::DATA_TYPE_FLOAT32, 4}, {"BFloat16", trace::DATA_TYPE_BFLOAT16, 2},
+      {"Half", trace::DATA_TYPE_FLOAT16, 2}, {"Double", trace::DATA_TYPE_FLOAT64, 8},
+      {"Int", trace::DATA_TYPE_INT32, 4}, {"Long", trace::DATA_TYPE_INT64, 8}, {"Byte", trace::DATA_TYPE_UINT8, 1},
+      {"Char", trace::DATA_TYPE_INT8, 1}, {"Bool", trace::DATA_TYPE_UINT8, 1},
+      {"Float8_e4m3fn", trace::DATA_TYPE_FLOAT8_E4M3, 1}, {"Float8_e5m2", trace::DATA_TYPE_FLOAT8_E5M2, 1}};
+  for (const auto& [key, type, size] : TYPES) {
+    if (name == key) return {type, size};
+  }
+  return {trace::DATA_TYPE_UNKNOWN, 0};
+}
+
+// "Process Group Ranks": a JSON array, or (as Kineto writes it) a string "[0, 1, 2]".
+std::vector<int32_t> group_ranks(const Json& args) {
+  const auto it = args.find("Process Group Ranks");
+  if (it == args.end()) return {};
+  Json list = *it;
+  if (it->is_string()) list = Json::parse(it->get<std::string>(), nullptr, false);
+  std::vector<int32_t> out;
+  if (!list.is_array()) return out;
+  for (const Json& r : list) {
+    if (r.is_number_integer()) out.push_back(r.get<int32_t>());
+  }
+  return out;
+}
+
+trace::MemoryKind memory_kind(std::string_view word) {
+  if (word == "Pageable") return trace::MEMORY_KIND_PAGEABLE;
+  if (word == "Pinned") return trace::MEMORY_KIND_PINNED;
+  if (word == "Device") return trace::MEMORY_KIND_DEVICE;
+  if (word == "Array") return trace::MEMORY_KIND_ARRAY;
+  if (word == "Managed") return trace::MEMORY_KIND_MANAGED;
+  return trace::MEMORY_KIND_UNKNOWN;
+}
+
+// "Memcpy HtoD (Pageable -> Device)"
+void parse_memcpy_name(const std::string& name, trace::Memcpy& m) {
+  static const std::pair<std::string_view, trace::MemcpyKind> KINDS[] = {
+      {"HtoD", trace::MEMCPY_KIND_HTOD}, {"DtoH", trace::MEMCPY_KIND_DTOH}, {"DtoD", trace::MEMCPY_KIND_DTOD},
+      {"HtoH", trace::MEMCPY_KIND_HTOH}, {"PtoP", trace::MEMCPY_KIND_PTOP}};
+  for (const auto& [key, kind] : KINDS) {
+    if (name.find(key) != std::string::npos) m.set_kind(kind);
+  }
+  const size_t open = name.find('('), arrow = name.find(" -> "), close = name.find(')');
+  if (open != std::string::npos && arrow != std::string::npos && close != std::string::npos && open < arrow &&
+      arrow < close) {
+    m.set_src_kind(memory_kind(std::string_view(name).substr(open + 1, arrow - open - 1)));
+    m.set_dst_kind(memory_kind(std::string_view(name).substr(arrow + 4, close - arrow - 4)));
+  }
+}
+
+void set_dim3(const Json& args, const char* key, trace::Dim3* out) {
+  const auto it = args.find(key);
+  if (it == args.end() || !it->is_array() || it->size() != 3) return;
+  out->set_x((*it)[0].is_number_integer() ? (*it)[0].get<int32_t>() : 0);
+  out->set_y((*it)[1].is_number_integer() ? (*it)[1].get<int32_t>() : 0);
+  out->set_z((*it)[2].is_number_integer() ? (*it)[2].get<int32_t>() : 0);
+}
+
+// NCCL_VERSION_CODE of "2.21.5" (X * 10000 + Y * 100 + Z since NCCL 2.9); 0 when unparsable.
+uint32_t nccl_version_code(const std::string& text) {
+  unsigned major = 0, minor = 0, patch = 0;
+  if (std::sscanf(text.c_str(), "%u.%u.%u", &major, &minor, &patch) != 3) return 0;
+  return major * 10000 + minor * 100 + patch;
+}
+
+// "ProfilerStep#N" -> N; -1 otherwise.
+int64_t iteration_of(const std::string& name) {
+  static constexpr std::string_view PREFIX = "ProfilerStep#";
+  if (name.rfind(PREFIX, 0) != 0) return -1;
+  int64_t step = -1;
+  const char* last = name.data() + name.size();
+  const auto [ptr, ec] = std::from_chars(name.data() + PREFIX.size(), last, step);
+  return ec == std::errc() && ptr == last && step >= 0 ? step : -1;
+}
+
+void read_header(const Json& doc, const std::string& origin, trace::Header& h) {
+  h.set_magic(core::TRACE_MAGIC);
+  h.set_format_version(core::TRACE_FORMAT_VERSION);
+  h.set_producer(trace::PRODUCER_KINETO_IMPORT);
+  h.set_producer_version("trainsim import-kineto 0.1.0");
+  h.set_clock(trace::TRACE_CLOCK_KINETO);
+  h.set_source_file(origin);
+  h.set_rank(-1);
+  h.set_local_rank(-1);
+  h.set_world_size(-1);
+  if (const auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
+    if (it->contains("rank") && (*it)["rank"].is_number_integer()) h.set_rank((*it)["rank"].get<int32_t>());
+    if (it->contains("world_size") && (*it)["world_size"].is_number_integer()) {
+      h.set_world_size((*it)["world_size"].get<int32_t>());
+    }
+    if (it->contains("nccl_version") && (*it)["nccl_version"].is_string()) {
+      h.set_nccl_version(nccl_version_code((*it)["nccl_version"].get<std::string>()));
+    }
+  }
+  if (const auto it = doc.find("cuda_runtime_version"); it != doc.end() && it->is_number_integer()) {
+    h.set_cuda_runtime_version(it->get<uint32_t>());
+  }
+  if (const auto it = doc.find("cuda_driver_version"); it != doc.end() && it->is_number_integer()) {
+    h.set_cuda_driver_version(it->get<uint32_t>());
+  }
+  if (const auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array()) {
+    for (const Json& p : *it) {
+      if (!p.is_object()) continue;
+      trace::Device* d = h.add_devices();
+      auto num = [&p](const char* key) { return p.contains(key) && p[key].is_number() ? p[key].get<int64_t>() : 0; };
+      d->set_id(u32(num("id")));
+      if (p.contains("name") && p["name"].is_string()) d->set_name(p["name"].get<std::string>());
+      d->set_sm_count(u32(num("numSms")));
+      d->set_global_memory_bytes(u64(num("totalGlobalMem")));
+      d->set_compute_capability_major(u32(num("computeMajor")));
+      d->set_compute_capability_minor(u32(num("computeMinor")));
+      d->set_max_threads_per_block(u32(num("maxThreadsPerBlock")));
+      d->set_shared_memory_per_block_bytes(u32(num("sharedMemPerBlock")));
+      const int64_t warp = num("warpSize");
+      if (warp > 0) d->set_max_warps_per_sm(u32(num("maxThreadsPerMultiprocessor") / warp));
+    }
+  }
+}
+
+void add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
+  const auto [start, end] = e.interval();
+  const Json& args = e.args();
+  trace::Record rec;
+  trace::Kernel* k = rec.mutable_kernel();
+  k->set_name(e.name());
+  k->set_device_id(u32(e.arg_integer("device", 0)));
+  k->set_context_id(u32(e.arg_integer("context", 0)));
+  k->set_stream_id(u32(e.arg_integer("stream", 0)));
+  k->set_correlation_id(u32(e.arg_integer("correlation", 0)));
+  k->set_start_ns(start);
+  k->set_end_ns(end);
+  set_dim3(args, "grid", k->mutable_grid());
+  set_dim3(args, "block", k->mutable_block());
+  k->set_registers_per_thread(u32(e.arg_integer("registers per thread", 0)));
+  // Kineto reports one "shared memory" figure: static and dynamic together.
+  k->set_static_shared_memory_bytes(u32(e.arg_integer("shared memory", 0)));
+  out.push_back(std::move(rec));
+
+  const std::string collective = e.arg_string("Collective name");
+  if (collective.empty()) return;
+  const auto [type, size] = data_type(e.arg_string("dtype"));
+  const uint64_t in = u64(e.arg_integer("In msg nelems", 0));
+  const uint64_t out_elems = u64(e.arg_integer("Out msg nelems", 0));
+  const int32_t group_size = static_cast<int32_t>(e.arg_integer("Group size", 0));
+  trace::Record comm;
+  if (collective == "send" || collective == "recv") {
+    trace::P2p* p = comm.mutable_p2p();
+    p->set_direction(collective == "send" ? trace::P2P_DIRECTION_SEND : trace::P2P_DIRECTION_RECV);
+    p->set_peer(-1);
+    p->set_count(collective == "send" ? in : out_elems);
+    p->set_bytes(p->count() * size);
+    p->set_data_type(type);
+    p->set_comm_name(e.arg_string("Process Group Name"));
+    p->set_comm_size(group_size);
+    p->set_stream(u64(e.arg_integer("stream", 0)));
+    p->set_start_ns(start);
+    p->set_end_ns(end);
+    p->set_timing(trace::TIMING_GPU_KERNEL);
+    p->set_source(trace::SOURCE_KINETO);
+  } else {
+    trace::Collective* c = comm.mutable_collective();
+    c->set_op(collective_op(collective));
+    c->set_op_name(collective);
+    c->set_count(in);
+    c->set_bytes(std::max(in, out_elems) * size);  // nccl-tests' size: the larger buffer
+    c->set_data_type(type);
+    c->set_comm_name(e.arg_string("Process Group Name"));
+    c->set_comm_size(group_size);
+    c->set_rank(-1);
+    c->set_root(-1);
+    c->set_stream(u64(e.arg_integer("stream", 0)));
+    c->set_start_ns(start);
+    c->set_end_ns(end);
+    c->set_timing(trace::TIMING_GPU_KERNEL);
+    c->set_source(trace::SOURCE_KINETO);
+    for (int32_t r : group_ranks(args)) c->add_group_ranks(r);
+  }
+  out.push_back(std::move(comm));
+}
+
+}  // namespace
+
+KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
+  if (!doc.is_object()) throw InputError::expected(origin, "", "a Chrome trace object", core::describe_json(doc));
+  const auto events = doc.find("traceEvents");
+  if (events == doc.end() || !events->is_array()) {
+    throw InputError(origin, "/traceEvents", "missing or not an array: not a PyTorch profiler (Kineto) trace");
+  }
+  KinetoImport t;
+  t.source = origin;
+  read_header(doc, origin, t.header);
+  uint64_t base_ns = 0;
+  if (const auto it = doc.find("baseTimeNanoseconds"); it != doc.end() && it->is_number_unsigned()) {
+    base_ns = it->get<uint64_t>();
+    t.header.mutable_clock_anchor()->set_trace_clock_ns(base_ns);
+    t.header.mutable_clock_anchor()->set_realtime_ns(base_ns);
+  }
+  for (size_t i = 0; i < events->size(); ++i) {
+    const Json& ev = (*events)[i];
+    const std::string pointer = core::append_pointer("/traceEvents", i);
+    if (!ev.is_object()) throw InputError::expected(origin, pointer, "an event object", core::describe_json(ev));
+    const auto ph = ev.find("ph");
+    const auto cat = ev.find("cat");
+    if (ph == ev.end() || *ph != "X" || cat == ev.end() || !cat->is_string()) {
+      ++t.skipped_events;
+      continue;
+    }
+    const std::string category = cat->get<std::string>();
+    const EventReader e(ev, origin, pointer, base_ns);
+    if (category == "kernel") {
+      add_kernel(e, t.records);
+    } else if (category == "gpu_memcpy" || category == "gpu_memset") {
+      const auto [start, end] = e.interval();
+      trace::Record rec;
+      if (category == "gpu_memcpy") {
+        trace::Memcpy* m = rec.mutable_memcpy();
+        parse_memcpy_name(e.name(), *m);
+        m->set_bytes(u64(e.arg_integer("bytes", 0)));
+        m->set_device_id(u32(e.arg_integer("device", 0)));
+        m->set_context_id(u32(e.arg_integer("context", 0)));
+        m->set_stream_id(u32(e.arg_integer("stream", 0)));
+        m->set_correlation_id(u32(e.arg_integer("correlation", 0)));
+        m->set_start_ns(start);
+        m->set_end_ns(end);
+      } else {
+        trace::Memset* m = rec.mutable_memset();
+        m->set_bytes(u64(e.arg_integer("bytes", 0)));
+        m->set_device_id(u32(e.arg_integer("device", 0)));
+        m->set_context_id(u32(e.arg_integer("context", 0)));
+        m->set_stream_id(u32(e.arg_integer("stream", 0)));
+        m->set_correlation_id(u32(e.arg_integer("correlation", 0)));
+        m->set_start_ns(start);
+        m->set_end_ns(end);
+      }
+      t.records.push_back(std::move(rec));
+    } else if (category == "user_annotation" || category == "gpu_user_annotation") {
+      const auto [start, end] = e.interval();
+      trace::Record rec;
+      trace::Marker* m = rec.mutable_marker();
+      m->set_name(e.name());
+      m->set_domain(category);
+      m->set_start_ns(start);
+      m->set_end_ns(end);
+      m->set_iteration(iteration_of(m->name()));
+      t.records.push_back(std::move(rec));
+    } else {
+      ++t.skipped_events;
+    }
+  }
+  return t;
+}
+
+KinetoImport import_kineto_file(const std::string& path) { return import_kineto_json(core::load_json_file(path), path); }
+
+std::string kineto_output_name(const KinetoImport& t) {
+  std::string stem = std::filesystem::path(t.source).filename().string();
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  const int32_t rank = t.header.rank();
+  return (rank >= 0 ? fmt::format("rank{:05d}", rank) : std::string("norank")) + "." + stem + ".trace";
+}
+
+std::string write_kineto_import(const KinetoImport& t, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(dir, "", "cannot create the output folder: " + ec.message());
+  const std::string path = (std::filesystem::path(dir) / kineto_output_name(t)).string();
+  core::TraceWriter writer(path, t.header);
+  for (const trace::Record& r : t.records) writer.append(r);
+  writer.flush();
+  return path;
+}
+
+}  // namespace trainsim::calibrate
