@@ -87,27 +87,13 @@ TimeCategory categorize_kernel(std::string_view name) {
 }
 
 double bus_factor(trace::CollectiveOp op, int n) {
-  if (n < 1) return 1.0;
-  const double ranks = n;
-  switch (op) {
-    case trace::COLLECTIVE_OP_ALL_REDUCE: return 2.0 * (ranks - 1) / ranks;
-    case trace::COLLECTIVE_OP_ALL_GATHER:
-    case trace::COLLECTIVE_OP_REDUCE_SCATTER:
-    case trace::COLLECTIVE_OP_ALL_TO_ALL: return (ranks - 1) / ranks;
-    default: return 1.0;
-  }
+  core::CollectiveOp known;
+  return n >= 1 && core::to_collective_op(op, known) ? core::bus_bandwidth_factor(known, n) : 1.0;
 }
 
 std::string_view collective_name(trace::CollectiveOp op) {
-  switch (op) {
-    case trace::COLLECTIVE_OP_ALL_REDUCE: return "all_reduce";
-    case trace::COLLECTIVE_OP_REDUCE_SCATTER: return "reduce_scatter";
-    case trace::COLLECTIVE_OP_ALL_GATHER: return "all_gather";
-    case trace::COLLECTIVE_OP_BROADCAST: return "broadcast";
-    case trace::COLLECTIVE_OP_REDUCE: return "reduce";
-    case trace::COLLECTIVE_OP_ALL_TO_ALL: return "all_to_all";
-    default: return "unknown";
-  }
+  core::CollectiveOp known;
+  return core::to_collective_op(op, known) ? core::to_string(known) : "unknown";
 }
 
 RankSummary summarize_trace(const core::TraceFile& t, size_t top_kernels) {

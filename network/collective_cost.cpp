@@ -21,7 +21,7 @@ double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDU
 
 Seconds ring_time(CollectiveOp op, Bytes size, int n, const LinkScope& scope) {
   if (n <= 1) return Seconds(0);
-  return bus_bandwidth_factor(op, n) * (size / scope.bandwidth) + ring_steps(op, n) * scope.latency;
+  return core::bus_bandwidth_factor(op, n) * (size / scope.bandwidth) + ring_steps(op, n) * scope.latency;
 }
 
 // NCCL's tree for an op that has one (has_tree), `depth` hops from the root to the farthest leaf.
@@ -107,20 +107,6 @@ LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProf
 LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile) {
   return {cluster.nic_bandwidth_per_gpu() * (profile.inter_node.bandwidth_efficiency / cluster.network.oversubscription),
           cluster.network.latency + profile.inter_node.step_latency};
-}
-
-double bus_bandwidth_factor(CollectiveOp op, int ranks) {
-  TRAINSIM_CHECK(ranks >= 1, "a communicator has at least one rank");
-  const double n = ranks;
-  switch (op) {
-    case CollectiveOp::ALL_REDUCE: return 2.0 * (n - 1) / n;
-    case CollectiveOp::REDUCE_SCATTER:
-    case CollectiveOp::ALL_GATHER:
-    case CollectiveOp::ALL_TO_ALL: return (n - 1) / n;
-    case CollectiveOp::BROADCAST:
-    case CollectiveOp::REDUCE: return 1.0;
-  }
-  return 1.0;
 }
 
 CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement& group, const ClusterConfig& cluster,

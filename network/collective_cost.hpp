@@ -14,7 +14,7 @@
 // share of the node's NICs, nic_bandwidth_per_gpu, never the whole node's. The uplink share after
 // oversubscription is below that share whenever oversubscription > 1, so it is the bound.
 //
-// Algorithms on n ranks of one scope (ring steps pipelined as in NCCL; factor = bus_bandwidth_factor):
+// Algorithms on n ranks of one scope (ring steps pipelined as in NCCL; factor = core::bus_bandwidth_factor):
 //   RING   factor(op, n) * S/B + steps * a, steps = 2(n-1) for all_reduce, n-1 for the others
 //   TREE   NCCL's double binary tree across nodes, depth d = ceil(log2 n):
 //          all_reduce 2S/B + 2d*a (reduce up, broadcast down, pipelined); broadcast and reduce S/B + d*a.
@@ -73,10 +73,6 @@ struct LinkScope {
 LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
 LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
 
-// nccl-tests' bus-bandwidth factor (busbw = algbw * factor, algbw = size / time): the fraction of
-// `size` that each rank's busiest link carries. all_reduce 2(n-1)/n; all_gather, reduce_scatter and
-// all_to_all (n-1)/n; broadcast and reduce 1. REQUIRES: ranks >= 1.
-double bus_bandwidth_factor(core::CollectiveOp op, int ranks);
 
 struct CollectiveCost {
   core::Seconds time;

@@ -181,4 +181,16 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& path
   return out;
 }
 
+bool to_collective_op(trace::CollectiveOp traced, CollectiveOp& out) {
+  switch (traced) {
+    case trace::COLLECTIVE_OP_ALL_REDUCE: out = CollectiveOp::ALL_REDUCE; return true;
+    case trace::COLLECTIVE_OP_REDUCE_SCATTER: out = CollectiveOp::REDUCE_SCATTER; return true;
+    case trace::COLLECTIVE_OP_ALL_GATHER: out = CollectiveOp::ALL_GATHER; return true;
+    case trace::COLLECTIVE_OP_BROADCAST: out = CollectiveOp::BROADCAST; return true;
+    case trace::COLLECTIVE_OP_REDUCE: out = CollectiveOp::REDUCE; return true;
+    case trace::COLLECTIVE_OP_ALL_TO_ALL: out = CollectiveOp::ALL_TO_ALL; return true;
+    default: return false;
+  }
+}
+
 }  // namespace trainsim::core

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sim/core/trace.pb.h"
+#include "sim/core/workload.hpp"
 
 namespace trainsim::core {
 
@@ -100,6 +101,9 @@ struct TraceFile {
 
 // Reads every record of `path` (see TraceReader for errors).
 TraceFile read_trace_file(const std::string& path);
+
+// The IR's collective for a traced one; false for COLLECTIVE_OP_UNKNOWN.
+bool to_collective_op(trace::CollectiveOp traced, CollectiveOp& out);
 
 // The trace files of `paths`: files are taken as they are, folders are searched (not recursively)
 // for *.trace files, in name order. Throws InputError for a path that does not exist, or a folder

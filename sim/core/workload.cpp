@@ -102,6 +102,20 @@ std::string_view to_string(Precision p) {
   return "?";
 }
 
+double bus_bandwidth_factor(CollectiveOp op, int ranks) {
+  TRAINSIM_CHECK(ranks >= 1, "a communicator has at least one rank");
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::ALL_REDUCE: return 2.0 * (n - 1) / n;
+    case CollectiveOp::REDUCE_SCATTER:
+    case CollectiveOp::ALL_GATHER:
+    case CollectiveOp::ALL_TO_ALL: return (n - 1) / n;
+    case CollectiveOp::BROADCAST:
+    case CollectiveOp::REDUCE: return 1.0;
+  }
+  return 1.0;
+}
+
 ParallelLayout::ParallelLayout(std::array<int, AXIS_COUNT> sizes) : sizes_(sizes) {
   int stride = 1;
   for (int i = 0; i < AXIS_COUNT; ++i) {

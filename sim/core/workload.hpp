@@ -108,6 +108,10 @@ std::string_view to_string(Phase p);
 
 enum class CollectiveOp : uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, REDUCE, ALL_TO_ALL };
 std::string_view to_string(CollectiveOp op);
+// nccl-tests' bus-bandwidth factor (busbw = algbw * factor, algbw = size / time): the fraction of
+// `size` that each rank's busiest link carries. all_reduce 2(n-1)/n; all_gather, reduce_scatter and
+// all_to_all (n-1)/n; broadcast and reduce 1 (nccl-tests doc/PERFORMANCE.md). REQUIRES: ranks >= 1.
+double bus_bandwidth_factor(CollectiveOp op, int ranks);
 
 enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
 

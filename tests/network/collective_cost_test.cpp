@@ -109,13 +109,13 @@ TEST(CollectiveCost, TreeAllReduceAcrossNodesHasLogarithmicLatency) {
 
 // nccl-tests doc/PERFORMANCE.md, "Bus bandwidth".
 TEST(CollectiveCost, BusBandwidthFactorsFollowNcclTests) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 8), 2.0 * 7 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::REDUCE_SCATTER, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_GATHER, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_TO_ALL, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::BROADCAST, 8), 1.0);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::REDUCE, 8), 1.0);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 1), 0.0);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::REDUCE_SCATTER, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::ALL_GATHER, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::ALL_TO_ALL, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::BROADCAST, 8), 1.0);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::REDUCE, 8), 1.0);
+  EXPECT_DOUBLE_EQ(core::bus_bandwidth_factor(CollectiveOp::ALL_REDUCE, 1), 0.0);
 }
 
 // NCCL's tuner (src/graph/tuning.cc) prefers trees for small messages at scale (latency ~log n) and

@@ -42,7 +42,9 @@ CuptiKernel kernel(const CUpti_ActivityKernel10& k) {
   return out;
 }
 
-CuptiMemcpy memcpy_record(const CUpti_ActivityMemcpy6& m) {
+// The fields CUPTI's device-memory copy and peer-to-peer copy records share.
+template <class Record>
+CuptiMemcpy common_memcpy(const Record& m) {
   CuptiMemcpy out;
   out.copy_kind = m.copyKind;
   out.src_kind = m.srcKind;
@@ -57,18 +59,10 @@ CuptiMemcpy memcpy_record(const CUpti_ActivityMemcpy6& m) {
   return out;
 }
 
+CuptiMemcpy memcpy_record(const CUpti_ActivityMemcpy6& m) { return common_memcpy(m); }
+
 CuptiMemcpy peer_memcpy(const CUpti_ActivityMemcpyPtoP4& m) {
-  CuptiMemcpy out;
-  out.copy_kind = m.copyKind;
-  out.src_kind = m.srcKind;
-  out.dst_kind = m.dstKind;
-  out.bytes = m.bytes;
-  out.start = m.start;
-  out.end = m.end;
-  out.device_id = m.deviceId;
-  out.context_id = m.contextId;
-  out.stream_id = m.streamId;
-  out.correlation_id = m.correlationId;
+  CuptiMemcpy out = common_memcpy(m);
   out.peer = true;
   out.src_device_id = m.srcDeviceId;
   out.dst_device_id = m.dstDeviceId;
