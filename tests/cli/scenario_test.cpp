@@ -1,6 +1,10 @@
 #include "sim/cli/scenario.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+
+#include "sim/cli/prediction.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -51,6 +55,36 @@ TEST(Scenario, ReportsEveryProblemAtOnce) {
     EXPECT_EQ(e.problems()[0].pointer, "/cluster/nodez");
     EXPECT_NE(e.problems()[0].message.find("did you mean \"nodes\""), std::string::npos);
     EXPECT_EQ(e.problems()[1].pointer, "/training/micro_batch");
+  }
+}
+
+TEST(Scenario, ProfileFileOverridesTheDeviceDefaults) {
+  // A profile that halves the GEMM efficiency must make a GEMM-bound job markedly slower; the path is
+  // relative to the scenario's folder.
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "profile_case";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "slow.json") << R"({"schema": "trainsim.profile/1",
+      "device": {"ops": {"gemm": {"max_efficiency": 0.4}}}})";
+  core::Json doc = core::load_json_file(SCENARIOS + "gpt3-6.7b-a100-8.json");
+  const Scenario base = read_scenario(doc, (dir / "s.json").string());
+  apply_override(doc, "simulation.profile=slow.json");
+  const Scenario slow = read_scenario(doc, (dir / "s.json").string());
+  EXPECT_DOUBLE_EQ(slow.profile.device.op(core::OpClass::GEMM).max_efficiency, 0.4);
+  EXPECT_EQ(slow.profile.device.op(core::OpClass::GEMM).half_flops,
+            base.profile.device.op(core::OpClass::GEMM).half_flops) << "keys left out keep their defaults";
+  const double t_base = predict(base).iteration_time_s();
+  const double t_slow = predict(slow).iteration_time_s();
+  EXPECT_GT(t_slow, 1.5 * t_base);
+  EXPECT_LT(t_slow, 2.0 * t_base) << "only GEMMs slowed down";
+
+  std::ofstream(dir / "bad.json") << R"({"device": {"ops": {"gemm": {"max_eficiency": 0.4}}}})";
+  apply_override(doc, "simulation.profile=bad.json");
+  try {
+    read_scenario(doc, (dir / "s.json").string());
+    FAIL() << "expected an InputError";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.problems().at(0).file, (dir / "bad.json").string());
+    EXPECT_EQ(e.problems().at(0).pointer, "/device/ops/gemm/max_eficiency");
   }
 }
 
