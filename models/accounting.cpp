@@ -27,6 +27,7 @@ struct Shape {
   double e = 2;      // activation element bytes
   bool swiglu = false;
   bool moe = false;
+  bool flash = false;  // FlashAttention
 };
 
 Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
@@ -37,6 +38,7 @@ Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismCon
   x.h = static_cast<double>(m.hidden);
   x.t = p.tensor;
   x.tsp = p.sequence_parallel ? p.tensor : 1;
+  x.flash = t.attention == Attention::FLASH;
   x.a = m.heads;
   x.kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
   x.f = static_cast<double>(m.ffn_hidden);
@@ -103,6 +105,16 @@ OpCost core_attention(const Shape& x) {
   c.op_class = core::OpClass::ATTENTION;
   c.forward_flops = core::Flops(4.0 * x.b * x.sl * x.s * x.h / x.t);
   c.backward_flops = core::Flops(8.0 * x.b * x.sl * x.s * x.h / x.t);
+  if (x.flash) {
+    // FlashAttention: Q, K, V read and O written once, plus the per-row softmax statistics (fp32);
+    // backward reads Q, K, V, O, dO and the statistics, writes dQ, dK, dV, and recomputes QKᵀ
+    // (Dao 2023, FlashAttention-2, Algorithm 2). Nothing to recompute selectively.
+    const double stats = x.b * (x.a / x.t) * x.sl * FP32_BYTES;
+    c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + stats);
+    c.backward_bytes = core::Bytes((3 * q + kv) * x.e + stats + (q + kv) * x.e);
+    c.backward_recompute_flops = core::Flops(2.0 * x.b * x.sl * x.s * x.h / x.t);
+    return c;
+  }
   c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + scores * (6 * x.e + MASK_BYTES));
   c.backward_bytes = core::Bytes(q * x.e + 2 * (q + kv) * x.e + scores * (8 * x.e + MASK_BYTES));
   c.recomputed_selective = true;
@@ -129,6 +141,12 @@ core::Flops forward_flops(const std::vector<OpCost>& ops, bool selective_only) {
 core::Flops total_flops(const std::vector<OpCost>& ops) {
   core::Flops f;
   for (const OpCost& op : ops) f += op.forward_flops + op.backward_flops;
+  return f;
+}
+
+core::Flops backward_recompute_flops(const std::vector<OpCost>& ops) {
+  core::Flops f;
+  for (const OpCost& op : ops) f += op.backward_recompute_flops;
   return f;
 }
 
@@ -219,7 +237,7 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
   IterationFlops f;
   f.model = total_flops(layer) * layers + total_flops(head_ops(m, whole, single)) +
             total_flops(embedding_ops(m, whole, single));
-  f.hardware = f.model;
+  f.hardware = f.model + backward_recompute_flops(layer) * layers;
   if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
   if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
   return f;
@@ -239,7 +257,11 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
   double mlp = tokens * per_token_mlp;
   if (x.moe) mlp = tokens * x.top_k * (per_token_mlp + x.h * x.e);
   double bytes = whole + attention + mlp;
-  if (p.recompute == Recompute::NONE) bytes += x.b * (x.a / x.t) * x.sl * x.s * (2 * x.e + MASK_BYTES);
+  if (x.flash) {
+    bytes += x.b * (x.a / x.t) * x.sl * FP32_BYTES;  // softmax statistics
+  } else if (p.recompute == Recompute::NONE) {
+    bytes += x.b * (x.a / x.t) * x.sl * x.s * (2 * x.e + MASK_BYTES);
+  }
   return core::Bytes(bytes);
 }
 

@@ -54,6 +54,8 @@ struct OpCost {
   core::Flops forward_flops;
   core::Bytes forward_bytes;    // HBM traffic
   core::Flops backward_flops;   // data + weight gradients
+  core::Flops backward_recompute_flops;  // recomputed inside the backward kernel (FlashAttention's QKᵀ):
+                                         // hardware FLOPs, not model FLOPs
   core::Bytes backward_bytes;
   bool recomputed_selective = false;  // recomputed under selective recompute (attention core)
   OpKind kind = OpKind::LAYER_NORM;
@@ -97,6 +99,8 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
 //   tensor parallel:              s·b·h·(10 + 24/t + 5·a·s/(h·t))
 //   tensor + sequence parallel:   s·b·h/t·(34 + 5·a·s/h)
 //   + selective recompute:        drops the 5·a·s/h term
+//   training.attention "flash" drops it too (no score matrix is stored) and keeps the fp32 softmax
+//   statistics instead: 4·a·s·b/t bytes
 //   full recompute:               2·s·b·h (only the layer input; /t with sequence parallelism)
 // Those constants assume 2-byte activations and the GPT block. In general, with element size e and
 // per-rank sequence s/c: kept whole per rank (/t only with sequence parallelism): both norm inputs,

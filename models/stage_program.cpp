@@ -207,7 +207,7 @@ class StageEmitter {
   void compute(const OpCost& op, Phase phase, bool backward, int layer, int mb) {
     Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, phase, layer, mb, op.name);
     t.op_class = op.op_class;
-    t.flops = (backward ? op.backward_flops : op.forward_flops).value();
+    t.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
     t.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
     last_compute_ = prog().add(t, pending_);
     pending_.clear();

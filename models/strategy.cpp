@@ -45,12 +45,16 @@ std::string to_string(Recompute r) {
   return "?";
 }
 
+std::string to_string(Attention a) { return a == Attention::FLASH ? "flash" : "unfused"; }
+
 TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   TrainingConfig t;
   t.sequence_length = r.integer("sequence_length", t.sequence_length, 1);
   t.global_batch = r.required_integer("global_batch", 1).value_or(t.global_batch);
   t.micro_batch = r.integer("micro_batch", t.micro_batch, 1);
   t.precision = parse_precision(r.choice("precision", std::string(core::to_string(t.precision)), precision_names()));
+  t.attention = r.choice("attention", to_string(t.attention), {"unfused", "flash"}) == "flash" ? Attention::FLASH
+                                                                                                : Attention::UNFUSED;
   r.finish();
   return t;
 }
@@ -61,6 +65,7 @@ core::Json TrainingConfig::to_json() const {
   j["global_batch"] = global_batch;
   j["micro_batch"] = micro_batch;
   j["precision"] = std::string(core::to_string(precision));
+  j["attention"] = to_string(attention);
   return j;
 }
 

@@ -25,11 +25,20 @@ namespace trainsim::models {
 //   micro_batch      sequences per micro-batch per replica; default 1
 //   precision        "fp32" | "tf32" | "bf16" | "fp16" | "fp8"; default "bf16". bf16/fp16/fp8 mean
 //                    Megatron mixed precision (16-bit weights, fp32 main gradients and optimizer).
+//   attention        "unfused" | "flash"; default "unfused": Megatron's core attention, whose
+//                    softmax and dropout stream the a·s² score matrix through HBM and store it for
+//                    the backward (the setting of the Megatron-LM 2021-2022 measurements). "flash":
+//                    FlashAttention (Dao et al. 2022, FA2 2023): scores stay on chip, nothing of size
+//                    s² is stored, and the backward recomputes QKᵀ (counted as hardware FLOPs only).
+enum class Attention { UNFUSED, FLASH };
+std::string to_string(Attention a);  // "unfused", "flash"
+
 struct TrainingConfig {
   int64_t sequence_length = 2048;
   int64_t global_batch = 0;     // sequences per iteration (required)
   int64_t micro_batch = 1;      // sequences per micro-batch per data-parallel replica
   core::Precision precision = core::Precision::BF16;
+  Attention attention = Attention::UNFUSED;
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);

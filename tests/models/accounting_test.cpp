@@ -106,6 +106,35 @@ TEST(LayerOps, UnfusedAttentionTrafficIsDominatedByTheScores) {
   EXPECT_LT(attention.forward_bytes.value(), scores * 14);
 }
 
+TEST(LayerOps, FlashAttentionHasNoScoreTrafficAndRecomputesQKInBackward) {
+  // FlashAttention-2 (Dao 2023, Algorithm 2): forward reads Q, K, V and writes O once; the backward
+  // recomputes S = QKᵀ, 2·b·s²·h/t FLOPs that are hardware FLOPs but not model FLOPs.
+  const ModelSpec m = *find_model("gpt3-175b");
+  TrainingConfig t;
+  t.global_batch = 1;
+  ParallelismConfig p;
+  p.tensor = 8;
+  const OpCost unfused = layer_ops(m, t, p)[2];
+  t.attention = Attention::FLASH;
+  const OpCost flash = layer_ops(m, t, p)[2];
+  EXPECT_EQ(flash.forward_flops.value(), unfused.forward_flops.value());
+  EXPECT_EQ(flash.backward_flops.value(), unfused.backward_flops.value());
+  EXPECT_DOUBLE_EQ(flash.backward_recompute_flops.value(), 2.0 * 2048 * 2048 * 12288 / 8);
+  EXPECT_FALSE(flash.recomputed_selective) << "selective recompute has nothing left to recompute";
+  const double qkvo = 4.0 * 2048 * 12288 / 8 * 2;  // Q, K, V, O in bf16
+  EXPECT_LT(flash.forward_bytes.value(), 1.01 * qkvo);
+  EXPECT_LT(flash.forward_bytes.value(), unfused.forward_bytes.value() / 4);
+
+  // Model FLOPs keep Korthikanti's Eq. 7; hardware FLOPs add the recomputed QKᵀ of every layer.
+  TrainingConfig whole = t;
+  whole.global_batch = 8;
+  TrainingConfig whole_unfused = whole;
+  whole_unfused.attention = Attention::UNFUSED;
+  const IterationFlops f = iteration_flops(m, whole, p);
+  EXPECT_DOUBLE_EQ(f.model.value(), iteration_flops(m, whole_unfused, p).model.value());
+  expect_relative(f.hardware.value() - f.model.value(), 2.0 * 8 * 2048 * 2048 * 12288 * 96);
+}
+
 class ActivationMemory : public ::testing::Test {
  protected:
   ActivationMemory() : m(gpt(96, 12288, 96, 51200)) {
@@ -140,6 +169,17 @@ TEST_F(ActivationMemory, SelectiveRecompute) {
   expect_relative(bytes(), s * b * h * (10 + 24.0 / 8));
   p.sequence_parallel = true;
   expect_relative(bytes(), s * b * h / 8 * 34);
+}
+
+TEST_F(ActivationMemory, FlashAttentionStoresNoScores) {
+  // Korthikanti Table 2 without the 5·a·s/h term (as selective recompute), plus FlashAttention's fp32
+  // softmax statistics: 4 bytes per head and token.
+  p.tensor = 8;
+  p.sequence_parallel = true;
+  t.attention = Attention::FLASH;
+  expect_relative(bytes(), s * b * h / 8 * 34 + 4 * a / 8 * s * b);
+  p.recompute = Recompute::SELECTIVE;
+  expect_relative(bytes(), s * b * h / 8 * 34 + 4 * a / 8 * s * b);
 }
 
 TEST_F(ActivationMemory, FullRecompute) {
