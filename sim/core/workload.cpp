@@ -233,6 +233,7 @@ void Workload::validate() const {
       }
       TRAINSIM_CHECK(t.bytes >= 0 || t.kind == TaskKind::MEMORY, "negative byte count");
       TRAINSIM_CHECK(t.flops >= 0, "negative FLOP count");
+      TRAINSIM_CHECK(t.seconds >= 0, "negative measured duration");
     }
   }
 }

@@ -134,6 +134,8 @@ struct Task {
   uint32_t micro_batch = 0;
   uint32_t name = 0;                            // index into Workload::names, e.g. "attention"
   double flops = 0;                             // COMPUTE: floating-point operations
+  double seconds = 0;                           // COMPUTE: a measured duration (trace replay); when > 0
+                                                // it replaces the compute model's max(FLOPs, bytes) time
   double bytes = 0;                             // COMPUTE: HBM traffic; COLLECTIVE: buffer size per rank
                                                 // (nccl-tests' "size"); SEND/RECV/COPY: payload;
                                                 // MEMORY: allocation (> 0) or free (< 0)

@@ -34,7 +34,7 @@ ProgramPlan plan_program(const core::Program& program, const core::Workload& wor
     plan.order[plan.stream_begin[s] + filled[s]++] = i;
     switch (t.kind) {
       case TaskKind::COMPUTE:
-        plan.duration[i] = compute_time(t, workload.precision, gpu, device).value();
+        plan.duration[i] = t.seconds > 0 ? t.seconds : compute_time(t, workload.precision, gpu, device).value();
         break;
       case TaskKind::COPY:
         plan.duration[i] = (core::Bytes(t.bytes) / gpu.pcie_bandwidth).value();

@@ -33,6 +33,17 @@ core::Task copy(double seconds) {
   return t;
 }
 
+TEST(Semantics, AMeasuredDurationReplacesTheComputeModel) {
+  // Trace replay: a compute task with `seconds` set takes exactly that long, whatever its FLOPs.
+  core::Program p;
+  core::Task measured = compute(5 * MS);
+  measured.seconds = 1.25 * MS;
+  p.add(measured);
+  p.add(compute(2 * MS));
+  const core::Workload w = make_workload({1, 1, 1, 1, 1}, {p}, {0});
+  EXPECT_DOUBLE_EQ(run(w, make_cluster(1, 1)).iteration_time.value(), 3.25 * MS);
+}
+
 TEST(Semantics, TasksOfOneStreamRunOneAtATimeOthersOverlap) {
   core::Program p;
   p.add(compute(1 * MS));
