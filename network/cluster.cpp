@@ -1,6 +1,8 @@
 #include "network/cluster.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/core/error.hpp"
 
@@ -49,20 +51,67 @@ void read_intra_node(core::ObjectReader& r, const core::GpuSpec& gpu, IntraNode&
       out.fabric == IntraFabric::PCIE ? gpu.pcie_bandwidth : gpu.nvlink_bandwidth;
   out.bandwidth = positive_bandwidth(r, "bandwidth", fallback);
   out.latency = r.duration("latency", out.latency);
+  out.nvls = r.boolean("nvls", out.nvls);
+  if (out.nvls && out.fabric != IntraFabric::NVSWITCH) {
+    r.problem("nvls", fmt::format("needs fabric \"nvswitch\", found \"{}\"", to_string(out.fabric)));
+    out.nvls = false;
+  }
   r.finish();
 }
 
-void read_network(core::ObjectReader& r, InterNode& out) {
-  out.topology = static_cast<Topology>(index_of(topology_names(), r.choice("topology", "fat-tree", topology_names())));
+// Checks of the network section that depend on the node count.
+void check_network_shape(core::ObjectReader& r, int nodes, InterNode& net) {
+  if (!net.torus_dims.empty()) {
+    int64_t product = 1;
+    for (int d : net.torus_dims) product *= d;
+    if (net.torus_dims.size() < 2 || net.torus_dims.size() > 3 || product != nodes) {
+      r.problem("torus_dims", fmt::format("must hold 2 or 3 sizes whose product is nodes ({}), found {}",
+                                     nodes, fmt::join(net.torus_dims, " x ")));
+      net.torus_dims.clear();
+    }
+  }
+  if (net.levels > 0 && (net.topology == TopologyKind::FAT_TREE || net.topology == TopologyKind::RAIL_OPTIMIZED)) {
+    const int64_t endpoints = net.topology == TopologyKind::FAT_TREE ? int64_t{nodes} * net.nics_per_node : nodes;
+    const int needed = fat_tree_levels(endpoints, net.radix);
+    if (net.levels < needed) {
+      r.problem("levels", fmt::format("{} levels of radix-{} switches reach {} endpoints at most, the cluster has {} "
+                                     "(needs {} levels)",
+                                     net.levels, net.radix, fmt::format("{:.0f}", std::pow(net.radix / 2.0, net.levels)),
+                                     endpoints, needed));
+      net.levels = needed;
+    } else if (net.levels > needed + 1) {
+      r.problem("levels", fmt::format("{} levels add switches but no reach: {} endpoints need {}, allow at most {}",
+                                      net.levels, endpoints, needed, needed + 1));
+      net.levels = needed;
+    }
+  }
+}
+
+void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
+  out.topology = static_cast<TopologyKind>(index_of(topology_names(), r.choice("topology", "fat-tree", topology_names())));
   out.nics_per_node = static_cast<int>(r.integer("nics_per_node", out.nics_per_node, 1, 1024));
   out.nic_bandwidth = positive_bandwidth(r, "nic_bandwidth", out.nic_bandwidth);
   out.latency = r.duration("latency", out.latency);
   out.oversubscription = r.number("oversubscription", out.oversubscription, 1.0, 1e6);
-  if (out.topology == Topology::IDEAL && out.oversubscription != 1.0) {
+  if (out.topology == TopologyKind::IDEAL && out.oversubscription != 1.0) {
     r.problem("oversubscription",
               fmt::format("must be 1 for topology \"ideal\" (a non-blocking crossbar), found {}", out.oversubscription));
     out.oversubscription = 1.0;
   }
+  out.radix = static_cast<int>(r.integer("radix", out.radix, 4, 1 << 16));
+  if (out.radix % 2 != 0) {
+    r.problem("radix", fmt::format("must be even (half the ports face down, half up), found {}", out.radix));
+    out.radix += 1;
+  }
+  out.levels = static_cast<int>(r.integer("levels", out.levels, 0, 16));
+  for (int64_t d : r.integer_array("torus_dims", 1, 1 << 20)) out.torus_dims.push_back(static_cast<int>(d));
+  out.dragonfly_groups = static_cast<int>(r.integer("dragonfly_groups", out.dragonfly_groups, 0, 1 << 20));
+  out.in_network_reduction = r.boolean("in_network_reduction", out.in_network_reduction);
+  if (out.in_network_reduction && out.topology == TopologyKind::TORUS) {
+    r.problem("in_network_reduction", "needs a switched topology; a torus has no switches");
+    out.in_network_reduction = false;
+  }
+  check_network_shape(r, nodes, out);
   r.finish();
 }
 
@@ -70,7 +119,29 @@ void read_network(core::ObjectReader& r, InterNode& out) {
 
 std::string to_string(IntraFabric f) { return fabric_names()[static_cast<size_t>(f)]; }
 
-std::string to_string(Topology t) { return topology_names()[static_cast<size_t>(t)]; }
+std::string to_string(TopologyKind t) { return topology_names()[static_cast<size_t>(t)]; }
+
+std::vector<int> torus_dimensions(int nodes) {
+  // Exhaustive over divisor pairs: O(nodes) at most, once per build.
+  std::vector<int> best = {nodes, 1, 1};
+  for (int a = 1; int64_t{a} * a * a <= nodes; ++a) {
+    if (nodes % a != 0) continue;
+    const int rest = nodes / a;
+    for (int b = a; int64_t{b} * b <= rest; ++b) {
+      if (rest % b != 0) continue;
+      const int c = rest / b;  // a <= b <= c
+      if (c - a < best[0] - best[2]) best = {c, b, a};
+    }
+  }
+  return best;
+}
+
+int fat_tree_levels(int64_t endpoints, int radix) {
+  const int64_t down = radix / 2;
+  int levels = 1;
+  for (int64_t reach = down; reach < endpoints; reach *= down) ++levels;
+  return levels;
+}
 
 core::BytesPerSecond ClusterConfig::nic_bandwidth_per_gpu() const {
   return network.nic_bandwidth * (static_cast<double>(network.nics_per_node) / gpus_per_node);
@@ -99,7 +170,7 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   } else {
     c.intra_node.bandwidth = c.gpu_spec.nvlink_bandwidth;
   }
-  if (auto net = r.object("network")) read_network(*net, c.network);
+  if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
   r.finish();
   return c;
 }
@@ -111,12 +182,18 @@ core::Json ClusterConfig::to_json() const {
   j["gpus_per_node"] = gpus_per_node;
   j["intra_node"] = {{"fabric", to_string(intra_node.fabric)},
                      {"bandwidth", core::format_bandwidth(intra_node.bandwidth)},
-                     {"latency", core::format_duration(intra_node.latency)}};
+                     {"latency", core::format_duration(intra_node.latency)},
+                     {"nvls", intra_node.nvls}};
   j["network"] = {{"topology", to_string(network.topology)},
                   {"nics_per_node", network.nics_per_node},
                   {"nic_bandwidth", core::format_bandwidth(network.nic_bandwidth)},
                   {"latency", core::format_duration(network.latency)},
-                  {"oversubscription", network.oversubscription}};
+                  {"oversubscription", network.oversubscription},
+                  {"radix", network.radix},
+                  {"levels", network.levels},
+                  {"torus_dims", network.torus_dims},
+                  {"dragonfly_groups", network.dragonfly_groups},
+                  {"in_network_reduction", network.in_network_reduction}};
   return j;
 }
 

@@ -9,22 +9,37 @@
 //       "fabric": "nvswitch",        // nvswitch | nvlink-mesh | pcie; default nvswitch
 //       "bandwidth": "300 GB/s",     // per GPU, per direction; default: the GPU's NVLink bandwidth
 //                                    //   (its PCIe bandwidth when fabric is pcie)
-//       "latency": "1 us"            // per hop; default 1 us
+//       "latency": "1 us",           // per hop; default 1 us
+//       "nvls": false                // NVSwitch multicast/reduction (NVLink SHARP, NVSwitch gen 3 and
+//                                    //   later); enables algorithm "nvls"; default false (NCCL enables
+//                                    //   it where present: set it for H100/H200 HGX nodes once calibrated)
 //     },
 //     "network": {
 //       "topology": "fat-tree",      // fat-tree | rail-optimized | dragonfly | torus | ideal; default fat-tree
 //       "nics_per_node": 8,          // >= 1; default 8
 //       "nic_bandwidth": "200 Gb/s", // per NIC, per direction; default 200 Gb/s
 //       "latency": "2 us",           // per hop, NIC to NIC; default 2 us
-//       "oversubscription": 1.0      // >= 1, downlink:uplink ratio of the switches; default 1;
+//       "oversubscription": 1.0,     // >= 1, downlink:uplink ratio of the switches; default 1;
 //                                    //   must be 1 for "ideal" (a non-blocking crossbar)
+//       "radix": 64,                 // ports per switch (fat-tree, rail-optimized, dragonfly), even,
+//                                    //   >= 4; half face down, half up; default 64
+//       "levels": 0,                 // fat-tree switch levels; 0 (default): as many as the endpoints
+//                                    //   need, (radix/2)^levels >= endpoints
+//       "torus_dims": [4, 4, 8],     // torus: 2 or 3 sizes whose product is "nodes"; default []: 3
+//                                    //   dimensions as equal as the node count allows
+//       "dragonfly_groups": 0,       // dragonfly: groups of leaf switches; 0 (default): about the
+//                                    //   square root of the leaf count
+//       "in_network_reduction": false // the switches aggregate (SHARP, SwitchML); enables algorithm
+//                                    //   "in-network" on switched topologies; default false
 //     }
 //   }
 //
 // The analytic cost model (network/collective_cost.hpp) sees the topology only through the per-GPU
 // NIC share and the oversubscription; the flow-level backend models the switches themselves.
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/core/device.hpp"
 #include "sim/core/json_reader.hpp"
@@ -33,23 +48,37 @@
 namespace trainsim::network {
 
 enum class IntraFabric { NVSWITCH, NVLINK_MESH, PCIE };
-enum class Topology { FAT_TREE, RAIL_OPTIMIZED, DRAGONFLY, TORUS, IDEAL };
+// The kind of inter-node network (the graph itself is network::Topology, network/topology.hpp).
+enum class TopologyKind { FAT_TREE, RAIL_OPTIMIZED, DRAGONFLY, TORUS, IDEAL };
 std::string to_string(IntraFabric f);  // "nvswitch", "nvlink-mesh", "pcie"
-std::string to_string(Topology t);     // "fat-tree", "rail-optimized", "dragonfly", "torus", "ideal"
+std::string to_string(TopologyKind t); // "fat-tree", "rail-optimized", "dragonfly", "torus", "ideal"
 
 struct IntraNode {
   IntraFabric fabric = IntraFabric::NVSWITCH;
   core::BytesPerSecond bandwidth;  // per GPU, per direction (default: the GPU's NVLink, or PCIe)
   core::Seconds latency = core::Seconds(1e-6);
+  bool nvls = false;  // the NVSwitch reduces and multicasts (NVLink SHARP)
 };
 
 struct InterNode {
-  Topology topology = Topology::FAT_TREE;
+  TopologyKind topology = TopologyKind::FAT_TREE;
   int nics_per_node = 8;
   core::BytesPerSecond nic_bandwidth = core::BytesPerSecond(200e9 / 8);  // per NIC, per direction
   core::Seconds latency = core::Seconds(2e-6);
   double oversubscription = 1.0;  // >= 1: uplink bandwidth = downlink / oversubscription
+  int radix = 64;                 // ports per switch, even
+  int levels = 0;                 // fat-tree levels; 0: as many as needed
+  std::vector<int> torus_dims;    // empty: chosen by torus_dimensions()
+  int dragonfly_groups = 0;       // 0: chosen by the topology builder
+  bool in_network_reduction = false;
 };
+
+// The torus a cluster of `nodes` nodes gets when "torus_dims" is not given: 3 dimensions, each a
+// divisor of `nodes`, as equal as possible, largest first (a prime count gives {nodes, 1, 1}).
+std::vector<int> torus_dimensions(int nodes);
+// Fat-tree levels a tree of `radix`-port switches needs for `endpoints` NIC ports: the least h with
+// (radix/2)^h >= endpoints (1 for one leaf).
+int fat_tree_levels(int64_t endpoints, int radix);
 
 struct ClusterConfig {
   std::string gpu = "A100-SXM4-80GB";

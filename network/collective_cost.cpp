@@ -44,15 +44,70 @@ CollectiveCost flat(CollectiveOp op, Bytes size, int n, int tree_depth, const Li
   return {ring, Algorithm::RING};
 }
 
-CollectiveCost all_to_all(Bytes size, const GroupPlacement& g, const LinkScope& intra, const LinkScope& inter) {
+// DIRECT: one send per peer, at once; the intra- and inter-node shares proceed in parallel.
+Seconds direct_time(Bytes size, const GroupPlacement& g, const LinkScope& intra, const LinkScope& inter) {
   const int n = g.ranks;
   const int local = std::min(g.ranks_per_node, n);
   const double local_peers = local - 1;
   const double remote_peers = n - local;
   const Seconds intra_bw = (local_peers / n) * (size / intra.bandwidth);
   const Seconds inter_bw = remote_peers > 0 ? (remote_peers / n) * (size / inter.bandwidth) : Seconds(0);
-  return {std::max(intra_bw, inter_bw) + local_peers * intra.latency + remote_peers * inter.latency, Algorithm::RING};
+  return std::max(intra_bw, inter_bw) + local_peers * intra.latency + remote_peers * inter.latency;
 }
+
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+double log2_of(int n) { return std::log2(static_cast<double>(n)); }
+
+// Thakur, Rabenseifner & Gropp 2005, section 4: recursive halving (reduce_scatter) or doubling
+// (all_gather) moves S/2 + S/4 + ... + S/n = (n-1)/n*S in log2(n) steps. Node-major members put the
+// exchanges at distances k..n/2 across nodes ((n-k)/n*S, log2 m steps) and the others inside.
+Seconds halving_doubling_time(CollectiveOp op, Bytes size, const GroupPlacement& g, const LinkScope& intra,
+                              const LinkScope& inter) {
+  const int n = g.ranks;
+  const int k = std::min(g.ranks_per_node, n);
+  const int m = n / k;
+  const Seconds one_pass = (static_cast<double>(k - 1) / n) * (size / intra.bandwidth) + log2_of(k) * intra.latency +
+                           (static_cast<double>(n - k) / n) * (size / inter.bandwidth) + log2_of(m) * inter.latency;
+  return op == CollectiveOp::ALL_REDUCE ? 2.0 * one_pass : one_pass;
+}
+
+// In-network reduction (SHArP, COMHPC 2016; NVLS inside a node): the buffer up once and down once.
+Seconds switch_reduction_time(Bytes size, const LinkScope& scope) { return size / scope.bandwidth + 2.0 * scope.latency; }
+
+// Ring or tree, flat or hierarchical (the model of the header's second half).
+CollectiveCost ring_or_tree(CollectiveOp op, Bytes size, const GroupPlacement& group, const LinkScope& intra,
+                            const LinkScope& inter, Algorithm algorithm) {
+  if (group.nodes <= 1) return flat(op, size, group.ranks, group.ranks - 1, intra, algorithm);
+  const int k = group.ranks_per_node;
+  const int m = group.nodes;
+  if (k <= 1) return flat(op, size, m, binary_tree_depth(m), inter, algorithm);
+
+  // Hierarchical: an intra-node phase before and/or after the across-node phase, which runs on the
+  // k rails at once with 1/k of the buffer each.
+  const Bytes shard = size / k;
+  const Seconds in_node = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra);  // = all_gather's
+  switch (op) {
+    case CollectiveOp::ALL_REDUCE:
+    case CollectiveOp::BROADCAST:
+    case CollectiveOp::REDUCE: {
+      const CollectiveCost across = flat(op, shard, m, binary_tree_depth(m), inter, algorithm);
+      return {in_node + across.time + in_node, across.algorithm};
+    }
+    case CollectiveOp::REDUCE_SCATTER:
+    case CollectiveOp::ALL_GATHER: return {in_node + ring_time(op, shard, m, inter), Algorithm::RING};
+    case CollectiveOp::ALL_TO_ALL: break;
+  }
+  TRAINSIM_CHECK(false, "all_to_all is costed by direct_time");
+  return {};
+}
+
+bool reduces_or_gathers(CollectiveOp op) {
+  return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER || op == CollectiveOp::ALL_GATHER;
+}
+
+// DIRECT all_gather / reduce_scatter only pays off (and is only offered) on small groups.
+constexpr int DIRECT_MAX_RANKS = 16;
 
 }  // namespace
 
@@ -61,12 +116,17 @@ std::string to_string(Algorithm a) {
     case Algorithm::AUTO: return "auto";
     case Algorithm::RING: return "ring";
     case Algorithm::TREE: return "tree";
+    case Algorithm::HALVING_DOUBLING: return "halving-doubling";
+    case Algorithm::DIRECT: return "direct";
+    case Algorithm::HIERARCHICAL: return "hierarchical";
+    case Algorithm::IN_NETWORK: return "in-network";
+    case Algorithm::NVLS: return "nvls";
   }
   return "?";
 }
 
 bool parse_algorithm(std::string_view text, Algorithm& out) {
-  for (Algorithm a : {Algorithm::AUTO, Algorithm::RING, Algorithm::TREE}) {
+  for (Algorithm a : ALL_ALGORITHMS) {
     if (text == to_string(a)) {
       out = a;
       return true;
@@ -109,33 +169,56 @@ LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProf
           cluster.network.latency + profile.inter_node.step_latency};
 }
 
+bool algorithm_applies(Algorithm algorithm, CollectiveOp op, const GroupPlacement& group, const ClusterConfig& cluster) {
+  const bool a2a = op == CollectiveOp::ALL_TO_ALL;
+  switch (algorithm) {
+    case Algorithm::AUTO: return true;
+    case Algorithm::RING: return !a2a;
+    case Algorithm::TREE: return has_tree(op);
+    case Algorithm::HALVING_DOUBLING:
+      return reduces_or_gathers(op) && is_power_of_two(group.ranks) && group.ranks == group.nodes * group.ranks_per_node;
+    case Algorithm::DIRECT:
+      return a2a || ((op == CollectiveOp::ALL_GATHER || op == CollectiveOp::REDUCE_SCATTER) &&
+                     group.ranks <= DIRECT_MAX_RANKS);
+    case Algorithm::HIERARCHICAL: return reduces_or_gathers(op);
+    case Algorithm::IN_NETWORK: return !a2a && group.nodes > 1 && cluster.network.in_network_reduction;
+    case Algorithm::NVLS: return reduces_or_gathers(op) && group.nodes == 1 && cluster.intra_node.nvls;
+  }
+  return false;
+}
+
 CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement& group, const ClusterConfig& cluster,
                                const core::NetworkProfile& profile, Algorithm algorithm) {
   if (group.ranks <= 1) return {Seconds(0), Algorithm::RING};
   const LinkScope intra = intra_node_scope(cluster, profile);
   const LinkScope inter = inter_node_scope(cluster, profile);
-  if (op == CollectiveOp::ALL_TO_ALL) return all_to_all(size, group, intra, inter);
-  if (group.nodes <= 1) return flat(op, size, group.ranks, group.ranks - 1, intra, algorithm);
-  const int k = group.ranks_per_node;
-  const int m = group.nodes;
-  if (k <= 1) return flat(op, size, m, binary_tree_depth(m), inter, algorithm);
-
-  // Hierarchical: an intra-node phase before and/or after the across-node phase, which runs on the
-  // k rails at once with 1/k of the buffer each.
-  const Bytes shard = size / k;
-  const Seconds in_node = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra);  // = all_gather's
-  switch (op) {
-    case CollectiveOp::ALL_REDUCE:
-    case CollectiveOp::BROADCAST:
-    case CollectiveOp::REDUCE: {
-      const CollectiveCost across = flat(op, shard, m, binary_tree_depth(m), inter, algorithm);
-      return {in_node + across.time + in_node, across.algorithm};
+  if (op == CollectiveOp::ALL_TO_ALL) return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
+  if (!algorithm_applies(algorithm, op, group, cluster)) algorithm = Algorithm::RING;
+  switch (algorithm) {
+    case Algorithm::AUTO: {
+      CollectiveCost best = ring_or_tree(op, size, group, intra, inter, Algorithm::AUTO);
+      for (Algorithm a : {Algorithm::NVLS, Algorithm::IN_NETWORK}) {
+        if (!algorithm_applies(a, op, group, cluster)) continue;
+        const CollectiveCost candidate = collective_cost(op, size, group, cluster, profile, a);
+        if (candidate.time < best.time) best = candidate;
+      }
+      return best;
     }
-    case CollectiveOp::REDUCE_SCATTER:
-    case CollectiveOp::ALL_GATHER: return {in_node + ring_time(op, shard, m, inter), Algorithm::RING};
-    case CollectiveOp::ALL_TO_ALL: break;
+    case Algorithm::RING:
+    case Algorithm::TREE: return ring_or_tree(op, size, group, intra, inter, algorithm);
+    case Algorithm::HIERARCHICAL:
+      return {ring_or_tree(op, size, group, intra, inter, Algorithm::RING).time, Algorithm::HIERARCHICAL};
+    case Algorithm::HALVING_DOUBLING:
+      return {halving_doubling_time(op, size, group, intra, inter), Algorithm::HALVING_DOUBLING};
+    case Algorithm::DIRECT: return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
+    case Algorithm::IN_NETWORK: {
+      // The leaf switch reduces before the uplinks: oversubscription does not slow it.
+      const LinkScope nic{cluster.nic_bandwidth_per_gpu() * profile.inter_node.bandwidth_efficiency, inter.latency};
+      return {switch_reduction_time(size, nic), Algorithm::IN_NETWORK};
+    }
+    case Algorithm::NVLS: return {switch_reduction_time(size, intra), Algorithm::NVLS};
   }
-  TRAINSIM_CHECK(false, "all_to_all is costed above");
+  TRAINSIM_CHECK(false, "every algorithm is costed above");
   return {};
 }
 

@@ -19,7 +19,27 @@
 //   TREE   NCCL's double binary tree across nodes, depth d = ceil(log2 n):
 //          all_reduce 2S/B + 2d*a (reduce up, broadcast down, pipelined); broadcast and reduce S/B + d*a.
 //          Inside one node NCCL's tree is a chain (d = n-1). Other ops have no tree: RING is used.
-//   AUTO   the faster of the two, as NCCL's tuner picks (RING on ties).
+//   HALVING_DOUBLING  recursive halving reduce_scatter / doubling all_gather (Thakur, Rabenseifner &
+//          Gropp, "Optimization of collective communication operations in MPICH", IJHPCA 2005,
+//          section 4); all_reduce is Rabenseifner's reduce_scatter + all_gather. n = k*m a power of
+//          two, members node-major, so the exchanges at distance < k stay inside the node:
+//          reduce_scatter and all_gather (k-1)/n*S/B_intra + log2(k)*a_intra + (n-k)/n*S/B_inter
+//          + log2(m)*a_inter; all_reduce twice that.
+//   DIRECT every rank sends each peer its share in one step (all_to_all; all_gather and
+//          reduce_scatter on small groups): max((k-1)/n*S/B_intra, (n-k)/n*S/B_inter)
+//          + (k-1)*a_intra + (n-k)*a_inter, one posted send/recv per peer.
+//   HIERARCHICAL  the hierarchy below with a RING across nodes (what RING means on such groups).
+//   IN_NETWORK  the switches reduce (Graham et al., "Scalable Hierarchical Aggregation Protocol
+//          (SHArP)", COMHPC 2016; NVIDIA SHARP whitepaper): each rank sends and receives the
+//          buffer once, S/B + 2a on the NIC share without oversubscription (the leaf switch
+//          reduces before the uplinks), one step up and one down; any op but all_to_all.
+//   NVLS   NVSwitch reduction and multicast inside one node (NCCL 2.17 release notes): S/B_intra
+//          + 2*a_intra for all_reduce, reduce_scatter and all_gather.
+//   AUTO   the fastest of RING, TREE and, where available (ClusterConfig's intra_node.nvls,
+//          network.in_network_reduction), NVLS and IN_NETWORK, as NCCL's tuner picks (RING on ties).
+//          all_to_all is always DIRECT.
+// An algorithm that does not apply (TREE for reduce_scatter, HALVING_DOUBLING on 6 ranks, NVLS
+// across nodes, ...) falls back to RING, as NCCL does when a forced algorithm is unsupported.
 // A group of k > 1 ranks per node over m > 1 nodes runs hierarchically (NCCL-like):
 //   all_reduce      ring reduce_scatter(S) in the node, all_reduce(S/k) across nodes on the k rails in
 //                   parallel (RING or TREE), ring all_gather(S) in the node
@@ -27,8 +47,7 @@
 //   all_gather      all_gather(S/k) across nodes, then all_gather(S) in the node
 //   broadcast       scatter(S) in the root's node, broadcast(S/k) across nodes, all_gather(S) in the node
 //   reduce          the mirror of broadcast
-//   all_to_all      direct exchange, never hierarchical: max((k-1)/n*S/B_intra, (n-k)/n*S/B_inter)
-//                   + (k-1)*a_intra + (n-k)*a_inter (one posted send/recv per peer); reported as RING
+//   all_to_all      DIRECT, never hierarchical
 // With k == 1 across nodes the group is one flat ring or tree over the nodes on B_inter. So the ring
 // all_reduce inside one node, or with one rank per node, is exactly 2(n-1)/n*S/B + 2(n-1)*a.
 //
@@ -47,10 +66,16 @@
 
 namespace trainsim::network {
 
-enum class Algorithm { AUTO, RING, TREE };
-std::string to_string(Algorithm a);  // "auto", "ring", "tree"
-// Parses "auto", "ring" or "tree"; false (leaving `out` untouched) for anything else.
+enum class Algorithm { AUTO, RING, TREE, HALVING_DOUBLING, DIRECT, HIERARCHICAL, IN_NETWORK, NVLS };
+inline constexpr Algorithm ALL_ALGORITHMS[] = {Algorithm::AUTO,   Algorithm::RING,         Algorithm::TREE,
+                                               Algorithm::HALVING_DOUBLING, Algorithm::DIRECT,
+                                               Algorithm::HIERARCHICAL,     Algorithm::IN_NETWORK,
+                                               Algorithm::NVLS};
+// "auto", "ring", "tree", "halving-doubling", "direct", "hierarchical", "in-network", "nvls"
+std::string to_string(Algorithm a);
+// Parses one of the names above; false (leaving `out` untouched) for anything else.
 bool parse_algorithm(std::string_view text, Algorithm& out);
+
 
 // Where the members of a communicator sit: `ranks` members over `nodes` nodes, `ranks_per_node` on
 // each (groups built from the parallel layout are uniform).
@@ -64,6 +89,11 @@ struct GroupPlacement {
   static GroupPlacement of(const std::vector<int>& group_ranks, const ClusterConfig& cluster);
   friend bool operator==(const GroupPlacement&, const GroupPlacement&) = default;
 };
+
+// Whether the closed form of `algorithm` applies to `op` on `group` of `cluster` (AUTO always does;
+// see the list above).
+bool algorithm_applies(Algorithm algorithm, core::CollectiveOp op, const GroupPlacement& group,
+                       const ClusterConfig& cluster);
 
 // Bandwidth per rank and latency per algorithm step of one scope (formulas above).
 struct LinkScope {
@@ -82,8 +112,8 @@ struct CollectiveCost {
 // Time of a collective whose per-rank buffer is `size` bytes (nccl-tests' convention: all_reduce and
 // broadcast move `size`; all_gather's output and reduce_scatter's input are `size`).
 // Ring all_reduce on one bottleneck bandwidth B with per-step latency a: 2(n-1)/n·S/B + 2(n-1)·a.
-// AUTO picks the faster of ring and tree, as NCCL's tuner does. A group of one rank costs nothing.
-// In a hierarchical collective `algorithm` is the one of the across-node phase.
+// AUTO picks the fastest applicable algorithm, as NCCL's tuner does. A group of one rank costs nothing.
+// In a hierarchical collective `algorithm` is the one of the across-node phase (RING or TREE).
 CollectiveCost collective_cost(core::CollectiveOp op, core::Bytes size, const GroupPlacement& group,
                                const ClusterConfig& cluster, const core::NetworkProfile& profile,
                                Algorithm algorithm = Algorithm::AUTO);

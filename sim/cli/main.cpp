@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "sim/cli/collective_command.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend")->check(CLI::IsMember({"analytic"}));
 
   trainsim::cli::TraceSubcommand trace(app);
+  trainsim::cli::CollectiveSubcommand collective(app);
 
   try {
     app.parse(argc, argv);
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
 
   try {
     if (std::optional<int> code = trace.run(std::cout, std::cerr)) return *code;
+    if (std::optional<int> code = collective.run(std::cout)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

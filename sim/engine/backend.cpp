@@ -8,4 +8,23 @@ core::Seconds Breakdown::exposed_comm_total() const {
   return total;
 }
 
+std::string_view to_string(Fidelity f) {
+  switch (f) {
+    case Fidelity::STEP: return "step";
+    case Fidelity::FLOW: return "flow";
+    case Fidelity::ANALYTIC: return "analytic";
+  }
+  return "?";
+}
+
+bool parse_fidelity(std::string_view text, Fidelity& out) {
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW, Fidelity::ANALYTIC}) {
+    if (text == to_string(f)) {
+      out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace trainsim::engine

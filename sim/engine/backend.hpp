@@ -17,6 +17,15 @@
 
 namespace trainsim::engine {
 
+// How collectives are simulated (DESIGN.md "Fidelity and scale"): `step` runs every transfer of the
+// algorithm's schedule as a flow (exact, small scale); `flow` one long-lived flow per algorithm edge
+// carrying its total bytes plus per-step latency terms (contention-aware at O(ranks) flows);
+// `analytic` the closed form of network/collective_cost.hpp. The analytic backend always uses
+// `analytic`.
+enum class Fidelity { STEP, FLOW, ANALYTIC };
+std::string_view to_string(Fidelity f);             // "step", "flow", "analytic"
+bool parse_fidelity(std::string_view text, Fidelity& out);
+
 struct SimulationOptions {
   // Simulate one representative rank per class of symmetric ranks (Workload::symmetric_axes).
   // Turning it off simulates every rank; results must be identical. Default on. Cost: the engine
@@ -24,6 +33,7 @@ struct SimulationOptions {
   // ranks running programs of T tasks needs about 8*R*T bytes.
   bool use_symmetry = true;
   network::Algorithm algorithm = network::Algorithm::AUTO;  // collective algorithm (AUTO: tuner)
+  Fidelity fidelity = Fidelity::FLOW;                        // SimGrid backend only
   // Ranks whose task intervals are recorded (default: none). A rank that symmetry does not simulate
   // gets its representative's intervals, which are its own by the symmetry contract, under its own
   // rank number. REQUIRES: each is in [0, world size).
@@ -82,5 +92,8 @@ class Backend {
 
 // The AnalyticBackend (sim/engine/analytic_backend.hpp): closed-form NCCL costs, no contention.
 std::unique_ptr<Backend> make_analytic_backend();
+// The SimGrid flow-level backend (sim/engine/simgrid_backend.hpp): contention on a simulated platform
+// built from network::Topology. Only one per process at a time (SimGrid has one Engine per process).
+std::unique_ptr<Backend> make_simgrid_backend();
 
 }  // namespace trainsim::engine

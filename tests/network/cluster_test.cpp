@@ -35,7 +35,7 @@ TEST(ClusterConfig, ResolvesDefaultsFromTheGpu) {
   EXPECT_EQ(c.intra_node.fabric, IntraFabric::NVSWITCH);
   EXPECT_DOUBLE_EQ(c.intra_node.bandwidth.value(), 450e9) << "H100 NVLink4, per direction";
   EXPECT_DOUBLE_EQ(c.intra_node.latency.value(), 1e-6);
-  EXPECT_EQ(c.network.topology, Topology::FAT_TREE);
+  EXPECT_EQ(c.network.topology, TopologyKind::FAT_TREE);
   EXPECT_EQ(c.network.nics_per_node, 8);
   EXPECT_DOUBLE_EQ(c.network.nic_bandwidth.value(), 25e9) << "200 Gb/s";
   EXPECT_DOUBLE_EQ(c.network.latency.value(), 2e-6);
@@ -76,6 +76,25 @@ TEST(ClusterConfig, EveryProblemIsReportedWithItsPointer) {
   }
   EXPECT_NE(all.find("did you mean \"nic_bandwidth\""), std::string::npos) << all;
   EXPECT_NE(all.find("did you mean \"fat-tree\""), std::string::npos) << all;
+}
+
+TEST(ClusterConfig, TopologyShapeKeysAreCheckedAgainstTheCluster) {
+  const Parsed p = parse(R"({"nodes": 12, "intra_node": {"fabric": "pcie", "nvls": true},
+                             "network": {"topology": "torus", "torus_dims": [2, 5], "radix": 7,
+                                         "in_network_reduction": true}})");
+  const std::string all = messages(p.diag);
+  for (const char* pointer : {"/cluster/intra_node/nvls", "/cluster/network/torus_dims", "/cluster/network/radix",
+                              "/cluster/network/in_network_reduction"}) {
+    EXPECT_NE(all.find(pointer), std::string::npos) << pointer << " missing in:\n" << all;
+  }
+  // 16 nodes x 8 NICs = 128 endpoints: radix 8 (arity 4) needs 4 levels.
+  const Parsed few = parse(R"({"nodes": 16, "network": {"radix": 8, "levels": 3}})");
+  ASSERT_EQ(few.diag.size(), 1u) << messages(few.diag);
+  EXPECT_NE(few.diag.problems()[0].message.find("needs 4 levels"), std::string::npos) << messages(few.diag);
+  const Parsed ok = parse(R"({"nodes": 12, "network": {"topology": "torus", "torus_dims": [3, 4]}})");
+  EXPECT_TRUE(ok.diag.empty()) << messages(ok.diag);
+  EXPECT_EQ(ok.config.network.torus_dims, (std::vector<int>{3, 4}));
+  EXPECT_EQ(ok.config.network.radix, 64);
 }
 
 TEST(ClusterConfig, IdealTopologyIsNonBlocking) {

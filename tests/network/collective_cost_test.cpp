@@ -195,14 +195,90 @@ TEST(P2pTime, IsLatencyPlusSizeOverTheScopesBandwidth) {
   expect_relative(p2p_time(Bytes(1e6), false, c, profile()).value(), 10e-6 + 1e6 / 22.5e9, "NIC");
 }
 
+
+// Thakur, Rabenseifner & Gropp 2005, section 4: recursive halving reduce-scatter moves (n-1)/n*S in
+// log2 n steps; Rabenseifner's all-reduce twice that. Node-major on 4 nodes x 8: the distances
+// 1, 2, 4 stay in the node (7/32 of S, 3 steps), 8 and 16 cross it (24/32 of S, 2 steps).
+TEST(CollectiveCost, HalvingDoublingMatchesThakurRabenseifnerGropp) {
+  const ClusterConfig c = cluster(4, 8);
+  const core::NetworkProfile p = profile();
+  const double s = 1e9;
+  const double one_pass = 7.0 / 32 * s / 240e9 + 3 * 5e-6 + 24.0 / 32 * s / 22.5e9 + 2 * 10e-6;
+  const GroupPlacement g{32, 4, 8};
+  expect_relative(collective_cost(CollectiveOp::REDUCE_SCATTER, Bytes(s), g, c, p, Algorithm::HALVING_DOUBLING).time.value(),
+                  one_pass, "reduce_scatter");
+  expect_relative(collective_cost(CollectiveOp::ALL_GATHER, Bytes(s), g, c, p, Algorithm::HALVING_DOUBLING).time.value(),
+                  one_pass, "all_gather");
+  const CollectiveCost ar = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), g, c, p, Algorithm::HALVING_DOUBLING);
+  expect_relative(ar.time.value(), 2 * one_pass, "all_reduce");
+  EXPECT_EQ(ar.algorithm, Algorithm::HALVING_DOUBLING);
+  // Inside one node of 8: 2 * (7/8*S/B + 3a).
+  expect_relative(
+      collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p, Algorithm::HALVING_DOUBLING).time.value(),
+      2 * (7.0 / 8 * s / 240e9 + 3 * 5e-6), "one node");
+  // Not a power of two: falls back to the ring.
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {6, 1, 6}, c, p, Algorithm::HALVING_DOUBLING).algorithm,
+            Algorithm::RING);
+}
+
+// Direct: every peer gets its share in one posted send; 2 nodes x 4: 3 local peers, 4 remote.
+TEST(CollectiveCost, DirectSendsEachPeerItsShareAtOnce) {
+  const ClusterConfig c = cluster(2, 4);
+  const core::NetworkProfile p = profile();
+  const double s = 8e8;
+  const double expected = std::max(3.0 / 8 * s / 240e9, 4.0 / 8 * s / (25e9 * 0.9)) + 3 * 5e-6 + 4 * 10e-6;
+  for (CollectiveOp op : {CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_TO_ALL}) {
+    const CollectiveCost cost = collective_cost(op, Bytes(s), {8, 2, 4}, c, p, Algorithm::DIRECT);
+    expect_relative(cost.time.value(), expected, std::string(core::to_string(op)));
+    EXPECT_EQ(cost.algorithm, Algorithm::DIRECT);
+  }
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_TO_ALL, Bytes(s), {8, 2, 4}, c, p).algorithm, Algorithm::DIRECT);
+}
+
+// SHArP (Graham et al. 2016): the buffer goes up once and comes back once, at the NIC share (the
+// leaf reduces before the oversubscribed uplinks). NVLS: the same inside the node over NVLink.
+TEST(CollectiveCost, SwitchReductionsSendTheBufferOnce) {
+  ClusterConfig c = cluster(16, 8);
+  c.network.in_network_reduction = true;
+  c.network.oversubscription = 4;
+  c.intra_node.nvls = true;
+  const core::NetworkProfile p = profile();
+  const double s = 1e9;
+  const CollectiveCost sharp = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {128, 16, 8}, c, p, Algorithm::IN_NETWORK);
+  expect_relative(sharp.time.value(), s / 22.5e9 + 2 * 10e-6, "in-network");
+  EXPECT_EQ(sharp.algorithm, Algorithm::IN_NETWORK);
+  const CollectiveCost nvls = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p, Algorithm::NVLS);
+  expect_relative(nvls.time.value(), s / 240e9 + 2 * 5e-6, "nvls");
+  // Large buffers: AUTO takes them over the rings (S/B < 2(n-1)/n*S/B); NVLS never across nodes.
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p).algorithm, Algorithm::NVLS);
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {128, 16, 8}, c, p).algorithm, Algorithm::IN_NETWORK);
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {128, 16, 8}, c, p, Algorithm::NVLS).algorithm,
+            Algorithm::RING);
+  // Without them in the cluster, AUTO is ring or tree as before.
+  EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, cluster(16, 8), p).algorithm, Algorithm::RING);
+}
+
+// HIERARCHICAL is the ring-across hierarchy the closed form already uses for multi-node groups.
+TEST(CollectiveCost, HierarchicalIsTheRingHierarchy) {
+  const ClusterConfig c = cluster(4, 8);
+  const core::NetworkProfile p = profile();
+  for (CollectiveOp op : {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER}) {
+    const CollectiveCost h = collective_cost(op, Bytes(1e9), {32, 4, 8}, c, p, Algorithm::HIERARCHICAL);
+    EXPECT_EQ(h.algorithm, Algorithm::HIERARCHICAL);
+    EXPECT_EQ(h.time, collective_cost(op, Bytes(1e9), {32, 4, 8}, c, p, Algorithm::RING).time);
+  }
+}
+
 TEST(Algorithm, NamesRoundTrip) {
-  for (Algorithm a : {Algorithm::AUTO, Algorithm::RING, Algorithm::TREE}) {
+  for (Algorithm a : ALL_ALGORITHMS) {
     Algorithm parsed = Algorithm::AUTO;
     ASSERT_TRUE(parse_algorithm(to_string(a), parsed));
     EXPECT_EQ(parsed, a);
   }
   Algorithm untouched = Algorithm::TREE;
   EXPECT_FALSE(parse_algorithm("collnet", untouched));
+  EXPECT_EQ(to_string(Algorithm::HALVING_DOUBLING), "halving-doubling");
+  EXPECT_EQ(to_string(Algorithm::IN_NETWORK), "in-network");
   EXPECT_EQ(untouched, Algorithm::TREE);
 }
 

@@ -1,0 +1,85 @@
+#pragma once
+// Internal to network/: the one mechanism every collective algorithm builds its TransferSchedule
+// with, and the phases (ring, tree, halving-doubling, direct, in-network) that algorithms compose.
+//
+// ScheduleBuilder derives dependencies from data flow, so no algorithm writes them by hand: a
+// transfer of chunk c from member s depends on every delivery that made s's current copy of c
+// (the last COPY into it and the REDUCEs since). Phases only say who sends what to whom, when.
+
+#include <cstdint>
+#include <vector>
+
+#include "network/schedule.hpp"
+
+namespace trainsim::network::detail {
+
+class ScheduleBuilder {
+ public:
+  // `chunks` equal chunks of `chunk_bytes` each over `ranks` members (plus IN_NETWORK). Without
+  // `track_dependencies` (a single step of independent sends) no transfer gets dependencies.
+  ScheduleBuilder(core::CollectiveOp op, Algorithm algorithm, int ranks, uint32_t chunks, double chunk_bytes,
+                  bool track_dependencies = true);
+
+  int ranks() const { return ranks_; }
+  uint32_t chunks() const { return schedule_.chunks; }
+  // Appends a transfer (src and dst are member indices or IN_NETWORK); returns its index.
+  uint32_t add(int32_t src, int32_t dst, uint32_t chunk, ChunkAction action, uint32_t step);
+  TransferSchedule finish();
+
+ private:
+  size_t slot(int32_t member, uint32_t chunk) const;
+
+  int ranks_;
+  bool track_;
+  double chunk_bytes_;
+  TransferSchedule schedule_;
+  std::vector<uint32_t> latest_;    // per (member, chunk): the last delivery into it, or NONE
+  std::vector<uint32_t> previous_;  // per transfer: the delivery into the same copy before it (REDUCE), or NONE
+};
+
+// The chunks a phase treats as its chunk j: base + j*stride + t*inner_stride for t < width.
+struct ChunkMap {
+  uint32_t base = 0;
+  uint32_t stride = 1;
+  uint32_t width = 1;
+  uint32_t inner_stride = 1;
+};
+
+// Ring phases over `ring` (member indices in ring order), as NCCL runs them, n = ring size: n-1 steps
+// from `first_step`; returns the steps used. Reduce-scatter leaves ring position r with the fully
+// reduced chunk r; all-gather starts from position r owning chunk r and copies every chunk to all.
+uint32_t ring_reduce_scatter(ScheduleBuilder& b, const std::vector<int>& ring, const ChunkMap& map,
+                             uint32_t first_step);
+uint32_t ring_all_gather(ScheduleBuilder& b, const std::vector<int>& ring, const ChunkMap& map, uint32_t first_step);
+
+// A rooted tree over members: parent[i] is the parent of member i, -1 for the root (members outside
+// the tree are absent: parent -2). Chunk `chunks[p]` is the tree's piece p; pieces are pipelined:
+// piece p leaves a member one step after piece p-1. Reduce sends REDUCE toward the root (leaves
+// first); broadcast sends COPY away from it. Returns the steps used.
+inline constexpr int NOT_IN_TREE = -2;
+uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+                     uint32_t first_step);
+uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+                        uint32_t first_step);
+// Edges from the root to the deepest member.
+int tree_height(const std::vector<int>& parent);
+// NCCL's double binary tree over members first .. first+count-1 (src/graph/trees.cc): tree 0 is the
+// in-order binary tree rooted at `first`, tree 1 its mirror (count even) or its shift by one (count
+// odd), so that no member is an inner node of both. Entries outside the range are NOT_IN_TREE.
+std::vector<int> binary_tree(int ranks, int first, int count, int tree);
+
+// Recursive halving reduce-scatter (member i ends with chunk i) and doubling all-gather (member i
+// starts with chunk i), n = b.ranks() a power of two, one transfer per chunk; returns log2(n).
+uint32_t halving_reduce_scatter(ScheduleBuilder& b, uint32_t first_step);
+uint32_t doubling_all_gather(ScheduleBuilder& b, uint32_t first_step);
+
+// The algorithms, composed from the phases above (make_schedule checks applicability first).
+TransferSchedule ring_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+TransferSchedule hierarchical_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+TransferSchedule tree_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+TransferSchedule halving_doubling_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+TransferSchedule direct_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+// IN_NETWORK or NVLS: every member sends to the switch, which reduces and sends back.
+TransferSchedule switch_schedule(core::CollectiveOp op, Algorithm algorithm, core::Bytes size, const GroupView& group);
+
+}  // namespace trainsim::network::detail

@@ -1,0 +1,150 @@
+// Tree phases (one generic builder for any rooted tree) and NCCL's double binary tree: TREE.
+
+#include <algorithm>
+#include <numeric>
+
+#include "network/schedule_builder.hpp"
+
+namespace trainsim::network::detail {
+namespace {
+
+using core::CollectiveOp;
+
+// Edges from each member to the root (-1 outside the tree).
+std::vector<int> depths(const std::vector<int>& parent) {
+  std::vector<int> depth(parent.size(), -1);
+  for (size_t i = 0; i < parent.size(); ++i) {
+    if (parent[i] == NOT_IN_TREE) continue;
+    int d = 0;
+    for (int j = static_cast<int>(i); parent[static_cast<size_t>(j)] >= 0; j = parent[static_cast<size_t>(j)]) ++d;
+    depth[i] = d;
+  }
+  return depth;
+}
+
+// Members of the tree ordered by `key`, ties by member index.
+std::vector<int> ordered_by(const std::vector<int>& key) {
+  std::vector<int> order;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] >= 0) order.push_back(static_cast<int>(i));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return key[static_cast<size_t>(a)] < key[static_cast<size_t>(b)]; });
+  return order;
+}
+
+// Edges from each member down to its deepest descendant (-1 outside the tree).
+std::vector<int> heights(const std::vector<int>& parent) {
+  const std::vector<int> depth = depths(parent);
+  std::vector<int> height(parent.size(), -1);
+  for (size_t i = 0; i < parent.size(); ++i) height[i] = depth[i] >= 0 ? 0 : -1;
+  std::vector<int> deepest_first = ordered_by(depth);
+  std::reverse(deepest_first.begin(), deepest_first.end());
+  for (int i : deepest_first) {
+    const int p = parent[static_cast<size_t>(i)];
+    if (p >= 0)
+      height[static_cast<size_t>(p)] = std::max(height[static_cast<size_t>(p)], height[static_cast<size_t>(i)] + 1);
+  }
+  return height;
+}
+
+uint32_t pipelined_steps(size_t pieces, int height) {
+  return height > 0 ? static_cast<uint32_t>(pieces) + static_cast<uint32_t>(height) - 1 : 0;
+}
+
+// NCCL's in-order binary tree over 0 .. count-1 (ncclGetBtree): the parent of x clears x's lowest
+// set bit and sets the next one up, or only clears it when that leaves the range.
+int btree_parent(int x, int count) {
+  if (x == 0) return -1;
+  const int bit = x & -x;
+  const int up = (x ^ bit) | (bit << 1);
+  return up < count ? up : x ^ bit;
+}
+
+}  // namespace
+
+int tree_height(const std::vector<int>& parent) {
+  const std::vector<int> depth = depths(parent);
+  return std::max(0, *std::max_element(depth.begin(), depth.end()));
+}
+
+uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+                     uint32_t first_step) {
+  const std::vector<int> height = heights(parent);
+  const std::vector<int> leaves_first = ordered_by(height);
+  for (size_t p = 0; p < chunks.size(); ++p) {
+    for (int i : leaves_first) {
+      const int to = parent[static_cast<size_t>(i)];
+      if (to < 0) continue;
+      b.add(i, to, chunks[p], ChunkAction::REDUCE,
+            first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(height[static_cast<size_t>(i)]));
+    }
+  }
+  return pipelined_steps(chunks.size(), tree_height(parent));
+}
+
+uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+                        uint32_t first_step) {
+  const std::vector<int> depth = depths(parent);
+  const std::vector<int> root_first = ordered_by(depth);
+  for (size_t p = 0; p < chunks.size(); ++p) {
+    for (int i : root_first) {
+      const int from = parent[static_cast<size_t>(i)];
+      if (from < 0) continue;
+      b.add(from, i, chunks[p], ChunkAction::COPY,
+            first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(depth[static_cast<size_t>(i)] - 1));
+    }
+  }
+  return pipelined_steps(chunks.size(), tree_height(parent));
+}
+
+std::vector<int> binary_tree(int ranks, int first, int count, int tree) {
+  std::vector<int> parent(static_cast<size_t>(ranks), NOT_IN_TREE);
+  for (int x = 0; x < count; ++x) {
+    int up = -1;
+    if (tree == 0) {
+      up = btree_parent(x, count);
+    } else if (count % 2 == 1) {
+      const int shifted = btree_parent((x - 1 + count) % count, count);
+      up = shifted < 0 ? -1 : (shifted + 1) % count;
+    } else {
+      const int mirrored = btree_parent(count - 1 - x, count);
+      up = mirrored < 0 ? -1 : count - 1 - mirrored;
+    }
+    parent[static_cast<size_t>(first + x)] = up < 0 ? -1 : first + up;
+  }
+  return parent;
+}
+
+// all_reduce: both trees span every member. broadcast and reduce: both span members 1 .. n-1 and
+// hang below member 0, which sends (receives) half of the buffer to (from) each tree's root. Each
+// tree carries half of the buffer in `height` pipelined pieces.
+TransferSchedule tree_schedule(CollectiveOp op, core::Bytes size, const GroupView& group) {
+  const int n = group.size();
+  const bool rooted = op != CollectiveOp::ALL_REDUCE;
+  std::vector<std::vector<int>> trees;
+  for (int t = 0; t < 2; ++t) {
+    std::vector<int> parent = rooted ? binary_tree(n, 1, n - 1, t) : binary_tree(n, 0, n, t);
+    if (rooted) {
+      for (int& p : parent) p = p == -1 ? 0 : p;
+      parent[0] = -1;
+    }
+    trees.push_back(std::move(parent));
+  }
+  const uint32_t pieces = static_cast<uint32_t>(std::max({1, tree_height(trees[0]), tree_height(trees[1])}));
+  ScheduleBuilder b(op, Algorithm::TREE, n, 2 * pieces, size.value() / (2 * pieces));
+  std::vector<std::vector<uint32_t>> chunks(2, std::vector<uint32_t>(pieces));
+  for (uint32_t t = 0; t < 2; ++t) std::iota(chunks[t].begin(), chunks[t].end(), t * pieces);
+  uint32_t step = 0;
+  if (op != CollectiveOp::BROADCAST) {
+    uint32_t used = 0;
+    for (size_t t = 0; t < 2; ++t) used = std::max(used, tree_reduce(b, trees[t], chunks[t], step));
+    step += used;
+  }
+  if (op != CollectiveOp::REDUCE) {
+    for (size_t t = 0; t < 2; ++t) tree_broadcast(b, trees[t], chunks[t], step);
+  }
+  return b.finish();
+}
+
+}  // namespace trainsim::network::detail

@@ -1,0 +1,269 @@
+#include "sim/cli/collective_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+
+#include "network/collective_cost.hpp"
+#include "sim/cli/scenario.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/engine/collective_simulation.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+using core::Bytes;
+using core::InputError;
+
+constexpr double FLOAT_BYTES = 4;  // nccl-tests' default data type
+
+core::CollectiveOp parse_op(const std::string& text) {
+  for (auto op : {core::CollectiveOp::ALL_REDUCE, core::CollectiveOp::REDUCE_SCATTER, core::CollectiveOp::ALL_GATHER,
+                  core::CollectiveOp::BROADCAST, core::CollectiveOp::REDUCE, core::CollectiveOp::ALL_TO_ALL}) {
+    if (text == core::to_string(op)) return op;
+  }
+  throw InputError::expected("--op", "", "all_reduce, reduce_scatter, all_gather, broadcast, reduce or all_to_all",
+                             fmt::format("\"{}\"", text));
+}
+
+Bytes parse_size(const std::string& text) {
+  Bytes b;
+  if (!core::parse_bytes(text, b) || b.value() <= 0) {
+    throw InputError::expected("--sizes", "", "a positive size like 1M, 64KiB or 16G", fmt::format("\"{}\"", text));
+  }
+  return b;
+}
+
+// "MIN:MAX" or one size; MIN, MIN*factor, ... up to MAX (nccl-tests' -b -e -f).
+std::vector<Bytes> parse_sizes(const std::string& text, double factor) {
+  if (!(factor > 1)) throw InputError::expected("--factor", "", "a number > 1", fmt::format("{}", factor));
+  const size_t colon = text.find(':');
+  const Bytes min = parse_size(text.substr(0, colon));
+  const Bytes max = colon == std::string::npos ? min : parse_size(text.substr(colon + 1));
+  if (max < min) throw InputError("--sizes", "", fmt::format("MAX ({}) is below MIN ({})", text.substr(colon + 1), text.substr(0, colon)));
+  std::vector<Bytes> sizes;
+  for (double s = min.value(); s <= max.value() * (1 + 1e-12); s *= factor) sizes.emplace_back(std::round(s));
+  return sizes;
+}
+
+struct Setup {
+  network::ClusterConfig cluster;
+  core::Profile profile;
+  std::vector<int> ranks;
+};
+
+Setup setup_from_options(const CollectiveArgs& args) {
+  if (args.gpus < 1) throw InputError("--gpus", "", "give the number of GPUs (>= 1), or --scenario");
+  if (args.gpus_per_node < 1) throw InputError("--gpus-per-node", "", "must be >= 1");
+  const int per_node = std::min(args.gpus, args.gpus_per_node);
+  if (args.gpus % per_node != 0) {
+    throw InputError("--gpus", "", fmt::format("{} is not a multiple of --gpus-per-node ({})", args.gpus, per_node));
+  }
+  core::Json doc = {{"nodes", args.gpus / per_node}, {"gpus_per_node", per_node}};
+  core::Json network = {{"nics_per_node", per_node}};
+  if (!args.gpu.empty()) {
+    if (core::find_gpu(args.gpu) == nullptr) {
+      throw InputError("--gpu", "", fmt::format("unknown GPU \"{}\" (`trainsim describe gpus` lists them)", args.gpu));
+    }
+    doc["gpu"] = args.gpu;
+  }
+  if (!args.nic_bandwidth.empty()) {
+    core::BytesPerSecond bw;
+    if (!core::parse_bandwidth(args.nic_bandwidth, bw)) {
+      throw InputError::expected("--nic-bandwidth", "", "a bandwidth like \"200 Gb/s\" or \"25 GB/s\"",
+                                 fmt::format("\"{}\"", args.nic_bandwidth));
+    }
+    network["nic_bandwidth"] = args.nic_bandwidth;
+  }
+  if (!args.topology.empty()) network["topology"] = args.topology;
+  doc["network"] = network;
+  core::Diagnostics diag;
+  core::ObjectReader reader(doc, "trainsim collective", "", diag);
+  Setup s;
+  s.cluster = network::ClusterConfig::from_json(reader);
+  reader.finish();
+  diag.throw_if_any();
+  return s;
+}
+
+Setup make_setup(const CollectiveArgs& args) {
+  if (args.scenario.empty()) return setup_from_options(args);
+  const Scenario scenario = load_scenario(args.scenario);
+  Setup s{scenario.cluster, scenario.profile, {}};
+  const int world = s.cluster.world_size();
+  if (args.gpus < 0 || args.gpus > world) {
+    throw InputError("--gpus", "", fmt::format("{} is outside the scenario's cluster of {} GPUs", args.gpus, world));
+  }
+  const int n = args.gpus == 0 ? world : args.gpus;
+  for (int r = 0; r < n; ++r) s.ranks.push_back(r);
+  return s;
+}
+
+// One measured case of the --compare file: bus bandwidth in GB/s by size.
+std::map<double, double> read_measurements(const std::string& path) {
+  const core::Json doc = core::load_json_file(path);
+  std::map<double, double> busbw;
+  if (!doc.is_array()) throw InputError::expected(path, "", "an array of nccl-tests cases", doc.type_name());
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const core::Json& c = doc[i];
+    const std::string pointer = fmt::format("/{}/measured/busbw_GBps_by_size", i);
+    if (!c.contains("measured") || !c["measured"].contains("busbw_GBps_by_size")) {
+      throw InputError::expected(path, pointer, "an object of bus bandwidths by size", "nothing");
+    }
+    for (const auto& [key, value] : c["measured"]["busbw_GBps_by_size"].items()) {
+      Bytes size;
+      if (!core::parse_bytes(key, size) || !value.is_number()) {
+        throw InputError::expected(path, pointer + "/" + key, "a size key and a number in GB/s", value.dump());
+      }
+      busbw[size.value()] = value.get<double>();
+    }
+  }
+  return busbw;
+}
+
+struct Comparison {
+  double size = 0;
+  double measured = 0;   // GB/s
+  double predicted = 0;  // GB/s
+  double error() const { return predicted / measured - 1; }
+};
+
+std::vector<Comparison> compare(const CollectiveArgs& args, core::CollectiveOp op, const Setup& s,
+                                const std::vector<engine::CollectiveResult>& results) {
+  const int n = s.ranks.empty() ? s.cluster.world_size() : static_cast<int>(s.ranks.size());
+  const bool one_node = n == 8 && (s.ranks.empty() ? s.cluster.nodes == 1 : s.cluster.node_of(s.ranks.back()) == 0);
+  if (op != core::CollectiveOp::ALL_REDUCE || !one_node || s.cluster.gpu.rfind("A100", 0) != 0 ||
+      s.cluster.intra_node.fabric != network::IntraFabric::NVSWITCH) {
+    throw InputError("--compare", "",
+                     "the measurements are all_reduce on one node of 8 A100 GPUs over NVSwitch: run that "
+                     "(--op all_reduce --gpus 8 with an A100 and the nvswitch fabric)");
+  }
+  const std::map<double, double> measured = read_measurements(args.compare);
+  std::vector<Comparison> out;
+  for (const engine::CollectiveResult& r : results) {
+    auto it = measured.find(r.size.value());
+    if (it != measured.end()) out.push_back({r.size.value(), it->second, r.busbw / 1e9});
+  }
+  return out;
+}
+
+void print_json(std::ostream& out, const CollectiveArgs& args, const Setup& s, int ranks,
+                const std::vector<engine::CollectiveResult>& results, const std::vector<Comparison>& comparison) {
+  core::Json doc;
+  doc["schema"] = "trainsim.collective/1";
+  doc["op"] = args.op;
+  doc["ranks"] = ranks;
+  doc["fidelity"] = args.fidelity;
+  doc["cluster"] = s.cluster.to_json();
+  core::Json rows = core::Json::array();
+  for (const engine::CollectiveResult& r : results) {
+    core::Json links = core::Json::array();
+    for (const engine::LinkLoad& l : r.top_links) {
+      links.push_back({{"link", l.link}, {"bytes", l.bytes}, {"utilization", l.utilization}});
+    }
+    rows.push_back({{"size_bytes", r.size.value()},
+                    {"count", std::floor(r.size.value() / FLOAT_BYTES)},
+                    {"time_us", r.time.value() * 1e6},
+                    {"algbw_GBps", r.algbw / 1e9},
+                    {"busbw_GBps", r.busbw / 1e9},
+                    {"algorithm", network::to_string(r.algorithm)},
+                    {"flows", r.flows},
+                    {"top_links", links}});
+  }
+  doc["results"] = rows;
+  if (!args.compare.empty()) {
+    core::Json cmp = core::Json::array();
+    for (const Comparison& c : comparison) {
+      cmp.push_back({{"size_bytes", c.size}, {"measured_busbw_GBps", c.measured},
+                     {"predicted_busbw_GBps", c.predicted}, {"error", c.error()}});
+    }
+    doc["comparison"] = {{"source", args.compare}, {"sizes", cmp}};
+  }
+  out << doc.dump(2) << "\n";
+}
+
+void print_table(std::ostream& out, const CollectiveArgs& args, const Setup& s, int ranks,
+                 const std::vector<engine::CollectiveResult>& results, const std::vector<Comparison>& comparison) {
+  out << fmt::format("# trainsim collective: {} on {} GPUs ({}, {} per node), fidelity {}\n", args.op, ranks,
+                     s.cluster.gpu, s.cluster.gpus_per_node, args.fidelity);
+  out << fmt::format("#{:>15} {:>13} {:>12} {:>11} {:>11}  {}\n", "size_bytes", "count", "time_us", "algbw_GB/s",
+                     "busbw_GB/s", "algorithm");
+  for (const engine::CollectiveResult& r : results) {
+    out << fmt::format(" {:>15.0f} {:>13.0f} {:>12.2f} {:>11.2f} {:>11.2f}  {}\n", r.size.value(),
+                       std::floor(r.size.value() / FLOAT_BYTES), r.time.value() * 1e6, r.algbw / 1e9, r.busbw / 1e9,
+                       network::to_string(r.algorithm));
+  }
+  if (!results.empty() && !results.back().top_links.empty()) {
+    out << fmt::format("# most utilized links at {} bytes:\n", results.back().size.value());
+    for (const engine::LinkLoad& l : results.back().top_links) {
+      out << fmt::format("#   {:<36} {:>16.0f} bytes  {:>6.1f}%\n", l.link, l.bytes, 100 * l.utilization);
+    }
+  }
+  if (!args.compare.empty()) {
+    out << fmt::format("# compared with {}\n", args.compare);
+    out << fmt::format("#{:>15} {:>14} {:>15} {:>9}\n", "size_bytes", "measured_GB/s", "predicted_GB/s", "error");
+    for (const Comparison& c : comparison) {
+      out << fmt::format(" {:>15.0f} {:>14.2f} {:>15.2f} {:>+8.1f}%\n", c.size, c.measured, c.predicted,
+                         100 * c.error());
+    }
+  }
+}
+
+}  // namespace
+
+int collective_command(const CollectiveArgs& args, std::ostream& out) {
+  engine::CollectiveRequest request;
+  request.op = parse_op(args.op);
+  if (!network::parse_algorithm(args.algorithm, request.algorithm)) {
+    throw InputError::expected("--algorithm", "", "auto or an algorithm name", fmt::format("\"{}\"", args.algorithm));
+  }
+  if (!engine::parse_fidelity(args.fidelity, request.fidelity)) {
+    throw InputError::expected("--fidelity", "", "step, flow or analytic", fmt::format("\"{}\"", args.fidelity));
+  }
+  request.sizes = parse_sizes(args.sizes, args.factor);
+  request.top_links = args.top_links;
+  const Setup setup = make_setup(args);
+  request.ranks = setup.ranks;
+  const int ranks = setup.ranks.empty() ? setup.cluster.world_size() : static_cast<int>(setup.ranks.size());
+  const std::vector<engine::CollectiveResult> results = engine::simulate_collective(request, setup.cluster, setup.profile);
+  const std::vector<Comparison> comparison =
+      args.compare.empty() ? std::vector<Comparison>{} : compare(args, request.op, setup, results);
+  if (args.format == Format::JSON) {
+    print_json(out, args, setup, ranks, results, comparison);
+  } else {
+    print_table(out, args, setup, ranks, results, comparison);
+  }
+  return 0;
+}
+
+CollectiveSubcommand::CollectiveSubcommand(CLI::App& app) {
+  command_ = app.add_subcommand("collective", "Simulate one collective over a range of sizes (an nccl-tests-like table)");
+  command_->add_option("--op", args_.op, "all_reduce, reduce_scatter, all_gather, broadcast, reduce or all_to_all")
+      ->default_str("all_reduce");
+  command_->add_option("--gpus", args_.gpus, "GPUs in the group (with --scenario: the first N; default all)");
+  command_->add_option("--gpus-per-node", args_.gpus_per_node, "GPUs per node (one NIC each)")->default_str("8");
+  command_->add_option("--gpu", args_.gpu, "GPU catalog name (`trainsim describe gpus`)");
+  command_->add_option("--nic-bandwidth", args_.nic_bandwidth, "Per NIC and direction, e.g. \"400 Gb/s\"");
+  command_->add_option("--topology", args_.topology, "fat-tree, rail-optimized, dragonfly, torus or ideal");
+  command_->add_option("--scenario", args_.scenario, "Take the cluster and profile from this scenario file");
+  command_->add_option("--algorithm", args_.algorithm, "Collective algorithm, or auto (NCCL-like tuner)")
+      ->default_str("auto");
+  command_->add_option("--fidelity", args_.fidelity, "step, flow or analytic")->default_str("flow");
+  command_->add_option("--sizes", args_.sizes, "MIN:MAX per-rank buffer sizes, e.g. 1M:16G")->default_str("1M:16G");
+  command_->add_option("--factor", args_.factor, "Size multiplier from MIN to MAX")->default_str("2");
+  command_->add_option("--format", args_.format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
+                                          CLI::ignore_case))
+      ->default_str("table");
+  command_->add_option("--compare", args_.compare, "nccl-tests measurements (JSON) to compare with");
+  command_->add_option("--top-links", args_.top_links, "Most utilized links listed")->default_str("5");
+}
+
+std::optional<int> CollectiveSubcommand::run(std::ostream& out) const {
+  if (!command_->parsed()) return std::nullopt;
+  return collective_command(args_, out);
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,78 @@
+#pragma once
+// `trainsim collective`: one collective over a range of sizes, printed like nccl-tests.
+//
+//   trainsim collective --op all_reduce --gpus 8 --sizes 1M:16G
+//   trainsim collective --op all_reduce --gpus 1024 --gpu H100-SXM5-80GB --nic-bandwidth "400 Gb/s"
+//       --topology rail-optimized --fidelity flow --sizes 1G --format json         (one command line)
+//   trainsim collective --scenario scenarios/gpt3-175b-a100-1024.json --gpus 64 --sizes 1M:1G
+//   trainsim collective --gpus 8 --sizes 32K:16G --compare ../shared/validation/collectives/nccl-tests.json
+//
+// The cluster comes from the options (nodes = gpus / gpus-per-node, one NIC per GPU, every other
+// value the scenario default, see network/cluster.hpp) or from a scenario's "cluster" section and
+// profile (--gpus then picks the first N of its GPUs; default all). The table has nccl-tests'
+// columns: size_bytes, count (float elements), time_us, algbw_GB/s, busbw_GB/s (GB = 1e9), and the
+// algorithm used; then the most utilized links at the largest size (step and flow fidelities).
+//
+// --compare FILE reads nccl-tests measurements in the form of
+// ../shared/validation/collectives/nccl-tests.json (an array of cases with "collective": {"collective",
+// "ranks"} and "measured": {"busbw_GBps_by_size": {"1MiB": 18.0, ...}}) and prints predicted vs
+// measured bus bandwidth and the signed error at every measured size among --sizes. The cases are
+// measured on one 8 x A100 NVSwitch node: the run must be that (op all_reduce, 8 GPUs in one node, an
+// A100, fabric nvswitch), else it is an input error.
+//
+// Errors in options are core::InputError naming the option (exit 2).
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "sim/cli/commands.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace trainsim::cli {
+
+struct CollectiveArgs {
+  std::string op = "all_reduce";      // all_reduce | reduce_scatter | all_gather | broadcast | reduce | all_to_all
+  int gpus = 0;                       // group size; required without --scenario
+  int gpus_per_node = 8;
+  std::string gpu;                    // catalog name; default the cluster default (A100-SXM4-80GB)
+  std::string nic_bandwidth;          // per NIC, e.g. "400 Gb/s"; default the cluster default
+  std::string topology;               // fat-tree | rail-optimized | dragonfly | torus | ideal
+  std::string scenario;               // take the cluster and profile from this scenario instead
+  std::string algorithm = "auto";     // network::parse_algorithm
+  std::string fidelity = "flow";      // step | flow | analytic
+  std::string sizes = "1M:16G";       // MIN:MAX (or one size), nccl-tests' per-rank buffer
+  double factor = 2;                  // size multiplier between MIN and MAX, > 1
+  Format format = Format::TABLE;
+  std::string compare;                // nccl-tests measurements to compare with
+  size_t top_links = 5;               // most utilized links listed
+};
+
+// Prints the table (or JSON) on `out`; returns 0. Throws core::InputError naming the faulty option.
+int collective_command(const CollectiveArgs& args, std::ostream& out);
+
+// `collective`, registered on the application's CLI11 App. CLI11 writes the parsed values into this
+// object, so it must stay where it is (not copyable, not movable) until run().
+//
+// Example (sim/cli/main.cpp):
+//   CollectiveSubcommand collective(app);
+//   app.parse(argc, argv);
+//   if (std::optional<int> code = collective.run(std::cout)) return *code;
+class CollectiveSubcommand {
+ public:
+  explicit CollectiveSubcommand(CLI::App& app);
+  CollectiveSubcommand(const CollectiveSubcommand&) = delete;
+  CollectiveSubcommand& operator=(const CollectiveSubcommand&) = delete;
+
+  // After app.parse(): the exit code of `collective`, or std::nullopt when it was not on the command line.
+  std::optional<int> run(std::ostream& out) const;
+
+ private:
+  CLI::App* command_ = nullptr;
+  CollectiveArgs args_;
+};
+
+}  // namespace trainsim::cli

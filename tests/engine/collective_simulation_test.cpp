@@ -1,0 +1,228 @@
+// SimGrid-backed collective simulation held to its oracles: the closed form where no link is shared,
+// `flow` to `step`, monotonicity in bandwidth, and a hand-computed slowdown on an oversubscribed
+// uplink. SimGrid builds one platform per process; every TEST runs in its own process
+// (gtest_discover_tests) and uses one cluster structure, varying only bandwidths and groups.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "network/collective_cost.hpp"
+#include "network/schedule.hpp"
+#include "network/topology.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/engine/collective_simulation.hpp"
+#include "sim/engine/simgrid_platform.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using core::Bytes;
+using core::CollectiveOp;
+using core::Seconds;
+
+network::ClusterConfig cluster_of(const core::Json& doc) {
+  core::Diagnostics diag;
+  core::ObjectReader reader(doc, "test", "/cluster", diag);
+  network::ClusterConfig c = network::ClusterConfig::from_json(reader);
+  reader.finish();
+  diag.throw_if_any();
+  return c;
+}
+
+// One node of 8 A100s on an NVSwitch.
+network::ClusterConfig one_node() { return cluster_of({{"nodes", 1}, {"gpus_per_node", 8}}); }
+
+// 8 nodes of one GPU and one 200 Gb/s NIC on a fat-tree: rings across nodes.
+network::ClusterConfig one_gpu_nodes(const std::string& nic = "200 Gb/s") {
+  return cluster_of({{"nodes", 8}, {"gpus_per_node", 1}, {"network", {{"nics_per_node", 1}, {"nic_bandwidth", nic}}}});
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> r(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) r[static_cast<size_t>(i)] = i;
+  return r;
+}
+
+CollectiveRequest ring(std::vector<int> ranks, Fidelity fidelity, std::vector<Bytes> sizes) {
+  CollectiveRequest req;
+  req.op = CollectiveOp::ALL_REDUCE;
+  req.algorithm = network::Algorithm::RING;
+  req.fidelity = fidelity;
+  req.ranks = std::move(ranks);
+  req.sizes = std::move(sizes);
+  return req;
+}
+
+const std::vector<Bytes> SIZES{Bytes(1 << 20), Bytes(64 << 20), Bytes(1 << 30)};
+
+// Ring all-reduce where every member has links of its own: each step is one chunk over one route,
+// so both SimGrid fidelities must give 2(n-1)/n*S/B + 2(n-1)*a (collective_cost.hpp), B and a the
+// scope's bandwidth and per-step latency.
+void expect_ring_matches_analytic(const network::ClusterConfig& cluster) {
+  const core::Profile profile;
+  for (int n : {2, 3, 5, 8}) {
+    for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+      const std::vector<CollectiveResult> sim = simulate_collective(ring(first(n), f, SIZES), cluster, profile);
+      const std::vector<CollectiveResult> exact =
+          simulate_collective(ring(first(n), Fidelity::ANALYTIC, SIZES), cluster, profile);
+      ASSERT_EQ(sim.size(), SIZES.size());
+      for (size_t i = 0; i < SIZES.size(); ++i) {
+        EXPECT_NEAR(sim[i].time / exact[i].time, 1.0, 0.01)
+            << "n=" << n << " size=" << SIZES[i].value() << " fidelity=" << to_string(f);
+        EXPECT_GT(sim[i].flows, 0U);
+      }
+    }
+  }
+}
+
+TEST(CollectiveSimulation, RingInOneNodeMatchesAnalytic) { expect_ring_matches_analytic(one_node()); }
+
+TEST(CollectiveSimulation, FlatRingAcrossNodesMatchesAnalytic) { expect_ring_matches_analytic(one_gpu_nodes()); }
+
+// `flow` against `step` for ring schedules, whose steps each keep every edge busy with one chunk, so
+// that one long-lived flow per edge is their steady state. (Tree schedules pipeline only `height`
+// pieces; their fill and drain are not a latency term, so `flow` does not bound them to 2%.)
+void expect_flow_near_step(const network::ClusterConfig& cluster) {
+  const network::Topology topology = network::Topology::build(cluster);
+  for (int n : {2, 3, 4, 8}) {
+    for (CollectiveOp op : {CollectiveOp::ALL_REDUCE, CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER}) {
+      CollectiveRequest req = ring(first(n), Fidelity::STEP, {Bytes(256 << 20), Bytes(1 << 30)});
+      req.op = op;
+      const std::vector<CollectiveResult> step = simulate_collective(req, cluster, core::Profile{});
+      req.fidelity = Fidelity::FLOW;
+      const std::vector<CollectiveResult> flow = simulate_collective(req, cluster, core::Profile{});
+      for (size_t i = 0; i < step.size(); ++i) {
+        EXPECT_NEAR(flow[i].time / step[i].time, 1.0, 0.02)
+            << core::to_string(op) << " n=" << n << " size=" << step[i].size.value();
+        EXPECT_LE(flow[i].flows, step[i].flows);
+      }
+    }
+  }
+}
+
+TEST(CollectiveSimulation, FlowWithinTwoPercentOfStepInOneNode) { expect_flow_near_step(one_node()); }
+
+TEST(CollectiveSimulation, FlowWithinTwoPercentOfStepAcrossNodes) { expect_flow_near_step(one_gpu_nodes()); }
+
+// One engine runs the sizes one after the other on a shared clock: each size measured alone, in
+// any order and in another call of the same process, gives the same time.
+TEST(CollectiveSimulation, SizesShareOneEngine) {
+  const network::ClusterConfig cluster = one_node();
+  const std::vector<Bytes> sizes{Bytes(1 << 20), Bytes(1 << 30), Bytes(8 << 20)};
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    const std::vector<CollectiveResult> together = simulate_collective(ring(first(8), f, sizes), cluster, {});
+    for (size_t i = sizes.size(); i-- > 0;) {
+      const std::vector<CollectiveResult> alone = simulate_collective(ring(first(8), f, {sizes[i]}), cluster, {});
+      EXPECT_NEAR(alone[0].time.value(), together[i].time.value(), together[i].time.value() * 1e-9);
+    }
+    EXPECT_LT(together[0].time, together[2].time);
+    EXPECT_LT(together[2].time, together[1].time);
+  }
+}
+
+TEST(CollectiveSimulation, MoreBandwidthIsNeverSlower) {
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    std::vector<CollectiveResult> previous;
+    for (const char* nic : {"50 Gb/s", "100 Gb/s", "200 Gb/s", "400 Gb/s", "800 Gb/s"}) {
+      CollectiveRequest req = ring({}, f, SIZES);
+      req.algorithm = network::Algorithm::AUTO;
+      const std::vector<CollectiveResult> now = simulate_collective(req, one_gpu_nodes(nic), {});
+      for (size_t i = 0; i < previous.size(); ++i) {
+        EXPECT_LE(now[i].time, previous[i].time) << nic << " size=" << now[i].size.value() << " " << to_string(f);
+      }
+      previous = now;
+    }
+  }
+}
+
+// A fabric where two rings collide. 8 nodes of one GPU and one 200 Gb/s NIC (B = 25 GB/s) on a
+// fat-tree of radix 4 (p = 2 ports up and down, 3 levels) with 2:1 oversubscription: every
+// switch-to-switch link has B/2 = 12.5 GB/s. Leaf 0 holds nodes 0 and 1, and static
+// destination-based routing takes up port (destination mod 2): 0 -> 4 and 1 -> 6 both leave leaf 0
+// through up port 0 (l1s0.l2s0.up), while 1 -> 5 takes port 1.
+// A 2-rank ring all-reduce at flow fidelity is one flow of S bytes each way. With the inter-node
+// efficiency e = 0.9 a flow alone runs at e*B/2 = 11.25 GB/s; two flows sharing the uplink get half
+// of it each. So for S = 4 GiB the bandwidth term of ring {0, 4} is S/(e*B/2) = 0.3818 s alone or
+// next to ring {1, 5}, and 0.7635 s next to ring {1, 6}: a slowdown of exactly 2 on the bandwidth
+// term, the same route latency on both.
+TEST(CollectiveSimulation, TwoRingsSharingAnOversubscribedUplinkSlowDownByTwo) {
+  const network::ClusterConfig cluster =
+      cluster_of({{"nodes", 8},
+                  {"gpus_per_node", 1},
+                  {"network", {{"nics_per_node", 1}, {"radix", 4}, {"oversubscription", 2.0}}}});
+  const network::Topology topology = network::Topology::build(cluster);
+  const core::NetworkProfile profile = core::NetworkProfile::defaults();
+  SimgridPlatform& platform = SimgridPlatform::bind(topology, profile);
+  const double size = 4.0 * (1 << 30);
+
+  // Rings given as their members; returns the time of the first ring's bandwidth term.
+  auto run_rings = [&](const std::vector<std::vector<int>>& rings) {
+    FlowBatch batch;
+    for (const std::vector<int>& members : rings) {
+      network::GroupView group{members, &topology};
+      const network::TransferSchedule schedule =
+          network::make_schedule(CollectiveOp::ALL_REDUCE, network::Algorithm::RING, Bytes(size), group);
+      for (const network::FlowEdge& e : network::flow_plan(schedule)) {
+        const int src = members[static_cast<size_t>(e.src)];
+        const int dst = members[static_cast<size_t>(e.dst)];
+        std::vector<uint32_t> links;
+        topology.route(src, dst, links);
+        platform.set_route(src, dst, links, Seconds(0));
+        EXPECT_DOUBLE_EQ(e.bytes, size);
+        batch.flows.push_back({src, dst, e.bytes, 0, 0});
+      }
+    }
+    const std::vector<Seconds> done = platform.run(batch);
+    return std::max(done[0] - platform.route_latency(batch.flows[0].src, batch.flows[0].dst),
+                    done[1] - platform.route_latency(batch.flows[1].src, batch.flows[1].dst));
+  };
+  const double rate = 0.9 * 25e9 / 2;
+  const Seconds alone = run_rings({{0, 4}});
+  const Seconds apart = run_rings({{0, 4}, {1, 5}});
+  const Seconds sharing = run_rings({{0, 4}, {1, 6}});
+  EXPECT_NEAR(alone.value(), size / rate, 1e-9);
+  EXPECT_NEAR(apart.value(), size / rate, 1e-9);
+  EXPECT_NEAR(sharing.value(), 2 * size / rate, 1e-9);
+}
+
+TEST(CollectiveSimulation, AnalyticFidelityIsTheClosedForm) {
+  const network::ClusterConfig cluster = one_gpu_nodes();
+  const core::Profile profile;
+  const std::vector<CollectiveResult> r = simulate_collective(ring(first(8), Fidelity::ANALYTIC, SIZES), cluster, profile);
+  for (size_t i = 0; i < SIZES.size(); ++i) {
+    const network::CollectiveCost cost =
+        network::collective_cost(CollectiveOp::ALL_REDUCE, SIZES[i], network::GroupPlacement::of(first(8), cluster),
+                                 cluster, profile.network, network::Algorithm::RING);
+    EXPECT_EQ(r[i].time, cost.time);
+    EXPECT_DOUBLE_EQ(r[i].busbw, SIZES[i].value() / cost.time.value() * 2 * 7 / 8);
+    EXPECT_EQ(r[i].flows, 0U);
+  }
+}
+
+TEST(CollectiveSimulation, LinkStatisticsCountRouteBytes) {
+  // Ring all-reduce of S over 8 GPUs on one NVSwitch: every GPU's up and down NVLink carry
+  // 2(n-1)/n*S, and the ring keeps them busy for the whole run minus the latency terms.
+  const Bytes size(1 << 30);
+  CollectiveRequest req = ring(first(8), Fidelity::FLOW, {size});
+  req.top_links = 3;
+  const std::vector<CollectiveResult> r = simulate_collective(req, one_node(), {});
+  ASSERT_EQ(r[0].top_links.size(), 3U);
+  for (const LinkLoad& l : r[0].top_links) {
+    EXPECT_DOUBLE_EQ(l.bytes, 2.0 * 7 / 8 * size.value()) << l.link;
+    EXPECT_GT(l.utilization, 0.95);
+    EXPECT_LE(l.utilization, 1.0 + 1e-9);
+  }
+}
+
+TEST(CollectiveSimulation, ASecondPlatformStructureIsRefused) {
+  simulate_collective(ring(first(2), Fidelity::FLOW, {Bytes(1 << 20)}), one_node(), {});
+  EXPECT_THROW(simulate_collective(ring(first(2), Fidelity::FLOW, {Bytes(1 << 20)}), one_gpu_nodes(), {}),
+               core::InternalError);
+}
+
+}  // namespace
+}  // namespace trainsim::engine
