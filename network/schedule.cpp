@@ -108,6 +108,12 @@ TransferSchedule make_schedule(CollectiveOp op, Algorithm algorithm, core::Bytes
     case Algorithm::RING:
       return detail::ring_schedule(op, size, group);
     case Algorithm::TREE:
+      // NCCL's tree across several nodes with several members each is hierarchical (chains inside the
+      // node, trees between nodes), as the closed form of collective_cost.hpp assumes.
+      if (op == CollectiveOp::ALL_REDUCE && placement.nodes > 1 && placement.ranks_per_node > 1 &&
+          schedule_applies(Algorithm::HIERARCHICAL, op, group, placement)) {
+        return detail::hierarchical_schedule(op, size, group, Algorithm::TREE);
+      }
       return detail::tree_schedule(op, size, group);
     case Algorithm::HALVING_DOUBLING:
       return detail::halving_doubling_schedule(op, size, group);

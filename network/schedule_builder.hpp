@@ -68,6 +68,12 @@ int tree_height(const std::vector<int>& parent);
 // odd), so that no member is an inner node of both. Entries outside the range are NOT_IN_TREE.
 std::vector<int> binary_tree(int ranks, int first, int count, int tree);
 
+// All-reduce of `chunks` among `members` (member indices, in tree order) over NCCL's two complementary
+// binary trees, each reducing and then broadcasting half of the chunks, pipelined piece by piece.
+// Returns the steps used.
+uint32_t double_tree_all_reduce(ScheduleBuilder& b, const std::vector<int>& members,
+                                const std::vector<uint32_t>& chunks, uint32_t first_step);
+
 // Recursive halving reduce-scatter (member i ends with chunk i) and doubling all-gather (member i
 // starts with chunk i), n = b.ranks() a power of two, one transfer per chunk; returns log2(n).
 uint32_t halving_reduce_scatter(ScheduleBuilder& b, uint32_t first_step);
@@ -75,7 +81,11 @@ uint32_t doubling_all_gather(ScheduleBuilder& b, uint32_t first_step);
 
 // The algorithms, composed from the phases above (make_schedule checks applicability first).
 TransferSchedule ring_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
-TransferSchedule hierarchical_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
+// NCCL's hierarchy: reduce-scatter inside each node, the rail shards across nodes with `across` (RING,
+// or TREE for all_reduce: NCCL's tree algorithm is this very shape, trees spanning nodes), all-gather
+// inside each node. The schedule is labelled HIERARCHICAL for RING across, TREE for TREE across.
+TransferSchedule hierarchical_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group,
+                                       Algorithm across = Algorithm::RING);
 TransferSchedule tree_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
 TransferSchedule halving_doubling_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
 TransferSchedule direct_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);

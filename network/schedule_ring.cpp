@@ -88,7 +88,9 @@ TransferSchedule ring_schedule(CollectiveOp op, core::Bytes size, const GroupVie
 // Chunk a*k + l belongs to local rank l of node a (member a*k + l: members are node-major). Inside
 // a node the ring's chunk l is rail l's share {a*k + l : all a}; on rail l the ring's chunk a is
 // chunk a*k + l.
-TransferSchedule hierarchical_schedule(CollectiveOp op, core::Bytes size, const GroupView& group) {
+TransferSchedule hierarchical_schedule(CollectiveOp op, core::Bytes size, const GroupView& group, Algorithm across) {
+  TRAINSIM_CHECK(across == Algorithm::RING || (across == Algorithm::TREE && op == CollectiveOp::ALL_REDUCE),
+                 "the phase across nodes is a ring, or a tree for all_reduce");
   const int n = group.size();
   const Topology& topology = *group.topology;
   int k = 0;
@@ -99,7 +101,8 @@ TransferSchedule hierarchical_schedule(CollectiveOp op, core::Bytes size, const 
                                          k, n));
   const uint32_t uk = static_cast<uint32_t>(k);
   const uint32_t um = static_cast<uint32_t>(m);
-  ScheduleBuilder b(op, Algorithm::HIERARCHICAL, n, static_cast<uint32_t>(n), size.value() / n);
+  ScheduleBuilder b(op, across == Algorithm::TREE ? Algorithm::TREE : Algorithm::HIERARCHICAL, n,
+                    static_cast<uint32_t>(n), size.value() / n);
   const ChunkMap in_node{0, 1, um, uk};
   std::vector<std::vector<int>> nodes(um);
   std::vector<std::vector<int>> rails(uk);
@@ -119,6 +122,18 @@ TransferSchedule hierarchical_schedule(CollectiveOp op, core::Bytes size, const 
     return used;
   };
   uint32_t step = 0;
+  if (across == Algorithm::TREE) {
+    step += on_nodes(ring_reduce_scatter, step);
+    uint32_t used = 0;
+    for (uint32_t l = 0; l < uk; ++l) {
+      std::vector<uint32_t> shard(um);
+      for (uint32_t a = 0; a < um; ++a) shard[a] = a * uk + l;
+      used = double_tree_all_reduce(b, rails[l], shard, step);
+    }
+    step += used;
+    on_nodes(ring_all_gather, step);
+    return b.finish();
+  }
   if (op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER) {
     step += on_nodes(ring_reduce_scatter, step);
     step += on_rails(ring_reduce_scatter, step);

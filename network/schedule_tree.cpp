@@ -1,6 +1,7 @@
 // Tree phases (one generic builder for any rooted tree) and NCCL's double binary tree: TREE.
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "network/schedule_builder.hpp"
@@ -119,6 +120,35 @@ std::vector<int> binary_tree(int ranks, int first, int count, int tree) {
 // all_reduce: both trees span every member. broadcast and reduce: both span members 1 .. n-1 and
 // hang below member 0, which sends (receives) half of the buffer to (from) each tree's root. Each
 // tree carries half of the buffer in `height` pipelined pieces.
+uint32_t double_tree_all_reduce(ScheduleBuilder& b, const std::vector<int>& members,
+                                const std::vector<uint32_t>& chunks, uint32_t first_step) {
+  const int m = static_cast<int>(members.size());
+  if (m <= 1 || chunks.empty()) return 0;
+  // The chunks alternate between the trees, so both carry half of the data.
+  std::array<std::vector<uint32_t>, 2> halves;
+  for (size_t c = 0; c < chunks.size(); ++c) halves[c % 2].push_back(chunks[c]);
+  uint32_t used = 0;
+  std::array<std::vector<int>, 2> parents;
+  for (int t = 0; t < 2; ++t) {
+    // The tree over positions 0..m-1, mapped onto the members.
+    const std::vector<int> by_position = binary_tree(m, 0, m, t);
+    std::vector<int>& parent = parents[static_cast<size_t>(t)];
+    parent.assign(static_cast<size_t>(b.ranks()), NOT_IN_TREE);
+    for (int pos = 0; pos < m; ++pos) {
+      const int up = by_position[static_cast<size_t>(pos)];
+      parent[static_cast<size_t>(members[static_cast<size_t>(pos)])] = up < 0 ? -1 : members[static_cast<size_t>(up)];
+    }
+    if (!halves[static_cast<size_t>(t)].empty()) {
+      used = std::max(used, tree_reduce(b, parent, halves[static_cast<size_t>(t)], first_step));
+    }
+  }
+  uint32_t broadcast = 0;
+  for (size_t t = 0; t < 2; ++t) {
+    if (!halves[t].empty()) broadcast = std::max(broadcast, tree_broadcast(b, parents[t], halves[t], first_step + used));
+  }
+  return used + broadcast;
+}
+
 TransferSchedule tree_schedule(CollectiveOp op, core::Bytes size, const GroupView& group) {
   const int n = group.size();
   const bool rooted = op != CollectiveOp::ALL_REDUCE;

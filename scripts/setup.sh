@@ -9,7 +9,7 @@ build=${1:-"$repo/build"}
 shift || true
 
 packages=(cmake g++ make pkg-config libsimgrid-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev
-          protobuf-compiler libgtest-dev libcli11-dev)
+          protobuf-compiler libgtest-dev libcli11-dev libeigen3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "sim/cli/calibrate_command.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/replay_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
@@ -73,6 +75,8 @@ int main(int argc, char** argv) {
 
   trainsim::cli::TraceSubcommand trace(app);
   trainsim::cli::CollectiveSubcommand collective(app);
+  trainsim::cli::CalibrateSubcommand calibrate(app);
+  trainsim::cli::ReplaySubcommand replay(app);
 
   try {
     app.parse(argc, argv);
@@ -84,6 +88,8 @@ int main(int argc, char** argv) {
   try {
     if (std::optional<int> code = trace.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = collective.run(std::cout)) return *code;
+    if (std::optional<int> code = calibrate.run(std::cout)) return *code;
+    if (std::optional<int> code = replay.run(std::cout)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

@@ -1,0 +1,385 @@
+#include "calibrate/profile_fit.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "calibrate/linear_fit.hpp"
+#include "calibrate/trace_summary.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+using core::CollectiveOp;
+using core::OpClass;
+using core::Precision;
+
+constexpr double NS = 1e-9;
+
+struct Sample {
+  double x = 0;  // FLOPs, bytes of traffic, or (for collectives) unused
+  double t = 0;  // seconds
+};
+
+struct CollectiveSample {
+  CollectiveOp op = CollectiveOp::ALL_REDUCE;
+  int ranks = 0;
+  double bytes = 0;
+  double t = 0;
+};
+
+bool precision_of(const trace::Gemm& g, Precision& out) {
+  switch (g.a_type()) {
+    case trace::DATA_TYPE_BFLOAT16: out = Precision::BF16; return true;
+    case trace::DATA_TYPE_FLOAT16: out = Precision::FP16; return true;
+    case trace::DATA_TYPE_FLOAT8_E4M3:
+    case trace::DATA_TYPE_FLOAT8_E5M2: out = Precision::FP8; return true;
+    case trace::DATA_TYPE_FLOAT32:
+      out = g.compute_type().find("TF32") != std::string::npos ? Precision::TF32 : Precision::FP32;
+      return true;
+    default: return false;
+  }
+}
+
+// GEMM samples (FLOPs, summed kernel time) by precision, over every trace.
+std::map<Precision, std::vector<Sample>> gemm_samples(const TraceSet& traces) {
+  std::map<Precision, std::vector<Sample>> out;
+  for (const core::TraceFile& f : traces.files()) {
+    std::unordered_map<uint32_t, double> kernel_seconds;  // by CUDA correlation id
+    std::unordered_map<uint64_t, std::vector<uint32_t>> correlations;  // external id -> CUDA ids
+    for (const trace::Record& r : f.records) {
+      if (r.has_kernel() && r.kernel().end_ns() > r.kernel().start_ns()) {
+        kernel_seconds[r.kernel().correlation_id()] += static_cast<double>(r.kernel().end_ns() - r.kernel().start_ns()) * NS;
+      } else if (r.has_external_correlation()) {
+        correlations[r.external_correlation().external_id()].push_back(r.external_correlation().correlation_id());
+      }
+    }
+    for (const trace::Record& r : f.records) {
+      if (!r.has_gemm()) continue;
+      const trace::Gemm& g = r.gemm();
+      Precision p;
+      auto ids = correlations.find(g.correlation_id());
+      if (!precision_of(g, p) || ids == correlations.end()) continue;
+      double t = 0;
+      for (uint32_t id : ids->second) {
+        if (auto k = kernel_seconds.find(id); k != kernel_seconds.end()) t += k->second;
+      }
+      const double batch = g.batch_count() == 0 ? 1.0 : static_cast<double>(g.batch_count());
+      const double flops = 2.0 * static_cast<double>(g.m()) * static_cast<double>(g.n()) * static_cast<double>(g.k()) * batch;
+      if (t > 0 && flops > 0) out[p].push_back({flops, t});
+    }
+  }
+  return out;
+}
+
+// Device-side copies with known bytes: (HBM traffic, time).
+std::vector<Sample> memory_samples(const TraceSet& traces) {
+  std::vector<Sample> out;
+  for (const core::TraceFile& f : traces.files()) {
+    for (const trace::Record& r : f.records) {
+      if (r.has_memcpy() && r.memcpy().kind() == trace::MEMCPY_KIND_DTOD && r.memcpy().bytes() > 0 &&
+          r.memcpy().end_ns() > r.memcpy().start_ns()) {
+        out.push_back({2.0 * static_cast<double>(r.memcpy().bytes()),
+                       static_cast<double>(r.memcpy().end_ns() - r.memcpy().start_ns()) * NS});
+      } else if (r.has_memset() && r.memset().bytes() > 0 && r.memset().end_ns() > r.memset().start_ns()) {
+        out.push_back({static_cast<double>(r.memset().bytes()),
+                       static_cast<double>(r.memset().end_ns() - r.memset().start_ns()) * NS});
+      }
+    }
+  }
+  return out;
+}
+
+size_t kernels_of(const TraceSet& traces, TimeCategory category) {
+  size_t n = 0;
+  for (const core::TraceFile& f : traces.files()) {
+    for (const trace::Record& r : f.records) n += r.has_kernel() && categorize_kernel(r.kernel().name()) == category;
+  }
+  return n;
+}
+
+enum class Scope : uint8_t { INTRA_NODE, INTER_NODE, HIERARCHICAL, UNKNOWN };
+
+// One sample per collective call: the k-th call on a communicator is the same call on every member,
+// and its shortest duration over the members is the one without waiting for late arrivals.
+std::map<Scope, std::vector<CollectiveSample>> collective_samples(const TraceSet& traces) {
+  std::map<std::pair<std::vector<int>, size_t>, CollectiveSample> calls;
+  for (const TracedRank& r : traces.ranks()) {
+    std::map<std::vector<int>, size_t> ordinal;
+    for (const TracedCollective& c : r.collectives) {
+      const size_t k = ordinal[c.group]++;
+      if (c.group.size() < 2 || c.end_ns <= c.start_ns) continue;
+      const double t = static_cast<double>(c.end_ns - c.start_ns) * NS;
+      auto [it, inserted] = calls.try_emplace({c.group, k}, CollectiveSample{c.op, static_cast<int>(c.group.size()), c.bytes, t});
+      if (!inserted) it->second.t = std::min(it->second.t, t);
+    }
+  }
+  std::map<Scope, std::vector<CollectiveSample>> out;
+  for (const auto& [key, sample] : calls) {
+    std::map<std::string, int> per_host;
+    bool known = true;
+    for (int rank : key.first) {
+      known = known && traces.find(rank) != nullptr;
+      ++per_host[traces.host_of(rank)];
+    }
+    int busiest = 0;
+    for (const auto& [host, n] : per_host) busiest = std::max(busiest, n);
+    const Scope scope = !known                ? Scope::UNKNOWN
+                        : per_host.size() == 1 ? Scope::INTRA_NODE
+                        : busiest == 1         ? Scope::INTER_NODE
+                                               : Scope::HIERARCHICAL;
+    out[scope].push_back(sample);
+  }
+  return out;
+}
+
+double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
+
+// Fits t = c0 + c1·x; the category is left unfitted (with a note) when that is not possible.
+LinearFit fit_affine(const std::vector<Sample>& samples, size_t min_samples, FitCategory& cat) {
+  cat.samples = samples.size();
+  if (samples.size() < min_samples) {
+    cat.note = fmt::format("too few samples (< {}): defaults kept", min_samples);
+    return {};
+  }
+  std::vector<std::vector<double>> x;
+  std::vector<double> t;
+  for (const Sample& s : samples) {
+    x.push_back({1.0, s.x});
+    t.push_back(s.t);
+  }
+  LinearFit fit = fit_linear(x, t);
+  if (!fit.solved) cat.note = "all samples of one size: fixed and per-unit cost not separable; defaults kept";
+  cat.fitted = fit.solved;
+  cat.r_squared = fit.r_squared;
+  cat.rms_relative_residual = fit.rms_relative_residual;
+  return fit;
+}
+
+double clamp_efficiency(double e, std::string& note) {
+  if (e <= 1.0) return e;
+  note += fmt::format("; efficiency {:.4g} > 1 clamped to 1 (check the nominal figures)", e);
+  return 1.0;
+}
+
+void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+  Precision best = Precision::BF16;
+  size_t best_samples = 0;
+  std::map<Precision, core::OpEfficiency> fitted;
+  const auto by_precision = gemm_samples(traces);
+  if (by_precision.empty()) {
+    FitCategory cat;
+    cat.name = "gemm";
+    cat.samples = kernels_of(traces, TimeCategory::GEMM);
+    cat.note = "not fitted: no GEMM kernel joins a Gemm record (shapes come from the tracer's cuBLAS wrappers, "
+               "not from Kineto imports); defaults kept";
+    out.categories.push_back(cat);
+    return;
+  }
+  for (const auto& [precision, samples] : by_precision) {
+    FitCategory cat;
+    cat.name = fmt::format("gemm {}", core::to_string(precision));
+    const double peak = o.gpu.peak(precision).value();
+    if (peak <= 0) {
+      cat.samples = samples.size();
+      cat.note = fmt::format("{} has no dense {} peak in the catalog: not fitted", o.gpu.name, core::to_string(precision));
+      out.categories.push_back(cat);
+      continue;
+    }
+    const LinearFit fit = fit_affine(samples, o.min_samples, cat);
+    if (fit.solved && fit.coefficients[1] <= 0) {
+      cat.note = "time does not grow with FLOPs: defaults kept";
+    } else if (fit.solved) {
+      core::OpEfficiency e = o.base.device.op(OpClass::GEMM);
+      e.max_efficiency = clamp_efficiency(1.0 / (peak * fit.coefficients[1]), cat.note);
+      e.half_flops = std::max(0.0, fit.coefficients[0] / fit.coefficients[1]);
+      if (fit.coefficients[0] < 0) cat.note += "; negative fixed cost: half_flops clamped to 0";
+      cat.parameters = {{"max_efficiency", e.max_efficiency}, {"half_flops", e.half_flops}, {"peak_flops_per_s", peak}};
+      fitted[precision] = e;
+      if (samples.size() > best_samples) {
+        best = precision;
+        best_samples = samples.size();
+      }
+    }
+    out.categories.push_back(cat);
+  }
+  if (best_samples == 0) return;
+  out.profile.device.ops[static_cast<size_t>(OpClass::GEMM)] = fitted[best];
+  for (FitCategory& c : out.categories) {
+    if (c.name == fmt::format("gemm {}", core::to_string(best))) {
+      c.in_profile = true;
+      c.note = fmt::format("sets device.ops.gemm (max_efficiency, half_flops){}", c.note);
+    } else if (c.fitted && c.note.empty()) {
+      c.note = "reported only: the profile has one GEMM curve (the precision with the most samples)";
+    }
+  }
+}
+
+void fit_memory(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+  FitCategory cat;
+  cat.name = "memory";
+  const LinearFit fit = fit_affine(memory_samples(traces), o.min_samples, cat);
+  if (fit.solved && fit.coefficients[1] <= 0) {
+    cat.note = "time does not grow with bytes: defaults kept";
+  } else if (fit.solved) {
+    const double hbm = o.gpu.hbm_bandwidth.value();
+    std::string note;
+    const double eff = clamp_efficiency(1.0 / (hbm * fit.coefficients[1]), note);
+    for (OpClass c : {OpClass::ELEMENTWISE, OpClass::NORM, OpClass::EMBEDDING, OpClass::OPTIMIZER}) {
+      out.profile.device.ops[static_cast<size_t>(c)].memory_efficiency = eff;
+    }
+    cat.parameters = {{"memory_efficiency", eff}, {"fixed_s", fit.coefficients[0]}, {"hbm_bytes_per_s", hbm}};
+    cat.in_profile = true;
+    cat.note = fmt::format("sets memory_efficiency of elementwise, norm, embedding, optimizer (d2d memcpy, memset){}", note);
+  }
+  out.categories.push_back(cat);
+  for (auto [category, what] : {std::pair{TimeCategory::ELEMENTWISE, "bytes"}, std::pair{TimeCategory::ATTENTION, "FLOPs"}}) {
+    FitCategory k;
+    k.name = std::string(to_string(category));
+    k.samples = kernels_of(traces, category);
+    k.note = fmt::format("not fitted: traces give no {} for these kernels; defaults kept", what);
+    out.categories.push_back(k);
+  }
+}
+
+// Fits t = a·steps + b·factor·S. `nominal` is the scope's bandwidth and hop latency.
+FitCategory fit_collectives(const std::string& name, const std::vector<CollectiveSample>& samples, size_t min_samples,
+                            double bandwidth, double hop_latency, core::LinkEfficiency& link) {
+  FitCategory cat;
+  cat.name = name;
+  cat.samples = samples.size();
+  if (samples.size() < min_samples) {
+    cat.note = fmt::format("too few samples (< {}): defaults kept", min_samples);
+    return cat;
+  }
+  std::vector<std::vector<double>> x;
+  std::vector<double> t;
+  for (const CollectiveSample& s : samples) {
+    x.push_back({ring_steps(s.op, s.ranks), core::bus_bandwidth_factor(s.op, s.ranks) * s.bytes});
+    t.push_back(s.t);
+  }
+  const LinearFit fit = fit_linear(x, t);
+  cat.fitted = fit.solved;
+  cat.r_squared = fit.r_squared;
+  cat.rms_relative_residual = fit.rms_relative_residual;
+  if (!fit.solved) {
+    cat.note = "latency and bandwidth terms not separable (one size per group size): defaults kept";
+    return cat;
+  }
+  if (fit.coefficients[1] <= 0) {
+    cat.note = "time does not grow with size: defaults kept";
+    return cat;
+  }
+  link.bandwidth_efficiency = clamp_efficiency(1.0 / (bandwidth * fit.coefficients[1]), cat.note);
+  const double step = fit.coefficients[0] - hop_latency;
+  if (step < 0) cat.note += fmt::format("; per-step latency below the nominal hop latency: step_latency clamped to 0");
+  link.step_latency = core::Seconds(std::max(0.0, step));
+  cat.parameters = {{"bandwidth_efficiency", link.bandwidth_efficiency},
+                    {"step_s", fit.coefficients[0]},
+                    {"step_latency_s", link.step_latency.value()},
+                    {"nominal_bytes_per_s", bandwidth}};
+  return cat;
+}
+
+void fit_network(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+  auto samples = collective_samples(traces);
+  for (Scope scope : {Scope::INTRA_NODE, Scope::INTER_NODE}) {
+    const bool intra = scope == Scope::INTRA_NODE;
+    const std::string scope_name = intra ? "intra_node" : "inter_node";
+    const double bandwidth = (intra ? o.links.intra_bandwidth : o.links.inter_bandwidth).value();
+    const double hop = (intra ? o.links.intra_latency : o.links.inter_latency).value();
+    std::map<CollectiveOp, std::vector<CollectiveSample>> by_op;
+    for (const CollectiveSample& s : samples[scope]) by_op[s.op].push_back(s);
+    for (const auto& [op, of_op] : by_op) {
+      core::LinkEfficiency unused;
+      FitCategory cat = fit_collectives(fmt::format("{} {}", scope_name, core::to_string(op)), of_op, o.min_samples,
+                                        bandwidth, hop, unused);
+      if (cat.fitted && cat.note.empty()) cat.note = "reported only: the scope's joint fit sets the profile";
+      out.categories.push_back(cat);
+    }
+    core::LinkEfficiency& link = intra ? out.profile.network.intra_node : out.profile.network.inter_node;
+    core::LinkEfficiency fitted = link;
+    FitCategory joint = fit_collectives(scope_name, samples[scope], o.min_samples, bandwidth, hop, fitted);
+    if (!joint.parameters.empty()) {
+      link = fitted;
+      joint.in_profile = true;
+      joint.note = fmt::format("sets network.{} (all ops){}", scope_name, joint.note);
+    }
+    out.categories.push_back(joint);
+  }
+  for (auto [scope, name, note] :
+       {std::tuple{Scope::HIERARCHICAL, "hierarchical", "communicators with several ranks on each of several hosts mix both scopes"},
+        std::tuple{Scope::UNKNOWN, "scope unknown", "some members have no trace, so their hosts are unknown"}}) {
+    if (samples[scope].empty()) continue;
+    FitCategory c;
+    c.name = name;
+    c.samples = samples[scope].size();
+    c.note = fmt::format("not fitted: {}", note);
+    out.categories.push_back(c);
+  }
+}
+
+}  // namespace
+
+const core::GpuSpec* catalog_gpu_for(const std::string& device_name) {
+  if (const core::GpuSpec* exact = core::find_gpu(device_name)) return exact;
+  const core::GpuSpec* best = nullptr;
+  for (const core::GpuSpec& g : core::gpu_catalog()) {
+    if (device_name.find(g.name) != std::string::npos && (best == nullptr || g.name.size() > best->name.size())) best = &g;
+  }
+  return best;
+}
+
+ProfileFit fit_profile(const TraceSet& traces, const FitOptions& options) {
+  TRAINSIM_CHECK(options.links.intra_bandwidth.value() > 0 && options.links.inter_bandwidth.value() > 0,
+                 "nominal bandwidths are positive");
+  ProfileFit out;
+  out.profile = options.base;
+  out.profile.device.source = "trainsim calibrate";
+  out.profile.network.source = "trainsim calibrate";
+  out.gpu = options.gpu.name;
+  for (const core::TraceFile& f : traces.files()) out.traces.push_back(f.path);
+  fit_gemm(traces, options, out);
+  fit_memory(traces, options, out);
+  fit_network(traces, options, out);
+  return out;
+}
+
+core::Json profile_fit_json(const ProfileFit& fit) {
+  core::Json j = fit.profile.to_json();
+  j["source"] = "trainsim calibrate";
+  core::Json categories = core::Json::array();
+  for (const FitCategory& c : fit.categories) {
+    core::Json params = core::Json::object();
+    for (const auto& [name, value] : c.parameters) params[name] = value;
+    core::Json cat = {{"name", c.name}, {"samples", c.samples}, {"fitted", c.fitted}, {"in_profile", c.in_profile}};
+    if (c.fitted) {
+      cat["r_squared"] = c.r_squared;
+      cat["rms_relative_residual"] = c.rms_relative_residual;
+    }
+    cat["parameters"] = params;
+    cat["note"] = c.note;
+    categories.push_back(cat);
+  }
+  j["fit"] = {{"gpu", fit.gpu}, {"traces", fit.traces}, {"categories", categories}};
+  return j;
+}
+
+std::string format_fit_table(const ProfileFit& fit) {
+  std::string s = fmt::format("calibration of {} from {} trace file(s)\n", fit.gpu, fit.traces.size());
+  s += fmt::format("{:<26} {:>8} {:>10} {:>10}  {}\n", "category", "samples", "r_squared", "rms_rel", "parameters / note");
+  for (const FitCategory& c : fit.categories) {
+    std::string params;
+    for (const auto& [name, value] : c.parameters) params += fmt::format("{}={:.6g} ", name, value);
+    const std::string r2 = c.fitted ? fmt::format("{:.6f}", c.r_squared) : "-";
+    const std::string rms = c.fitted ? fmt::format("{:.3e}", c.rms_relative_residual) : "-";
+    s += fmt::format("{:<26} {:>8} {:>10} {:>10}  {}{}{}\n", c.name, c.samples, r2, rms, params,
+                     params.empty() ? "" : "| ", c.note);
+  }
+  return s;
+}
+
+}  // namespace trainsim::calibrate

@@ -1,0 +1,352 @@
+#include "calibrate/replay_workload.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <set>
+
+#include "calibrate/trace_summary.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::calibrate {
+namespace {
+
+using core::Axis;
+using core::Stream;
+using core::Task;
+using core::TaskKind;
+
+constexpr double NS = 1e-9;
+
+struct Window {
+  uint64_t start = 0;
+  uint64_t end = UINT64_MAX;
+};
+
+// The windows of the replayed iteration, one per traced rank (in TraceSet::ranks() order).
+std::vector<Window> iteration_windows(const TraceSet& traces, int64_t& iteration) {
+  std::vector<std::map<int64_t, Window>> per_rank;
+  std::set<int64_t> common;
+  for (size_t i = 0; i < traces.ranks().size(); ++i) {
+    std::map<int64_t, Window> marks;
+    for (const trace::Record& r : traces.files()[traces.ranks()[i].file].records) {
+      if (!r.has_marker() || r.marker().iteration() < 0) continue;
+      auto [it, inserted] = marks.try_emplace(r.marker().iteration(), Window{r.marker().start_ns(), r.marker().end_ns()});
+      it->second.start = std::min(it->second.start, r.marker().start_ns());
+      it->second.end = inserted ? r.marker().end_ns() : std::max(it->second.end, r.marker().end_ns());
+    }
+    std::set<int64_t> numbers;
+    for (const auto& [n, w] : marks) numbers.insert(n);
+    if (i == 0) {
+      common = numbers;
+    } else {
+      std::set<int64_t> both;
+      std::set_intersection(common.begin(), common.end(), numbers.begin(), numbers.end(), std::inserter(both, both.end()));
+      common = both;
+    }
+    per_rank.push_back(std::move(marks));
+  }
+  std::vector<Window> windows(traces.ranks().size());
+  const bool any_markers = std::any_of(per_rank.begin(), per_rank.end(), [](const auto& m) { return !m.empty(); });
+  if (!any_markers) {
+    iteration = -1;
+    return windows;
+  }
+  if (common.empty()) {
+    throw core::InputError(traces.files().front().path, "",
+                           "the ranks' traces have no iteration marker (ProfilerStep#N) number in common");
+  }
+  iteration = *std::next(common.begin(), static_cast<std::ptrdiff_t>((common.size() - 1) / 2));
+  for (size_t i = 0; i < windows.size(); ++i) windows[i] = per_rank[i].at(iteration);
+  return windows;
+}
+
+// One parallel axis found from the communicators: ranks i·stride + base, i < size.
+struct FoundAxis {
+  int stride = 1;
+  int size = 1;
+  bool has_collectives = false;
+};
+
+// Stride and size of a sorted rank set that is an arithmetic progression; false otherwise.
+bool progression(const std::vector<int>& g, int& stride) {
+  stride = g.size() > 1 ? g[1] - g[0] : 1;
+  for (size_t i = 1; i < g.size(); ++i) {
+    if (g[i] - g[i - 1] != stride) return false;
+  }
+  return stride > 0;
+}
+
+struct Layout {
+  core::ParallelLayout layout;
+  std::vector<Axis> names;  // of the found axes, fastest first
+  std::vector<FoundAxis> axes;
+};
+
+Layout infer_layout(const TraceSet& traces) {
+  std::set<std::pair<int, int>> shapes;  // (stride, size)
+  for (const TracedRank& r : traces.ranks()) {
+    for (const TracedCollective& c : r.collectives) {
+      int stride = 1;
+      if (c.group.size() < 2) continue;
+      if (!progression(c.group, stride)) {
+        throw core::InputError(traces.files()[r.file].path, "",
+                               fmt::format("communicator of ranks {} is not a parallel group (its ranks are not "
+                                           "evenly spaced)", fmt::join(c.group, ",")));
+      }
+      shapes.emplace(stride, static_cast<int>(c.group.size()));
+    }
+  }
+  const int world = traces.world_size();
+  Layout out;
+  int expected = 1;
+  for (auto [stride, size] : shapes) {
+    if (stride != expected || world % (expected * size) != 0) continue;
+    out.axes.push_back({stride, size, true});
+    expected *= size;
+  }
+  if (world % expected != 0 || out.axes.size() > 4) {
+    throw core::InputError(traces.files().front().path, "",
+                           fmt::format("the communicators do not factor the world of {} ranks into parallel axes", world));
+  }
+  if (expected < world) out.axes.push_back({expected, world / expected, false});
+  std::array<int, core::AXIS_COUNT> sizes{1, 1, 1, 1, 1};
+  const std::array<Axis, 3> faster{Axis::TENSOR, Axis::CONTEXT, Axis::EXPERT};
+  const size_t with_collectives = static_cast<size_t>(std::count_if(out.axes.begin(), out.axes.end(), [](const FoundAxis& a) { return a.has_collectives; }));
+  for (size_t i = 0; i < out.axes.size(); ++i) {
+    Axis name = Axis::PIPELINE;
+    if (i + 1 == with_collectives) {
+      name = Axis::DATA;
+    } else if (i + 1 < with_collectives) {
+      name = faster[i];
+    }
+    out.names.push_back(name);
+    sizes[static_cast<size_t>(name)] = out.axes[i].size;
+  }
+  out.layout = core::ParallelLayout(sizes);
+  return out;
+}
+
+// The group kind of a communicator: the consecutive found axes it spans.
+core::GroupKind group_kind_of(const Layout& l, const std::vector<int>& group, const std::string& file) {
+  int stride = 1;
+  progression(group, stride);
+  size_t first = 0;
+  while (first < l.axes.size() && l.axes[first].stride != stride) ++first;
+  int product = 1;
+  core::GroupKind kind;
+  for (size_t i = first; i < l.axes.size() && product < static_cast<int>(group.size()); ++i) {
+    product *= l.axes[i].size;
+    if (kind.name.empty()) {
+      kind.axis = l.names[i];
+    } else {
+      kind.extra_axes.push_back(kind.axis);
+      kind.axis = l.names[i];
+    }
+    kind.name = kind.name.empty() ? std::string(core::to_string(l.names[i]))
+                                  : fmt::format("{}+{}", kind.name, core::to_string(l.names[i]));
+  }
+  // The report attributes a group's traffic to its axis: DATA when the group spans it.
+  auto data = std::find(kind.extra_axes.begin(), kind.extra_axes.end(), Axis::DATA);
+  if (data != kind.extra_axes.end()) std::swap(*data, kind.axis);
+  if (product != static_cast<int>(group.size()) || kind.ranks_of(l.layout, group.front()) != group) {
+    throw core::InputError(file, "", fmt::format("communicator of ranks {} is not a group of the parallel layout "
+                                                 "the communicators imply", fmt::join(group, ",")));
+  }
+  return kind;
+}
+
+struct Event {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  Task task;
+  uint32_t name = 0;
+};
+
+// The tasks of one rank's window, in start order.
+std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, const Window& w, const Layout& layout,
+                             core::Workload& wl, std::map<std::vector<int>, uint16_t>& group_index, ReplayWorkload& out) {
+  const core::TraceFile& f = traces.files()[rank.file];
+  std::vector<Event> events;
+  auto inside = [&](uint64_t start) { return start >= w.start && start < w.end; };
+  auto compute = [&](uint64_t start, uint64_t end, core::OpClass c, const std::string& name) {
+    Event e{start, end, {}, wl.intern(name)};
+    e.task.kind = TaskKind::COMPUTE;
+    e.task.op_class = c;
+    e.task.seconds = static_cast<double>(end - start) * NS;
+    events.push_back(e);
+  };
+  for (const trace::Record& r : f.records) {
+    if (r.has_kernel() && inside(r.kernel().start_ns()) && r.kernel().end_ns() > r.kernel().start_ns()) {
+      const TimeCategory cat = categorize_kernel(r.kernel().name());
+      if (cat == TimeCategory::COMMUNICATION) continue;
+      const core::OpClass c = cat == TimeCategory::GEMM        ? core::OpClass::GEMM
+                              : cat == TimeCategory::ATTENTION ? core::OpClass::ATTENTION
+                                                               : core::OpClass::ELEMENTWISE;
+      compute(r.kernel().start_ns(), r.kernel().end_ns(), c, r.kernel().name());
+    } else if (r.has_memcpy() && inside(r.memcpy().start_ns()) && r.memcpy().end_ns() > r.memcpy().start_ns()) {
+      const trace::Memcpy& m = r.memcpy();
+      const bool h2d = m.kind() == trace::MEMCPY_KIND_HTOD;
+      if (h2d || m.kind() == trace::MEMCPY_KIND_DTOH) {
+        Event e{m.start_ns(), m.end_ns(), {}, wl.intern(h2d ? "memcpy HtoD" : "memcpy DtoH")};
+        e.task.kind = TaskKind::COPY;
+        e.task.stream = Stream::COPY;
+        e.task.copy = h2d ? core::CopyDirection::HOST_TO_DEVICE : core::CopyDirection::DEVICE_TO_HOST;
+        e.task.bytes = static_cast<double>(m.bytes());
+        events.push_back(e);
+      } else {
+        compute(m.start_ns(), m.end_ns(), core::OpClass::ELEMENTWISE, "memcpy");
+      }
+    } else if (r.has_memset() && inside(r.memset().start_ns()) && r.memset().end_ns() > r.memset().start_ns()) {
+      compute(r.memset().start_ns(), r.memset().end_ns(), core::OpClass::ELEMENTWISE, "memset");
+    } else if (r.has_p2p() && inside(r.p2p().start_ns())) {
+      ++out.skipped_p2p;
+    }
+  }
+  for (const TracedCollective& c : rank.collectives) {
+    if (!inside(c.start_ns) || c.group.size() < 2) continue;
+    auto [it, inserted] = group_index.try_emplace(c.group, static_cast<uint16_t>(wl.groups.size()));
+    if (inserted) {
+      core::GroupKind kind = group_kind_of(layout, c.group, f.path);
+      auto same = std::find_if(wl.groups.begin(), wl.groups.end(), [&](const core::GroupKind& g) {
+        return g.name == kind.name;
+      });
+      if (same == wl.groups.end()) {
+        wl.groups.push_back(std::move(kind));
+      } else {
+        it->second = static_cast<uint16_t>(same - wl.groups.begin());
+      }
+    }
+    const core::GroupKind& kind = wl.groups[it->second];
+    Event e{c.start_ns, std::max(c.end_ns, c.start_ns), {}, wl.intern(core::to_string(c.op))};
+    e.task.kind = TaskKind::COLLECTIVE;
+    e.task.stream = core::comm_stream(kind.axis);
+    e.task.collective = c.op;
+    e.task.group = it->second;
+    e.task.bytes = c.bytes;
+    events.push_back(e);
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.start < b.start; });
+  return events;
+}
+
+// Builds one rank's program from its events: stream order, cross-stream order by timestamps, and
+// unexplained compute-stream idle time folded into the compute task that follows it. Each task keeps
+// the last task of every stream it already waits for (directly or through others), so that only
+// dependencies that add something are recorded.
+core::Program build_program(const std::vector<Event>& events, const Window& w, int rank, ReplayWorkload& out) {
+  using Frontier = std::array<int64_t, core::STREAM_COUNT>;
+  core::Program p;
+  p.name = fmt::format("rank {}", rank);
+  std::array<std::vector<uint32_t>, core::STREAM_COUNT> on_stream;  // task indices per stream
+  std::vector<uint64_t> end_of;                                     // traced end per task
+  std::vector<Frontier> frontier_of;                                // per task
+  double gaps = 0;
+  for (const Event& e : events) {
+    const size_t s = static_cast<size_t>(e.task.stream);
+    Frontier frontier;
+    frontier.fill(-1);
+    uint64_t ready = w.start;
+    if (!on_stream[s].empty()) {
+      frontier = frontier_of[on_stream[s].back()];
+      ready = end_of[on_stream[s].back()];
+    }
+    std::vector<uint32_t> candidates;
+    for (size_t o = 0; o < core::STREAM_COUNT; ++o) {
+      const auto& tasks = on_stream[o];
+      auto it = std::find_if(tasks.rbegin(), tasks.rend(), [&](uint32_t t) { return end_of[t] <= e.start; });
+      if (o != s && it != tasks.rend()) candidates.push_back(*it);
+    }
+    std::sort(candidates.begin(), candidates.end(), [&](uint32_t a, uint32_t b) { return end_of[a] > end_of[b]; });
+    std::vector<uint32_t> deps;
+    for (uint32_t c : candidates) {
+      const size_t o = static_cast<size_t>(p.tasks[c].stream);
+      ready = std::max(ready, end_of[c]);
+      if (static_cast<int64_t>(c) <= frontier[o]) continue;
+      deps.push_back(c);
+      for (size_t k = 0; k < core::STREAM_COUNT; ++k) frontier[k] = std::max(frontier[k], frontier_of[c][k]);
+      frontier[o] = c;
+    }
+    Task t = e.task;
+    t.name = e.name;
+    if (t.kind == TaskKind::COMPUTE && e.start > ready) {
+      const double gap = static_cast<double>(e.start - ready) * NS;
+      t.seconds += gap;
+      gaps += gap;
+    }
+    const uint32_t index = p.add(t, deps);
+    frontier[s] = index;
+    on_stream[s].push_back(index);
+    end_of.push_back(e.end);
+    frontier_of.push_back(frontier);
+    out.compute_tasks += t.kind == TaskKind::COMPUTE;
+    out.collective_tasks += t.kind == TaskKind::COLLECTIVE;
+    out.copy_tasks += t.kind == TaskKind::COPY;
+  }
+  out.host_gaps = std::max(out.host_gaps, core::Seconds(gaps));
+  return p;
+}
+
+}  // namespace
+
+ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions& options) {
+  TRAINSIM_CHECK(options.scale_data >= 1, "scale_data >= 1");
+  if (traces.files().empty()) throw core::InputError("", "", "no trace files given");
+  if (!traces.complete()) {
+    int missing = 0;
+    while (traces.find(missing) != nullptr) ++missing;
+    throw core::InputError(traces.files().front().path, "",
+                           fmt::format("replay needs one trace per rank: the world has {} ranks, rank {} has no trace",
+                                       traces.world_size(), missing));
+  }
+  ReplayWorkload out;
+  out.traced_ranks = traces.world_size();
+  std::map<std::string, int> per_host;
+  for (const TracedRank& r : traces.ranks()) {
+    ++per_host[r.host];
+    out.unresolved_collectives += r.unresolved_collectives;
+  }
+  for (const auto& [host, n] : per_host) out.gpus_per_node = std::max(out.gpus_per_node, n);
+  if (out.traced_ranks % out.gpus_per_node != 0) {
+    throw core::InputError(traces.files().front().path, "",
+                           fmt::format("{} ranks do not fill hosts of {} GPUs evenly", out.traced_ranks, out.gpus_per_node));
+  }
+
+  const std::vector<Window> windows = iteration_windows(traces, out.iteration);
+  const Layout layout = infer_layout(traces);
+  core::Workload& wl = out.workload;
+  wl.layout = layout.layout;
+  std::map<std::vector<int>, uint16_t> group_index;
+  for (size_t i = 0; i < traces.ranks().size(); ++i) {
+    const TracedRank& r = traces.ranks()[i];
+    Window w = windows[i];
+    std::vector<Event> events = events_of(traces, r, w, layout, wl, group_index, out);
+    if (out.iteration < 0 && !events.empty()) {
+      w.start = events.front().start;
+      w.end = 0;
+      for (const Event& e : events) w.end = std::max(w.end, e.end);
+    }
+    out.measured = std::max(out.measured, core::Seconds(static_cast<double>(w.end - w.start) * NS));
+    wl.programs.push_back(build_program(events, w, r.rank, out));
+  }
+
+  // Scale along the data axis: rank R runs the program of the traced rank with R's coordinates,
+  // the data coordinate taken modulo the traced data size.
+  const core::ParallelLayout traced = wl.layout;
+  std::array<int, core::AXIS_COUNT> sizes = traced.sizes();
+  sizes[static_cast<size_t>(Axis::DATA)] *= options.scale_data;
+  wl.layout = core::ParallelLayout(sizes);
+  wl.program_of_rank.resize(static_cast<size_t>(wl.layout.world_size()));
+  for (int rank = 0; rank < wl.layout.world_size(); ++rank) {
+    std::array<int, core::AXIS_COUNT> c = wl.layout.coords(rank);
+    c[static_cast<size_t>(Axis::DATA)] %= traced.size(Axis::DATA);
+    wl.program_of_rank[static_cast<size_t>(rank)] = static_cast<uint32_t>(traced.rank_of(c));
+  }
+  out.nodes = wl.layout.world_size() / out.gpus_per_node;
+  wl.validate();
+  return out;
+}
+
+}  // namespace trainsim::calibrate

@@ -1,0 +1,130 @@
+#include "sim/cli/replay_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fmt/format.h>
+
+#include "calibrate/accuracy.hpp"
+#include "calibrate/replay_workload.hpp"
+#include "calibrate/trace_set.hpp"
+#include "sim/cli/calibrate_command.hpp"
+#include "sim/engine/backend.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+struct Replay {
+  calibrate::ReplayWorkload built;
+  TracedCluster traced;
+  engine::SimulationResult result;
+  int scale_data = 1;
+  double wall_s = 0;
+
+  double predicted_s() const { return result.iteration_time.value(); }
+  double measured_s() const { return built.measured.value(); }
+};
+
+core::Json replay_json(const Replay& r) {
+  const engine::Breakdown& b = r.result.breakdown;
+  core::Json j;
+  j["schema"] = "trainsim.replay/1";
+  j["traced_ranks"] = r.built.traced_ranks;
+  j["world_size"] = r.built.workload.layout.world_size();
+  j["scale_data"] = r.scale_data;
+  j["iteration"] = r.built.iteration;
+  j["measured_iteration_time_s"] = r.measured_s();
+  j["iteration_time_s"] = r.predicted_s();
+  if (r.scale_data == 1) j["error"] = calibrate::signed_error(r.predicted_s(), r.measured_s());
+  j["critical_rank"] = r.result.critical_rank;
+  j["breakdown_s"] = {{"compute", b.compute.value()},
+                      {"exposed_communication", b.exposed_comm_total().value()},
+                      {"pipeline_bubble", b.pipeline_bubble.value()},
+                      {"other", b.other.value()}};
+  core::Json comm = core::Json::object();
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    comm[std::string(core::to_string(static_cast<core::Axis>(a)))] = r.result.comm_time[static_cast<size_t>(a)].value();
+  }
+  j["communication_s"] = comm;
+  j["tasks"] = {{"compute", r.built.compute_tasks},
+                {"collective", r.built.collective_tasks},
+                {"copy", r.built.copy_tasks},
+                {"skipped_p2p", r.built.skipped_p2p},
+                {"unresolved_collectives", r.built.unresolved_collectives}};
+  j["host_gaps_s"] = r.built.host_gaps.value();
+  j["cluster"] = r.traced.cluster.to_json();
+  j["simulation"] = {{"backend", "analytic"}, {"wall_s", r.wall_s}, {"events", r.result.events}};
+  return j;
+}
+
+std::string replay_table(const Replay& r) {
+  const engine::Breakdown& b = r.result.breakdown;
+  std::string s = fmt::format("replay of {} traced ranks ({}) on {} x {} {}, world {}{}\n", r.built.traced_ranks,
+                              r.built.iteration < 0 ? std::string("whole trace") : fmt::format("iteration {}", r.built.iteration),
+                              r.traced.cluster.nodes, r.traced.cluster.gpus_per_node, r.traced.cluster.gpu,
+                              r.built.workload.layout.world_size(),
+                              r.scale_data > 1 ? fmt::format(" (--scale-data {})", r.scale_data) : "");
+  s += fmt::format("{:<34} {:.6g}\n", "measured_iteration_time_s", r.measured_s());
+  s += fmt::format("{:<34} {:.6g}\n", "predicted_iteration_time_s", r.predicted_s());
+  if (r.scale_data == 1) {
+    s += fmt::format("{:<34} {:+.2f} %\n", "error", 100 * calibrate::signed_error(r.predicted_s(), r.measured_s()));
+  } else {
+    s += fmt::format("{:<34} {:.4f}\n", "predicted / measured (traced)", r.predicted_s() / r.measured_s());
+  }
+  s += fmt::format("{:<34} {}\n", "critical_rank", r.result.critical_rank);
+  s += fmt::format("{:<34} {:.6g}\n", "compute_s", b.compute.value());
+  s += fmt::format("{:<34} {:.6g}\n", "exposed_communication_s", b.exposed_comm_total().value());
+  s += fmt::format("{:<34} {:.6g}\n", "pipeline_bubble_s", b.pipeline_bubble.value());
+  s += fmt::format("{:<34} {:.6g}\n", "other_s", b.other.value());
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    const double t = r.result.comm_time[static_cast<size_t>(a)].value();
+    if (t > 0) s += fmt::format("{:<34} {:.6g}\n", fmt::format("communication_{}_s", core::to_string(static_cast<core::Axis>(a))), t);
+  }
+  s += fmt::format("{:<34} {} compute, {} collective, {} copy per traced run\n", "tasks", r.built.compute_tasks,
+                   r.built.collective_tasks, r.built.copy_tasks);
+  if (r.built.skipped_p2p + r.built.unresolved_collectives > 0) {
+    s += fmt::format("{:<34} {} send/recv, {} collectives without known members\n", "not replayed", r.built.skipped_p2p,
+                     r.built.unresolved_collectives);
+  }
+  s += fmt::format("{:<34} {:.6g}\n", "host_gaps_s (in compute tasks)", r.built.host_gaps.value());
+  s += fmt::format("{:<34} analytic, {} events, {:.3f} s wall\n", "simulation", r.result.events, r.wall_s);
+  return s;
+}
+
+}  // namespace
+
+int replay_command(const ReplayArgs& args, std::ostream& out) {
+  const auto start = std::chrono::steady_clock::now();
+  const calibrate::TraceSet traces = calibrate::TraceSet::load(args.paths);
+  Replay r;
+  r.scale_data = args.scale_data;
+  r.built = calibrate::build_replay_workload(traces, calibrate::ReplayOptions{args.scale_data});
+  r.traced = load_traced_cluster(args.scenario, args.overrides, traces.device_name(), r.built.gpus_per_node, r.built.nodes);
+  engine::SimulationOptions options;
+  options.use_symmetry = false;  // every rank runs its own measured program
+  r.result = engine::make_analytic_backend()->run(r.built.workload, r.traced.cluster, r.traced.profile, options);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << (args.format == Format::JSON ? replay_json(r).dump(2) + "\n" : replay_table(r));
+  return 0;
+}
+
+ReplaySubcommand::ReplaySubcommand(CLI::App& app) {
+  command_ = app.add_subcommand("replay", "Simulate a traced run from its traces; predicted vs measured iteration time");
+  command_->add_option("traces", args_.paths, "Trace files, or folders of *.trace files (one per rank)")->required();
+  command_->add_option("--scenario", args_.scenario, "Scenario whose cluster (and simulation.profile) to replay on");
+  command_->add_option("--set", args_.overrides, "Override a scenario value: key.path=value (repeatable)")
+      ->type_name("KEY=VALUE");
+  command_->add_option("--scale-data", args_.scale_data, "Replay N data-parallel replicas of the traced run")
+      ->check(CLI::PositiveNumber)
+      ->default_str("1");
+  command_->add_option("--format", args_.format, "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
+                                          CLI::ignore_case))
+      ->default_str("table");
+}
+
+std::optional<int> ReplaySubcommand::run(std::ostream& out) const {
+  if (!command_->parsed()) return std::nullopt;
+  return replay_command(args_, out);
+}
+
+}  // namespace trainsim::cli
