@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The engine benchmarks (issue 3): for each case, wall time, peak RSS, simulated events or flows, and
+# the predicted time, one run each on this machine. Figures, not pass/fail: compare them in one run.
+#   1 GiB all-reduce over 1,024 / 4,096 / 16,384 H100 (8 per node, rail-optimized, 400 Gb/s NICs)
+#   one iteration of scenarios/bench/*.json (GPT-3 175B on 1,024 A100; Llama 3 405B on 16,384 H100)
+# Each case runs with its address space capped (TRAINSIM_BENCH_MEMORY_GIB, default 8) so that one that
+# needs too much memory prints a failed row instead of taking the machine down.
+# Usage: scripts/bench.sh [--fidelities "analytic flow step"] [--backends "analytic"]
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+fidelities="analytic flow"
+backends="analytic"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --fidelities) fidelities=$2; shift 2 ;;
+    --backends) backends=$2; shift 2 ;;
+    *) echo "usage: $0 [--fidelities LIST] [--backends LIST]" >&2; exit 2 ;;
+  esac
+done
+
+"$repo/scripts/setup.sh" "$repo/build"
+bin=$repo/build/sim/cli/trainsim
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+memory_kib=$(( ${TRAINSIM_BENCH_MEMORY_GIB:-8} * 1024 * 1024 ))
+
+# run OUT COMMAND...: runs it under /usr/bin/time with the memory cap; sets wall, rss_mib and status.
+run() {
+  local out=$1
+  shift
+  status=0
+  (ulimit -v "$memory_kib"; /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >"$out" 2>"$tmp/err") || status=$?
+  read -r wall rss_kib < <(tail -1 "$tmp/time")
+  rss_mib=$((${rss_kib:-0} / 1024))
+}
+# failed CASE MODE: the row of a case that did not finish.
+failed() {
+  printf '%-44s %-10s %9s %9s %12s %14s  %s\n' "$1" "$2" "$wall" "$rss_mib" - - \
+    "failed (exit $status: $(head -c 80 "$tmp/err" | tr '\n' ' '))"
+}
+# json_number FILE KEY: the first number after "KEY": in FILE.
+json_number() { grep -o "\"$2\": *[-0-9.e+]*" "$1" | head -1 | sed 's/.*: *//'; }
+
+printf '%-44s %-10s %9s %9s %12s %14s\n' case mode wall_s rss_MiB events predicted_s
+for gpus in 1024 4096 16384; do
+  for fidelity in $fidelities; do
+    run "$tmp/out" "$bin" collective --op all_reduce --gpus "$gpus" --gpus-per-node 8 --topology rail-optimized \
+      --gpu H100-SXM5-80GB --nic-bandwidth "400 Gb/s" --sizes 1G:1G --fidelity "$fidelity" --format json
+    if [ "$status" -ne 0 ]; then failed "all_reduce 1 GiB x $gpus GPUs" "$fidelity"; continue; fi
+    time_us=$(json_number "$tmp/out" time_us)
+    printf '%-44s %-10s %9s %9s %12s %14.6f\n' "all_reduce 1 GiB x $gpus GPUs" "$fidelity" "$wall" "$rss_mib" \
+      "$(json_number "$tmp/out" flows)" "$(echo "$time_us" | awk '{print $1 / 1e6}')"
+  done
+done
+for scenario in "$repo"/scenarios/bench/*.json; do
+  for backend in $backends; do
+    run "$tmp/out" "$bin" run "$scenario" --backend "$backend" --format json
+    if [ "$status" -ne 0 ]; then failed "$(basename "$scenario" .json)" "$backend"; continue; fi
+    printf '%-44s %-10s %9s %9s %12s %14.6f\n' "$(basename "$scenario" .json)" "$backend" "$wall" "$rss_mib" \
+      "$(json_number "$tmp/out" events)" "$(json_number "$tmp/out" iteration_time_s)"
+  done
+done
