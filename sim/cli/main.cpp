@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--timeline-ranks", run.timeline_ranks,
                       "Ranks shown in the timeline (default: first rank of every pipeline stage)")
       ->delimiter(',');
-  run_cmd->add_option("--backend", run.backend, "Simulation backend (overrides simulation.backend)")
-      ->check(CLI::IsMember({"analytic"}));
+  run_cmd->add_option("--backend", run.backend, "Simulation backend: analytic or simgrid (overrides simulation.backend)")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
       ->type_name("PCT");
   add_format(validate_cmd, validate.format);
   add_overrides(validate_cmd, validate.overrides);
-  validate_cmd->add_option("--backend", validate.backend, "Simulation backend")->check(CLI::IsMember({"analytic"}));
+  validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
 
   trainsim::cli::TraceSubcommand trace(app);
   trainsim::cli::CollectiveSubcommand collective(app);

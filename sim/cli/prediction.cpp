@@ -67,10 +67,12 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
   Prediction p;
   p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
-  std::unique_ptr<engine::Backend> backend = engine::make_analytic_backend();
+  std::unique_ptr<engine::Backend> backend =
+      p.backend == "simgrid" ? engine::make_simgrid_backend() : engine::make_analytic_backend();
   engine::SimulationOptions options;
   options.use_symmetry = scenario.simulation.symmetry;
   options.algorithm = scenario.simulation.algorithm;
+  options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
   p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

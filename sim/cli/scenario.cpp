@@ -6,7 +6,8 @@
 namespace trainsim::cli {
 namespace {
 
-const std::vector<std::string> BACKENDS = {"analytic"};
+const std::vector<std::string> BACKENDS = {"analytic", "simgrid"};
+const std::vector<std::string> FIDELITIES = {"step", "flow", "analytic"};
 const std::vector<std::string> ALGORITHMS = {"auto", "ring", "tree"};
 
 network::Algorithm algorithm_from(const std::string& s) {
@@ -17,11 +18,8 @@ network::Algorithm algorithm_from(const std::string& s) {
 
 SimulationConfig read_simulation(core::ObjectReader& r) {
   SimulationConfig s;
-  if (r.has("backend") && r.raw("backend")->is_string() && r.raw("backend")->get<std::string>() == "simgrid") {
-    r.problem("backend", "the simgrid backend is not part of this build yet; use \"analytic\"");
-  } else {
-    s.backend = r.choice("backend", s.backend, BACKENDS);
-  }
+  s.backend = r.choice("backend", s.backend, BACKENDS);
+  engine::parse_fidelity(r.choice("fidelity", std::string(engine::to_string(s.fidelity)), FIDELITIES), s.fidelity);
   s.profile = r.string("profile", "");
   s.symmetry = r.boolean("symmetry", s.symmetry);
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
@@ -73,6 +71,7 @@ core::Json SimulationConfig::to_json() const {
   if (!profile.empty()) j["profile"] = profile;
   j["symmetry"] = symmetry;
   j["algorithm"] = network::to_string(algorithm);
+  j["fidelity"] = std::string(engine::to_string(fidelity));
   return j;
 }
 

@@ -14,15 +14,17 @@
 #include "network/collective_cost.hpp"
 #include "sim/core/device.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/engine/backend.hpp"
 
 namespace trainsim::cli {
 
 // The "simulation" section.
 struct SimulationConfig {
-  std::string backend = "analytic";      // analytic (the only backend of this version)
+  std::string backend = "analytic";      // analytic | simgrid (flow-level, contention; every rank simulated)
   std::string profile;                   // optional profile JSON; relative to the scenario's folder
   bool symmetry = true;                  // simulate one representative per class of symmetric ranks
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
+  engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
 
   core::Json to_json() const;
 };

@@ -72,23 +72,59 @@ std::vector<ProgramPlan> plan_programs(const core::Workload& w, const network::C
   return plans;
 }
 
-class Executor {
+}  // namespace
+
+class Executor::Impl {
  public:
-  Executor(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
-           const SimulationOptions& options, CommunicationModel& model)
+  Impl(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
+       const SimulationOptions& options, CommunicationModel* model, CommunicationLauncher* launcher)
       : w_(w),
         options_(options),
         model_(model),
+        launcher_(launcher),
         plans_(plan_programs(w, cluster, profile.device)),
         table_(w, cluster, plans_, options.use_symmetry),
         ranks_(table_.ranks().size()),
         end_(table_.end_slots(), 0.0),
         open_(table_.meetings().size()) {
-    for (size_t s = 0; s < ranks_.size(); ++s) ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
+    for (size_t s = 0; s < ranks_.size(); ++s) {
+      ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
+      unfinished_ += ranks_[s].remaining;
+    }
+    if (launcher_ != nullptr) start_.assign(end_.size(), 0.0);
+    for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
   }
 
-  SimulationResult run() {
-    sweep();
+  const RankTable& table() const { return table_; }
+  bool finished() const { return unfinished_ == 0; }
+
+  // Runs every task that can run, rank by rank, until none can.
+  void advance() {
+    while (!worklist_.empty()) {
+      current_ = worklist_.back();
+      worklist_.pop_back();
+      ranks_[current_].queued = false;
+      advance(current_);
+    }
+    current_ = NO_INDEX;
+  }
+
+  void complete(uint32_t call_index, double end) {
+    Call& call = calls_.at(call_index);
+    TRAINSIM_CHECK(call.first != nullptr && end >= call.ready, "a call completed twice, or before it started");
+    for (const Waiter& waiter : call.waiters) finish(waiter.slot, waiter.task, call.ready, end);
+    release(call_index);
+  }
+
+  // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
+  [[noreturn]] void report_deadlock() const {
+    for (uint32_t s = 0; s < ranks_.size(); ++s) {
+      if (ranks_[s].remaining > 0) report_deadlock(s);
+    }
+    throw core::InternalError("deadlock reported on a finished workload");
+  }
+
+  SimulationResult result() {
     SimulationResult result;
     result.simulated_ranks = static_cast<int>(ranks_.size());
     result.events = events_;
@@ -117,20 +153,6 @@ class Executor {
     worklist_.push_back(slot);
   }
 
-  void sweep() {
-    for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
-    while (!worklist_.empty()) {
-      current_ = worklist_.back();
-      worklist_.pop_back();
-      ranks_[current_].queued = false;
-      advance(current_);
-    }
-    current_ = NO_INDEX;
-    for (uint32_t s = 0; s < ranks_.size(); ++s) {
-      if (ranks_[s].remaining > 0) report_deadlock(s);
-    }
-  }
-
   // Runs every task of the rank that can run, stream by stream, until none can.
   void advance(uint32_t slot) {
     RankState& st = ranks_[slot];
@@ -154,7 +176,7 @@ class Executor {
             case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
             case TaskKind::COMPUTE:
             case TaskKind::COPY:
-            case TaskKind::MEMORY: finish(slot, ti, ready + plan.duration[ti]); break;
+            case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
           }
         }
       }
@@ -173,10 +195,12 @@ class Executor {
     return true;
   }
 
-  void finish(uint32_t slot, uint32_t task, double end) {
+  void finish(uint32_t slot, uint32_t task, double start, double end) {
     RankState& st = ranks_[slot];
     const size_t s = static_cast<size_t>(program_of(slot).tasks[task].stream);
     end_[info(slot).end_base + task] = end;
+    if (!start_.empty()) start_[info(slot).end_base + task] = start;
+    --unfinished_;
     st.stream_free[s] = end;
     ++st.cursor[s];
     st.waiting &= ~(1u << s);
@@ -187,11 +211,11 @@ class Executor {
   }
 
   double communication_time(const Meeting& m, const Task& t) {
-    if (t.kind != TaskKind::COLLECTIVE) return model_.p2p_time(core::Bytes(t.bytes), m.same_node).value();
+    if (t.kind != TaskKind::COLLECTIVE) return model_->p2p_time(core::Bytes(t.bytes), m.same_node).value();
     const CostKey key{m.placement, t.collective, t.bytes};
     const auto it = cost_cache_.find(key);
     if (it != cost_cache_.end()) return it->second;
-    const double time = model_.collective_time(t.collective, core::Bytes(t.bytes), table_.placements()[m.placement]).value();
+    const double time = model_->collective_time(t.collective, core::Bytes(t.bytes), table_.placements()[m.placement]).value();
     cost_cache_.emplace(key, time);
     return time;
   }
@@ -199,8 +223,8 @@ class Executor {
   // The task joins its call; the last arrival completes the call for every member.
   void arrive(uint32_t slot, uint32_t task, const Task& t, double ready, uint32_t meeting) {
     const Meeting& m = table_.meetings()[meeting];
-    if (m.expected == 1) {
-      finish(slot, task, ready + communication_time(m, t));
+    if (m.expected == 1 && launcher_ == nullptr) {
+      finish(slot, task, ready, ready + communication_time(m, t));
       return;
     }
     OpenCalls& open = open_[meeting];
@@ -222,18 +246,27 @@ class Executor {
     ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
     if (call.arrivals < m.expected) return;
 
-    const double end = call.ready + communication_time(m, t);
-    for (const Waiter& waiter : call.waiters) finish(waiter.slot, waiter.task, end);
-    call.arrivals = 0;
-    call.ready = 0;
-    call.first = nullptr;
-    call.waiters.clear();
-    free_calls_.push_back(call_index);
     open.calls[index] = NO_INDEX;
     while (!open.calls.empty() && open.calls.front() == NO_INDEX) {
       open.calls.pop_front();
       ++open.base_seq;
     }
+    if (launcher_ != nullptr) {
+      launcher_->launch(call_index, meeting, t, call.ready);
+      return;
+    }
+    const double end = call.ready + communication_time(m, t);
+    for (const Waiter& waiter : call.waiters) finish(waiter.slot, waiter.task, call.ready, end);
+    release(call_index);
+  }
+
+  void release(uint32_t call_index) {
+    Call& call = calls_[call_index];
+    call.arrivals = 0;
+    call.ready = 0;
+    call.first = nullptr;
+    call.waiters.clear();
+    free_calls_.push_back(call_index);
   }
 
   uint32_t open_call() {
@@ -301,6 +334,11 @@ class Executor {
         stuck_ranks, rank, prog.name, heads));
   }
 
+  double task_start(uint32_t slot, uint32_t ti) {
+    const double end = end_[info(slot).end_base + ti];
+    return start_.empty() ? end - task_duration(slot, ti) : start_[info(slot).end_base + ti];
+  }
+
   double task_duration(uint32_t slot, uint32_t ti) {
     const SimulatedRank& sr = info(slot);
     const Task& t = program_of(slot).tasks[ti];
@@ -326,7 +364,7 @@ class Executor {
       const Task& t = prog.tasks[ti];
       ActivityInterval i;
       i.end_s = end_[info(slot).end_base + ti];
-      i.start_s = i.end_s - task_duration(slot, ti);
+      i.start_s = task_start(slot, ti);
       switch (t.kind) {
         case TaskKind::MEMORY: continue;
         case TaskKind::COMPUTE: i.activity = Activity::COMPUTE; i.phase = t.phase; break;
@@ -381,19 +419,21 @@ class Executor {
       const uint32_t slot = table_.slot_of(table_.representative(rank));
       const core::Program& prog = program_of(slot);
       for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
-        const double end = end_[info(slot).end_base + ti];
-        result.timeline.push_back({rank, prog.tasks[ti].stream, end - task_duration(slot, ti), end, ti});
+        result.timeline.push_back({rank, prog.tasks[ti].stream, task_start(slot, ti), end_[info(slot).end_base + ti], ti});
       }
     }
   }
 
   const core::Workload& w_;
   const SimulationOptions& options_;
-  CommunicationModel& model_;
+  CommunicationModel* model_;          // synchronous pricing, or
+  CommunicationLauncher* launcher_;    // asynchronous
   std::vector<ProgramPlan> plans_;
   RankTable table_;
   std::vector<RankState> ranks_;  // by slot of table_.ranks()
   std::vector<double> end_;       // end time of every task of every simulated rank
+  std::vector<double> start_;     // start times likewise, kept only with a launcher
+  size_t unfinished_ = 0;
   std::vector<OpenCalls> open_;   // by meeting of table_.meetings()
   std::vector<Call> calls_;
   std::vector<uint32_t> free_calls_;
@@ -403,7 +443,22 @@ class Executor {
   uint64_t events_ = 0;
 };
 
-}  // namespace
+Executor::Executor(const core::Workload& workload, const network::ClusterConfig& cluster,
+                   const core::Profile& profile, const SimulationOptions& options, CommunicationModel& model)
+    : impl_(std::make_unique<Impl>(workload, cluster, profile, options, &model, nullptr)) {}
+
+Executor::Executor(const core::Workload& workload, const network::ClusterConfig& cluster,
+                   const core::Profile& profile, const SimulationOptions& options, CommunicationLauncher& launcher)
+    : impl_(std::make_unique<Impl>(workload, cluster, profile, options, nullptr, &launcher)) {}
+
+Executor::~Executor() = default;
+
+void Executor::advance() { impl_->advance(); }
+void Executor::complete(uint32_t call, double end) { impl_->complete(call, end); }
+bool Executor::finished() const { return impl_->finished(); }
+void Executor::report_deadlock() const { impl_->report_deadlock(); }
+SimulationResult Executor::result() { return impl_->result(); }
+const RankTable& Executor::table() const { return impl_->table(); }
 
 SimulationResult execute(const core::Workload& workload, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const SimulationOptions& options, CommunicationModel& model) {
@@ -411,7 +466,9 @@ SimulationResult execute(const core::Workload& workload, const network::ClusterC
                  fmt::format("the workload has {} ranks, the cluster {} GPUs", workload.layout.world_size(),
                              cluster.world_size()));
   Executor executor(workload, cluster, profile, options, model);
-  return executor.run();
+  executor.advance();
+  if (!executor.finished()) executor.report_deadlock();
+  return executor.result();
 }
 
 }  // namespace trainsim::engine

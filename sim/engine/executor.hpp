@@ -32,17 +32,69 @@
 // Memory. MEMORY tasks change the rank's running allocation at their end time; events at one instant
 // apply in program order. Peaks are taken over every simulated rank of a program.
 //
+// Asynchronous communication. With a CommunicationLauncher instead of a model (the SimGrid
+// backend), a call whose members have all arrived is handed to the launcher with its start time, and
+// its members wait until the launcher reports its end through Executor::complete(); advance() then
+// runs what that unblocked. Every start handed out is >= every end reported before it (the call's
+// start is the last member's ready time, which follows what unblocked it), so a launcher can
+// schedule calls in start order on a simulated clock. Communication tasks are busy from their
+// call's start to its end.
+//
 // Errors. A workload in which no task can run while some remain (a deadlock: mismatched collectives
 // or sends, a cycle through streams) throws core::InternalError naming the stuck tasks of the lowest
 // stuck rank. So do members of one call that disagree on its op or size.
+
+#include <cstdint>
+#include <memory>
 
 #include "network/cluster.hpp"
 #include "sim/core/device.hpp"
 #include "sim/core/workload.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/communication_model.hpp"
+#include "sim/engine/rank_table.hpp"
 
 namespace trainsim::engine {
+
+// Where an asynchronous executor hands its communication calls.
+class CommunicationLauncher {
+ public:
+  virtual ~CommunicationLauncher() = default;
+  // Call `call` of meeting `meeting` (RankTable::meetings()) starts at `start`: its last member
+  // arrived. `task` is one member's task (the members agree on kind, op and size). The launcher
+  // must later call Executor::complete(call, end) with end >= start, outside this function.
+  virtual void launch(uint32_t call, uint32_t meeting, const core::Task& task, double start) = 0;
+};
+
+// The execution semantics above as a state machine that an event loop can drive.
+class Executor {
+ public:
+  // Prices communication with `model`: one advance() runs the whole workload.
+  Executor(const core::Workload& workload, const network::ClusterConfig& cluster, const core::Profile& profile,
+           const SimulationOptions& options, CommunicationModel& model);
+  // Hands communication to `launcher`. REQUIRES: every argument outlives the executor.
+  Executor(const core::Workload& workload, const network::ClusterConfig& cluster, const core::Profile& profile,
+           const SimulationOptions& options, CommunicationLauncher& launcher);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs every task that can run now.
+  void advance();
+  // Ends a launched call for all its members at `end`; call advance() afterwards.
+  void complete(uint32_t call, double end);
+  // Whether every task of every simulated rank has run.
+  bool finished() const;
+  // Throws core::InternalError naming the stuck tasks of the lowest rank with tasks left.
+  [[noreturn]] void report_deadlock() const;
+  // The result (iteration time, breakdown, memory, events, timeline). REQUIRES: finished().
+  SimulationResult result();
+  const RankTable& table() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // REQUIRES: workload.validate() passes, workload.layout.world_size() == cluster.world_size(), and the
 // GPU supports the workload's precision.

@@ -3,9 +3,12 @@
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
+#include <simgrid/Exception.hpp>
 #include <xbt/log.h>
 
 #include <cmath>
+#include <deque>
+#include <exception>
 #include <fmt/format.h>
 #include <string>
 #include <unordered_map>
@@ -30,7 +33,10 @@ class RouteTableZone final : public sgr::NetZoneImpl {
 
   explicit RouteTableZone(const std::string& name) : NetZoneImpl(name) {}
 
+  // Hosts [0, hosts) carry flows; host `hosts` is the control host, reached from everywhere over
+  // `control_link` alone.
   void set_host_count(uint64_t hosts) { hosts_ = hosts; }
+  void set_control_link(simgrid::kernel::resource::StandardLinkImpl* link) { control_link_ = link; }
   void clear() { routes_.clear(); }
   void set(uint64_t from, uint64_t to, Route route) { routes_[from * hosts_ + to] = std::move(route); }
   const Route* find(uint64_t from, uint64_t to) const {
@@ -39,6 +45,10 @@ class RouteTableZone final : public sgr::NetZoneImpl {
   }
 
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
+    if (src->id() == hosts_ || dst->id() == hosts_) {
+      into->link_list_.push_back(control_link_);
+      return;
+    }
     const Route* route = find(src->id(), dst->id());
     TRAINSIM_CHECK(route != nullptr, fmt::format("no route declared from {} to {}", src->get_name(), dst->get_name()));
     into->link_list_.insert(into->link_list_.end(), route->links.begin(), route->links.end());
@@ -47,6 +57,7 @@ class RouteTableZone final : public sgr::NetZoneImpl {
 
  private:
   uint64_t hosts_ = 0;
+  simgrid::kernel::resource::StandardLinkImpl* control_link_ = nullptr;
   std::unordered_map<uint64_t, Route> routes_;
 };
 
@@ -61,22 +72,47 @@ double efficiency_of(const network::Link& link, const core::NetworkProfile& prof
   return 1.0;
 }
 
-// The state one run() shares between its actors. SimGrid runs actors one at a time, so plain
-// fields are safe.
-struct RunState {
-  const FlowBatch* batch = nullptr;
+// A batch in flight. A flow is done once both of its ends have seen it complete: the receiver's
+// actor may see it after the sender's, and starts the successors that leave its host.
+struct Batch {
+  FlowBatch spec;
   double start = 0;
-  std::vector<uint32_t> remaining;       // unfinished dependencies per flow
-  std::vector<uint32_t> succ_begin;      // successors of flow f: succ[succ_begin[f], succ_begin[f + 1])
+  std::vector<uint32_t> remaining;   // unfinished dependencies per flow
+  std::vector<uint32_t> succ_begin;  // successors of flow f: succ[succ_begin[f], succ_begin[f + 1])
   std::vector<uint32_t> succ;
-  std::vector<uint32_t> ids;             // ids[f] == f: the payload a flow carries to its receiver
+  std::vector<uint64_t> tokens;      // the payload of flow f: (batch id << 32) | f
   std::vector<Seconds> done;
+  size_t unseen = 0;                 // flow ends (two per flow) not yet seen
 };
 
-// A cycle would leave actors blocked forever, which SimGrid reports as a deadlock of the whole
-// engine: refuse it before running (Kahn's algorithm).
-void check_acyclic(const RunState& state) {
-  std::vector<uint32_t> remaining = state.remaining;
+// What a host's actor has been handed since it last woke.
+struct HostWork {
+  std::vector<uint64_t> to_start;  // tokens of flows whose dependencies are done
+  uint32_t to_receive = 0;         // receives to post
+  bool woken = false;              // a wake-up message is on its way
+  bool running = false;            // its actor exists
+  bool stop = false;
+};
+
+// The state of one simulate(). SimGrid runs actors one at a time, so plain fields are safe.
+struct Simulation {
+  FlowDriver* driver = nullptr;
+  std::vector<std::unique_ptr<Batch>> batches;  // by id; null: free
+  std::vector<uint32_t> free_ids;
+  std::vector<uint32_t> completed;              // ids, in completion order
+  size_t in_flight = 0;
+  std::vector<HostWork> hosts;
+  sg4::MutexPtr mutex = sg4::Mutex::create();
+  sg4::ConditionVariablePtr wake = sg4::ConditionVariable::create();
+  std::exception_ptr error;
+};
+
+constexpr uint64_t FLOW_BITS = 32;
+constexpr uint64_t FLOW_MASK = (uint64_t{1} << FLOW_BITS) - 1;
+
+// A cycle would leave actors blocked forever: refuse it before running (Kahn's algorithm).
+void check_acyclic(const Batch& batch) {
+  std::vector<uint32_t> remaining = batch.remaining;
   std::vector<uint32_t> ready;
   for (uint32_t f = 0; f < remaining.size(); ++f) {
     if (remaining[f] == 0) ready.push_back(f);
@@ -86,8 +122,8 @@ void check_acyclic(const RunState& state) {
     const uint32_t f = ready.back();
     ready.pop_back();
     ++seen;
-    for (uint32_t s = state.succ_begin[f]; s < state.succ_begin[f + 1]; ++s) {
-      if (--remaining[state.succ[s]] == 0) ready.push_back(state.succ[s]);
+    for (uint32_t s = batch.succ_begin[f]; s < batch.succ_begin[f + 1]; ++s) {
+      if (--remaining[batch.succ[s]] == 0) ready.push_back(batch.succ[s]);
     }
   }
   TRAINSIM_CHECK(seen == remaining.size(),
@@ -104,12 +140,18 @@ struct SimgridPlatform::Impl {
   std::vector<std::string> link_names;   // the structure later binds must match
   std::vector<double> capacity;
   std::vector<double> latency;
-  std::vector<sg4::Mailbox*> mailboxes;
+  std::vector<sg4::Mailbox*> mailboxes;  // data, by host
+  std::vector<sg4::Mailbox*> controls;   // wake-up messages, by host
+  sg4::Host* control_host = nullptr;
+  Simulation* simulation = nullptr;      // while simulate() runs
   uint64_t flows_run = 0;
   int gpus = 0;
 
   void configure(const network::Topology& topology, const core::NetworkProfile& profile, bool build);
-  void run_host(RunState& state, int host, const std::vector<uint32_t>& outgoing, size_t incoming) const;
+  void drive(Simulation& sim);
+  void serve_host(Simulation& sim, int host);
+  void hand(Simulation& sim, int host);
+  void flow_seen(Simulation& sim, int host, uint64_t token, bool sender, std::vector<uint32_t>& ready);
 };
 
 namespace {
@@ -150,7 +192,13 @@ void SimgridPlatform::Impl::configure(const network::Topology& topology, const c
       TRAINSIM_CHECK(host->get_netpoint()->id() == static_cast<unsigned long>(h), "hosts are the zone's vertices in order");
       hosts.push_back(host);
       mailboxes.push_back(sg4::Mailbox::by_name(name));
+      controls.push_back(sg4::Mailbox::by_name(name + ".control"));
     }
+    control_host = zone->get_iface()->create_host("control", 1.0);
+    sg4::Link* control_link = zone->get_iface()->create_link("control", 1e30);
+    control_link->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
+    control_link->seal();
+    zone->set_control_link(control_link->get_impl());
     for (size_t i = 0; i < topo_links.size(); ++i) {
       sg4::Link* link = zone->get_iface()->create_link(topo_links[i].name, capacity[i]);
       link->set_latency(latency[i]);
@@ -221,92 +269,261 @@ Seconds SimgridPlatform::route_latency(int from, int to) const {
   return Seconds(route->latency);
 }
 
-// One host's actor: posts a receive for every flow into the host, starts its flows as their
-// dependencies complete, and records completions (a flow's completion is seen by both ends; the
-// source's actor starts the successors whose source is its host).
-void SimgridPlatform::Impl::run_host(RunState& state, int host, const std::vector<uint32_t>& outgoing,
-                                     size_t incoming) const {
-  const std::vector<FlowSpec>& flows = state.batch->flows;
-  std::vector<sg4::CommPtr> comms;
-  std::vector<int64_t> what;  // flow index of a send; -1 - slot of a receive
-  std::vector<uint32_t*> slots(incoming, nullptr);
-  comms.reserve(incoming + outgoing.size());
-  what.reserve(incoming + outgoing.size());
-  for (size_t k = 0; k < incoming; ++k) {
-    comms.push_back(mailboxes[static_cast<size_t>(host)]->get_async<uint32_t>(&slots[k]));
-    what.push_back(-1 - static_cast<int64_t>(k));
-  }
-  auto start = [&](uint32_t f) {
-    const FlowSpec& flow = flows[f];
-    const auto bytes = static_cast<uint64_t>(std::llround(std::max(flow.bytes, 0.0)));
-    comms.push_back(mailboxes[static_cast<size_t>(flow.dst)]->put_async(&state.ids[f], bytes));
-    what.push_back(f);
-  };
-  for (uint32_t f : outgoing) {
-    if (state.remaining[f] == 0) start(f);
-  }
-  while (!comms.empty()) {
-    const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms));
-    const uint32_t f = what[i] >= 0 ? static_cast<uint32_t>(what[i]) : *slots[static_cast<size_t>(-1 - what[i])];
-    comms[i] = std::move(comms.back());
-    comms.pop_back();
-    what[i] = what.back();
-    what.pop_back();
-    state.done[f] = Seconds(sg4::Engine::get_clock() - state.start);
-    for (uint32_t s = state.succ_begin[f]; s < state.succ_begin[f + 1]; ++s) {
-      const uint32_t u = state.succ[s];
-      if (flows[u].src == host && --state.remaining[u] == 0) start(u);
+// The driver's actor: calls the driver back at the instants it asks for and after completions,
+// then lets every host actor go.
+void SimgridPlatform::Impl::drive(Simulation& sim) {
+  std::unique_lock<sg4::Mutex> lock(*sim.mutex);
+  const double origin = sg4::Engine::get_clock();
+  auto now = [origin] { return sg4::Engine::get_clock() - origin; };
+  try {
+    double next = sim.driver->advance(now());
+    while (next != FlowDriver::FINISHED) {
+      double at = now();
+      if (sim.completed.empty() && next > at) {
+        if (next == FlowDriver::NEVER && sim.in_flight == 0) break;
+        if (next == FlowDriver::NEVER) {
+          sim.wake->wait(lock);
+        } else {
+          sim.wake->wait_until(lock, origin + next);
+        }
+        // Only completions notify: woken without one, the timer fired. (origin + next) - origin may
+        // fall an ulp short of next; the driver must see the instant it asked for.
+        at = sim.completed.empty() ? std::max(now(), next) : now();
+      }
+      for (size_t i = 0; i < sim.completed.size(); ++i) {
+        const uint32_t id = sim.completed[i];
+        std::unique_ptr<Batch> batch = std::move(sim.batches[id]);
+        sim.free_ids.push_back(id);
+        --sim.in_flight;
+        sim.driver->batch_done(id, batch->done);
+      }
+      sim.completed.clear();
+      next = sim.driver->advance(at);
     }
+  } catch (...) {
+    sim.error = std::current_exception();
+  }
+  for (int h = 0; h < static_cast<int>(sim.hosts.size()); ++h) {
+    if (!sim.hosts[static_cast<size_t>(h)].running) continue;
+    sim.hosts[static_cast<size_t>(h)].stop = true;
+    hand(sim, h);
   }
 }
 
-std::vector<Seconds> SimgridPlatform::run(const FlowBatch& batch) {
-  const size_t n = batch.flows.size();
-  const int hosts = impl_->gpus + 1;
-  RunState state;
-  state.batch = &batch;
-  state.start = sg4::Engine::get_clock();
-  state.remaining.assign(n, 0);
-  state.succ_begin.assign(n + 1, 0);
-  state.ids.resize(n);
-  state.done.assign(n, Seconds(0));
-  std::vector<std::vector<uint32_t>> outgoing(static_cast<size_t>(hosts));
-  std::vector<size_t> incoming(static_cast<size_t>(hosts), 0);
+// Wakes the host's actor (creating it on first use) with an empty message over the control route,
+// unless one is already on its way.
+void SimgridPlatform::Impl::hand(Simulation& sim, int host) {
+  HostWork& work = sim.hosts[static_cast<size_t>(host)];
+  if (!work.running) {
+    work.running = true;
+    sg4::Actor::create(fmt::format("host{}", host), hosts[static_cast<size_t>(host)],
+                       [this, &sim, host] { serve_host(sim, host); });
+  }
+  if (work.woken) return;
+  work.woken = true;
+  controls[static_cast<size_t>(host)]->put_init(&work, 0)->detach();
+}
+
+// One end of a flow saw it complete. The sender's end records its time; each end collects the
+// successors that leave its host and have no unfinished dependency left.
+void SimgridPlatform::Impl::flow_seen(Simulation& sim, int host, uint64_t token, bool sender,
+                                      std::vector<uint32_t>& ready) {
+  const auto id = static_cast<uint32_t>(token >> FLOW_BITS);
+  const auto f = static_cast<uint32_t>(token & FLOW_MASK);
+  Batch& batch = *sim.batches[id];
+  if (sender) {
+    batch.done[f] = Seconds(sg4::Engine::get_clock() - batch.start);
+    ++flows_run;
+  }
+  for (uint32_t s = batch.succ_begin[f]; s < batch.succ_begin[f + 1]; ++s) {
+    const uint32_t u = batch.succ[s];
+    if (batch.spec.flows[u].src == host && --batch.remaining[u] == 0) ready.push_back(u);
+  }
+  if (--batch.unseen == 0) {
+    sim.completed.push_back(id);
+    sim.wake->notify_one();
+  }
+}
+
+// One host's actor: posts the receives and starts the flows it is handed, starts the successors of
+// the flows it sees complete, and leaves when told to stop.
+void SimgridPlatform::Impl::serve_host(Simulation& sim, int host) {
+  struct Pending {
+    bool sender;
+    uint64_t token;  // sender: the flow; receiver: unused (the payload names the flow)
+  };
+  HostWork& work = sim.hosts[static_cast<size_t>(host)];
+  std::vector<sg4::CommPtr> comms;
+  std::vector<Pending> pending;  // parallel to comms; comms[0] is the wake-up receive
+  std::deque<uint64_t*> payloads;  // of posted receives, stable addresses
+  std::vector<size_t> free_payloads;
+  std::vector<size_t> payload_of;  // parallel to comms: receives only
+  void* control_payload = nullptr;
+  std::vector<uint32_t> ready;
+  auto start = [&](uint64_t token) {
+    const auto id = static_cast<uint32_t>(token >> FLOW_BITS);
+    const Batch& batch = *sim.batches[id];
+    const uint64_t* payload = &batch.tokens[token & FLOW_MASK];
+    const FlowSpec& flow = batch.spec.flows[token & FLOW_MASK];
+    const auto bytes = static_cast<uint64_t>(std::llround(std::max(flow.bytes, 0.0)));
+    comms.push_back(mailboxes[static_cast<size_t>(flow.dst)]->put_async(const_cast<uint64_t*>(payload), bytes));
+    pending.push_back({true, token});
+    payload_of.push_back(0);
+  };
+  try {
+    comms.push_back(controls[static_cast<size_t>(host)]->get_async<void>(&control_payload));
+    pending.push_back({false, 0});
+    payload_of.push_back(0);
+    while (true) {
+      const auto i = static_cast<size_t>(sg4::Comm::wait_any(comms));
+      const Pending done = pending[i];
+      const size_t slot = payload_of[i];
+      const bool control = i == 0;
+      if (!control) {
+        comms[i] = std::move(comms.back());
+        comms.pop_back();
+        pending[i] = pending.back();
+        pending.pop_back();
+        payload_of[i] = payload_of.back();
+        payload_of.pop_back();
+      }
+      if (control) {
+        work.woken = false;
+        if (work.stop) return;
+        comms[0] = controls[static_cast<size_t>(host)]->get_async<void>(&control_payload);
+        for (; work.to_receive > 0; --work.to_receive) {
+          size_t k = payloads.size();
+          if (free_payloads.empty()) {
+            payloads.push_back(nullptr);
+          } else {
+            k = free_payloads.back();
+            free_payloads.pop_back();
+          }
+          comms.push_back(mailboxes[static_cast<size_t>(host)]->get_async<uint64_t>(&payloads[k]));
+          pending.push_back({false, 0});
+          payload_of.push_back(k);
+        }
+        for (uint64_t token : work.to_start) start(token);
+        work.to_start.clear();
+        continue;
+      }
+      const uint64_t token = done.sender ? done.token : *payloads[slot];
+      if (!done.sender) free_payloads.push_back(slot);
+      ready.clear();
+      flow_seen(sim, host, token, done.sender, ready);
+      for (uint32_t u : ready) start((token & ~FLOW_MASK) | u);
+    }
+  } catch (const simgrid::Exception&) {
+    // A comm cancelled because the simulation is being torn down after a driver error.
+  }
+}
+
+void SimgridPlatform::simulate(FlowDriver& driver) {
+  TRAINSIM_CHECK(impl_->simulation == nullptr, "simulate() called from inside a simulation");
+  Simulation sim;
+  sim.driver = &driver;
+  sim.hosts.resize(static_cast<size_t>(impl_->gpus) + 1);
+  impl_->simulation = &sim;
+  sg4::Actor::create("driver", impl_->control_host, [this, &sim] { impl_->drive(sim); });
+  sg4::Engine::get_instance()->run();
+  impl_->simulation = nullptr;
+  if (sim.error) std::rethrow_exception(sim.error);
+}
+
+uint32_t SimgridPlatform::start(FlowBatch spec) {
+  TRAINSIM_CHECK(impl_->simulation != nullptr, "start() called outside a simulation");
+  Simulation& sim = *impl_->simulation;
+  const size_t n = spec.flows.size();
+  TRAINSIM_CHECK(n <= FLOW_MASK, fmt::format("a batch of {} flows", n));
+  auto batch = std::make_unique<Batch>();
+  Batch& b = *batch;
+  b.start = sg4::Engine::get_clock();
+  b.remaining.assign(n, 0);
+  b.succ_begin.assign(n + 1, 0);
+  b.done.assign(n, Seconds(0));
+  b.unseen = 2 * n;
   for (uint32_t f = 0; f < n; ++f) {
-    const FlowSpec& flow = batch.flows[f];
+    const FlowSpec& flow = spec.flows[f];
     TRAINSIM_CHECK(has_route(flow.src, flow.dst), fmt::format("flow {} has no route from {} to {}", f, flow.src, flow.dst));
-    state.ids[f] = f;
-    state.remaining[f] = flow.dep_count;
-    outgoing[static_cast<size_t>(flow.src)].push_back(f);
-    ++incoming[static_cast<size_t>(flow.dst)];
+    b.remaining[f] = flow.dep_count;
     for (uint32_t d = flow.dep_begin; d < flow.dep_begin + flow.dep_count; ++d) {
-      const uint32_t dep = batch.deps.at(d);
+      const uint32_t dep = spec.deps.at(d);
       TRAINSIM_CHECK(dep < n && dep != f, fmt::format("flow {} depends on flow {} of {}", f, dep, n));
-      const FlowSpec& before = batch.flows[dep];
+      const FlowSpec& before = spec.flows[dep];
       TRAINSIM_CHECK(before.src == flow.src || before.dst == flow.src,
                      fmt::format("flow {} ({} -> {}) depends on flow {} ({} -> {}), which does not touch its source",
                                  f, flow.src, flow.dst, dep, before.src, before.dst));
-      ++state.succ_begin[dep + 1];
+      ++b.succ_begin[dep + 1];
     }
   }
-  for (size_t f = 0; f < n; ++f) state.succ_begin[f + 1] += state.succ_begin[f];
-  state.succ.resize(state.succ_begin[n]);
-  std::vector<uint32_t> fill(state.succ_begin.begin(), state.succ_begin.end() - 1);
+  for (size_t f = 0; f < n; ++f) b.succ_begin[f + 1] += b.succ_begin[f];
+  b.succ.resize(b.succ_begin[n]);
+  std::vector<uint32_t> fill(b.succ_begin.begin(), b.succ_begin.end() - 1);
   for (uint32_t f = 0; f < n; ++f) {
-    const FlowSpec& flow = batch.flows[f];
-    for (uint32_t d = flow.dep_begin; d < flow.dep_begin + flow.dep_count; ++d) state.succ[fill[batch.deps[d]]++] = f;
+    const FlowSpec& flow = spec.flows[f];
+    for (uint32_t d = flow.dep_begin; d < flow.dep_begin + flow.dep_count; ++d) b.succ[fill[spec.deps[d]]++] = f;
   }
-  check_acyclic(state);
+  check_acyclic(b);
 
-  for (int h = 0; h < hosts; ++h) {
-    const auto hi = static_cast<size_t>(h);
-    if (outgoing[hi].empty() && incoming[hi] == 0) continue;
-    sg4::Actor::create(fmt::format("host{}", h), impl_->hosts[hi],
-                       [this, &state, h, &out = outgoing[hi], in = incoming[hi]] { impl_->run_host(state, h, out, in); });
+  uint32_t id = 0;
+  if (sim.free_ids.empty()) {
+    id = static_cast<uint32_t>(sim.batches.size());
+    sim.batches.emplace_back();
+  } else {
+    id = sim.free_ids.back();
+    sim.free_ids.pop_back();
   }
-  sg4::Engine::get_instance()->run();
-  impl_->flows_run += n;
-  return std::move(state.done);
+  b.tokens.resize(n);
+  for (uint32_t f = 0; f < n; ++f) {
+    b.tokens[f] = (uint64_t{id} << FLOW_BITS) | f;
+    const FlowSpec& flow = spec.flows[f];
+    ++sim.hosts[static_cast<size_t>(flow.dst)].to_receive;
+    if (b.remaining[f] == 0) sim.hosts[static_cast<size_t>(flow.src)].to_start.push_back(b.tokens[f]);
+  }
+  for (const FlowSpec& flow : spec.flows) {
+    impl_->hand(sim, flow.src);
+    impl_->hand(sim, flow.dst);
+  }
+  b.spec = std::move(spec);
+  sim.batches[id] = std::move(batch);
+  ++sim.in_flight;
+  if (n == 0) sim.completed.push_back(id);
+  return id;
+}
+
+namespace {
+
+// Starts one batch and waits for it.
+class SingleBatch final : public FlowDriver {
+ public:
+  SingleBatch(SimgridPlatform& platform, const FlowBatch& batch) : platform_(platform), batch_(batch) {}
+
+  double advance(double) override {
+    if (finished_) return FINISHED;
+    if (!started_) platform_.start(batch_);
+    started_ = true;
+    return NEVER;
+  }
+  void batch_done(uint32_t, const std::vector<Seconds>& done) override {
+    done_ = done;
+    finished_ = true;
+  }
+  std::vector<Seconds> take() { return std::move(done_); }
+
+ private:
+  SimgridPlatform& platform_;
+  const FlowBatch& batch_;
+  bool started_ = false;
+  bool finished_ = false;
+  std::vector<Seconds> done_;
+};
+
+}  // namespace
+
+std::vector<Seconds> SimgridPlatform::run(const FlowBatch& batch) {
+  SingleBatch driver(*this, batch);
+  simulate(driver);
+  return driver.take();
 }
 
 }  // namespace trainsim::engine

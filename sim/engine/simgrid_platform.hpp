@@ -22,8 +22,12 @@
 //
 // Flows use SimGrid's mailboxes with one actor per host (the fastest style in 3.32; Comm::sendto
 // scans every live comm on each completion there). A flow starts as soon as its dependencies have
-// completed, as a host-to-host transfer would: each receiver posts its receives before any flow
-// starts, so no flow waits for the receiver's rendezvous.
+// completed, as a host-to-host transfer would: the receiver's actor posts its receive when the
+// batch starts, so no flow waits for the receiver's rendezvous. Batches start while a simulation
+// runs (simulate()): a driver actor on a control host of its own, linked to every host by a
+// zero-latency, zero-cost route that no flow uses, hands each host actor its new flows with one
+// empty message per host and instant, and waits on a condition variable for completions and its
+// own timers. So several batches share the network, and contend, whenever they overlap in time.
 //
 // One platform per process. SimGrid 3.32 has one Engine per process, and once it has run no host,
 // link or zone can be added to it. The platform is built by the first bind(); later binds with the
@@ -33,6 +37,7 @@
 // do, through gtest_discover_tests).
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -59,6 +64,24 @@ struct FlowBatch {
   std::vector<uint32_t> deps;
 };
 
+// What runs a simulation on the platform (SimgridPlatform::simulate): told the current simulated
+// instant whenever it asked to be, and whenever batches it started completed. Instants are seconds
+// since the start of the simulation.
+class FlowDriver {
+ public:
+  virtual ~FlowDriver() = default;
+  // Called at the start of the simulation, at the instant it last returned (unless later ones
+  // came first), and after batch_done() calls. May start batches. Returns the next instant it wants
+  // to be called at (>= now; NEVER: only when a batch completes), or FINISHED to end the simulation.
+  virtual double advance(double now) = 0;
+  // Batch `id` (SimgridPlatform::start) completed; done[f] is the completion of flow f, measured
+  // from the start of the batch. Batches completing at one instant are reported in start order.
+  virtual void batch_done(uint32_t id, const std::vector<core::Seconds>& done) = 0;
+
+  static constexpr double NEVER = std::numeric_limits<double>::infinity();
+  static constexpr double FINISHED = -1;
+};
+
 class SimgridPlatform {
  public:
   // The process's platform, bound to `topology` and `profile` (built on the first call). Clears the
@@ -83,10 +106,19 @@ class SimgridPlatform {
   // Latency of a declared route: its links' latencies plus its extra latency.
   core::Seconds route_latency(int from, int to) const;
 
-  // Runs the batch from the current simulated instant until its last flow completes, and returns
-  // the completion time of each flow, from the start of the batch. Successive runs continue the
-  // same simulated clock. Throws core::InternalError when a flow has no route, when a dependency
-  // breaks the FlowBatch contract, or when flows never start (a dependency cycle).
+  // Runs `driver` until it returns FlowDriver::FINISHED, or until nothing can happen any more (no
+  // batch in flight and no instant asked for). The simulated clock continues from the previous
+  // simulation. REQUIRES: not called from inside a simulation.
+  void simulate(FlowDriver& driver);
+  // Starts a batch at the current simulated instant and returns its id, which identifies it until
+  // the driver's batch_done(). Throws core::InternalError when a flow has no route, when a
+  // dependency breaks the FlowBatch contract, or when flows never start (a dependency cycle).
+  // REQUIRES: called by the driver of a running simulate().
+  uint32_t start(FlowBatch batch);
+
+  // Runs one batch from the current simulated instant until its last flow completes, and returns
+  // the completion time of each flow, from the start of the batch: simulate() with a driver that
+  // starts the batch and waits for it. Throws as start() does.
   std::vector<core::Seconds> run(const FlowBatch& batch);
 
   // Flows simulated by this process so far, over every run.

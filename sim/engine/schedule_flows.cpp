@@ -1,0 +1,91 @@
+#include "sim/engine/schedule_flows.hpp"
+
+#include <algorithm>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::engine {
+
+using core::Seconds;
+
+RoutePlanner::RoutePlanner(const network::Topology& topology, const core::NetworkProfile& profile,
+                           SimgridPlatform& platform)
+    : topology_(topology), profile_(profile), platform_(platform) {}
+
+const std::vector<uint32_t>& RoutePlanner::links(int from, int to, bool one_node_group) {
+  const int sw = platform_.switch_host();
+  const bool via_switch = from == sw || to == sw;
+  const uint64_t pair = static_cast<uint64_t>(from) * (static_cast<uint64_t>(sw) + 1) + static_cast<uint64_t>(to);
+  const uint64_t key = 2 * pair + (via_switch && one_node_group ? 1 : 0);
+  auto [it, added] = routes_.try_emplace(key);
+  std::vector<uint32_t>& out = it->second;
+  if (added) {
+    if (via_switch) {
+      const network::Aggregator where = one_node_group ? network::Aggregator::NVSWITCH : network::Aggregator::NETWORK;
+      topology_.route_to_aggregator(from == sw ? to : from, where, to == sw, out);
+    } else {
+      topology_.route(from, to, out);
+    }
+  }
+  uint64_t& declared = declared_[pair];
+  if (declared != key + 1) {
+    const bool intra = via_switch ? one_node_group : topology_.node_of(from) == topology_.node_of(to);
+    const Seconds software = from == sw ? Seconds(0) : (intra ? profile_.intra_node : profile_.inter_node).step_latency;
+    platform_.set_route(from, to, out, software);
+    declared = key + 1;
+  }
+  return out;
+}
+
+ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity fidelity,
+                             const std::vector<int>& members, RoutePlanner& planner, SimgridPlatform& platform,
+                             std::vector<double>* link_bytes) {
+  TRAINSIM_CHECK(fidelity != Fidelity::ANALYTIC, "the analytic fidelity has no flows");
+  const network::Topology& topology = planner.topology();
+  const int first_node = topology.node_of(members.front());
+  const bool one_node =
+      std::all_of(members.begin(), members.end(), [&](int r) { return topology.node_of(r) == first_node; });
+  auto host_of = [&](int32_t endpoint) {
+    return endpoint == network::IN_NETWORK ? platform.switch_host() : members.at(static_cast<size_t>(endpoint));
+  };
+  auto add = [&](int src, int dst, double bytes) {
+    const std::vector<uint32_t>& route = planner.links(src, dst, one_node);
+    if (link_bytes != nullptr) {
+      for (uint32_t l : route) (*link_bytes)[l] += bytes;
+    }
+  };
+  ScheduleFlows out;
+  if (fidelity == Fidelity::STEP) {
+    out.batch.deps = schedule.deps;
+    out.batch.flows.reserve(schedule.transfers.size());
+    for (const network::Transfer& t : schedule.transfers) {
+      const int src = host_of(t.src);
+      const int dst = host_of(t.dst);
+      add(src, dst, t.bytes);
+      out.batch.flows.push_back({src, dst, t.bytes, t.dep_begin, t.dep_count});
+    }
+    out.tail_s.assign(out.batch.flows.size(), 0.0);
+    return out;
+  }
+  const std::vector<network::FlowEdge> edges = network::flow_plan(schedule);
+  out.batch.flows.reserve(edges.size());
+  out.tail_s.reserve(edges.size());
+  for (const network::FlowEdge& e : edges) {
+    const int src = host_of(e.src);
+    const int dst = host_of(e.dst);
+    add(src, dst, e.bytes);
+    out.batch.flows.push_back({src, dst, e.bytes, 0, 0});
+    const double later_steps = e.steps > 1 ? e.steps - 1.0 : 0.0;
+    out.tail_s.push_back(later_steps * platform.route_latency(src, dst).value());
+  }
+  return out;
+}
+
+Seconds schedule_time(const ScheduleFlows& flows, const std::vector<Seconds>& done) {
+  TRAINSIM_CHECK(done.size() == flows.tail_s.size(), "one completion time per flow");
+  Seconds end;
+  for (size_t i = 0; i < done.size(); ++i) end = std::max(end, done[i] + Seconds(flows.tail_s[i]));
+  return end;
+}
+
+}  // namespace trainsim::engine

@@ -1,0 +1,67 @@
+#pragma once
+// The one executor of collective schedules on the SimGrid platform, shared by `trainsim collective`
+// (sim/engine/collective_simulation.hpp) and the SimGrid backend: a network::TransferSchedule turned
+// into the flows of a fidelity, and those flows' completion times into the collective's time.
+// Internal to sim/engine; no SimGrid type crosses this header.
+//
+//   step   every transfer is a flow, with the schedule's dependencies; the collective ends with its
+//          last flow
+//   flow   one flow per algorithm edge (network::flow_plan) carrying all its bytes, all started
+//          together; the flow pays its route's latency once and the edge's other steps each add it
+//          again after the flow ends
+// Routes carry the per-step software latency of their scope (the profile's intra- or inter-node
+// step_latency), paid where a step starts: on routes that leave a GPU, not on those that leave the
+// in-network switch.
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "network/schedule.hpp"
+#include "network/topology.hpp"
+#include "sim/core/device.hpp"
+#include "sim/core/units.hpp"
+#include "sim/engine/backend.hpp"
+#include "sim/engine/simgrid_platform.hpp"
+
+namespace trainsim::engine {
+
+// Declares routes on the platform on first use and remembers their links. Routes between GPUs
+// depend only on the pair; a route to or from the in-network switch also on where the group
+// reduces (the node's NVSwitch for a group inside one node, else the first network switch), and is
+// declared again when that changes.
+class RoutePlanner {
+ public:
+  // REQUIRES: the arguments outlive the planner; `platform` is bound to `topology`.
+  RoutePlanner(const network::Topology& topology, const core::NetworkProfile& profile, SimgridPlatform& platform);
+
+  // The links of the route between two hosts (GPU indices or platform.switch_host()) for a group
+  // that lies in one node or not.
+  const std::vector<uint32_t>& links(int from, int to, bool one_node_group);
+  const network::Topology& topology() const { return topology_; }
+
+ private:
+  const network::Topology& topology_;
+  const core::NetworkProfile& profile_;
+  SimgridPlatform& platform_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> routes_;  // by route key (see links())
+  std::unordered_map<uint64_t, uint64_t> declared_;             // by host pair: the route key declared
+};
+
+// The flows of one collective on one group, and how their completion times make its time.
+struct ScheduleFlows {
+  FlowBatch batch;
+  std::vector<double> tail_s;  // per flow: latency still due after it completes (`flow` fidelity)
+};
+
+// REQUIRES: fidelity is STEP or FLOW; `members` are the group's GPUs, in the schedule's member order.
+// When `link_bytes` is not null, adds the bytes each flow carries to its route's links.
+ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity fidelity,
+                             const std::vector<int>& members, RoutePlanner& planner, SimgridPlatform& platform,
+                             std::vector<double>* link_bytes);
+
+// The collective's time: the latest completion plus its tail. REQUIRES: done.size() equals the
+// batch's flow count.
+core::Seconds schedule_time(const ScheduleFlows& flows, const std::vector<core::Seconds>& done);
+
+}  // namespace trainsim::engine

@@ -1,0 +1,189 @@
+#include "sim/engine/simgrid_backend.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <queue>
+#include <tuple>
+
+#include "network/schedule.hpp"
+#include "network/topology.hpp"
+#include "sim/core/error.hpp"
+#include "sim/engine/executor.hpp"
+#include "sim/engine/schedule_flows.hpp"
+#include "sim/engine/simgrid_platform.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using core::Task;
+using core::TaskKind;
+
+// A call waiting for its start instant on the simulated clock.
+struct Launch {
+  double start = 0;
+  uint64_t order = 0;  // launch order: ties at one instant start in the order the executor handed them
+  uint32_t call = 0;
+  uint32_t meeting = 0;
+  const Task* task = nullptr;
+};
+
+struct LaterFirst {
+  bool operator()(const Launch& a, const Launch& b) const {
+    return a.start != b.start ? a.start > b.start : a.order > b.order;
+  }
+};
+
+// A call whose flows are in flight, by platform batch id.
+struct InFlight {
+  uint32_t call = 0;
+  double start = 0;
+  const ScheduleFlows* flows = nullptr;
+};
+
+SimulationOptions every_rank(SimulationOptions options) {
+  options.use_symmetry = false;
+  return options;
+}
+
+// One run: the executor's state machine driven by the platform's simulated clock.
+class SimgridRun final : public FlowDriver, public CommunicationLauncher {
+ public:
+  SimgridRun(const core::Workload& workload, const network::ClusterConfig& cluster, const core::Profile& profile,
+             const SimulationOptions& options)
+      : w_(workload),
+        cluster_(cluster),
+        net_(profile.network),
+        options_(every_rank(options)),
+        topology_(network::Topology::build(cluster)),
+        platform_(SimgridPlatform::bind(topology_, net_)),
+        planner_(topology_, net_, platform_),
+        executor_(workload, cluster, profile, options_, *this),
+        members_(executor_.table().meetings().size()) {}
+
+  SimulationResult run() {
+    platform_.simulate(*this);
+    if (!executor_.finished()) executor_.report_deadlock();
+    return executor_.result();
+  }
+
+  void launch(uint32_t call, uint32_t meeting, const Task& task, double start) override {
+    launches_.push({start, next_order_++, call, meeting, &task});
+  }
+
+  double advance(double now) override {
+    bool progressed = true;
+    while (progressed) {
+      executor_.advance();
+      progressed = false;
+      while (!launches_.empty() && launches_.top().start <= now) {
+        const Launch l = launches_.top();
+        launches_.pop();
+        progressed |= start(l, now);
+      }
+    }
+    if (executor_.finished()) return FINISHED;
+    return launches_.empty() ? NEVER : launches_.top().start;
+  }
+
+  void batch_done(uint32_t id, const std::vector<core::Seconds>& done) override {
+    const InFlight& f = in_flight_.at(id);
+    executor_.complete(f.call, f.start + schedule_time(*f.flows, done).value());
+  }
+
+ private:
+  // Starts a call's flows, or completes it at once when it has none; true in the latter case.
+  bool start(const Launch& l, double now) {
+    const Meeting& m = executor_.table().meetings()[l.meeting];
+    const Task& t = *l.task;
+    const ScheduleFlows* flows = nullptr;
+    if (t.kind == TaskKind::COLLECTIVE) {
+      const std::vector<int>& members = members_of(l.meeting, t);
+      if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC) {
+        const core::Seconds cost =
+            members.size() <= 1 ? core::Seconds(0)
+                                : network::collective_cost(t.collective, core::Bytes(t.bytes),
+                                                           executor_.table().placements()[m.placement], cluster_, net_,
+                                                           options_.algorithm)
+                                      .time;
+        executor_.complete(l.call, l.start + cost.value());
+        return true;
+      }
+      flows = &collective_flows(l.meeting, t, members);
+    } else {
+      flows = &p2p_flows(m.first_rank, m.second_rank, t.bytes);
+    }
+    const uint32_t id = platform_.start(flows->batch);
+    if (in_flight_.size() <= id) in_flight_.resize(id + 1);
+    // Flows start now; the call's start may be a rounding error earlier.
+    in_flight_[id] = {l.call, std::max(now, l.start), flows};
+    return false;
+  }
+
+  const std::vector<int>& members_of(uint32_t meeting, const Task& t) {
+    std::vector<int>& members = members_[meeting];
+    if (members.empty()) members = w_.groups[t.group].ranks_of(w_.layout, executor_.table().meetings()[meeting].first_rank);
+    return members;
+  }
+
+  network::Algorithm algorithm_for(const Task& t, const network::GroupView& group) const {
+    if (options_.algorithm != network::Algorithm::AUTO) {
+      const std::vector<network::Algorithm> usable = network::algorithms_for(t.collective, group);
+      if (std::find(usable.begin(), usable.end(), options_.algorithm) != usable.end()) return options_.algorithm;
+    }
+    return network::choose_algorithm(t.collective, core::Bytes(t.bytes), group, cluster_, net_);
+  }
+
+  // The flows of a collective, built once per (meeting, op, size).
+  const ScheduleFlows& collective_flows(uint32_t meeting, const Task& t, const std::vector<int>& members) {
+    const auto key = std::make_tuple(meeting, t.collective, t.bytes);
+    auto it = collectives_.find(key);
+    if (it != collectives_.end()) return it->second;
+    const network::GroupView group{members, &topology_};
+    const network::TransferSchedule schedule =
+        network::make_schedule(t.collective, algorithm_for(t, group), core::Bytes(t.bytes), group);
+    ScheduleFlows flows = schedule_flows(schedule, options_.fidelity, members, planner_, platform_, nullptr);
+    return collectives_.emplace(key, std::move(flows)).first->second;
+  }
+
+  const ScheduleFlows& p2p_flows(int sender, int receiver, double bytes) {
+    const auto key = std::make_tuple(sender, receiver, bytes);
+    auto it = p2p_.find(key);
+    if (it != p2p_.end()) return it->second;
+    planner_.links(sender, receiver, false);
+    ScheduleFlows flows;
+    flows.batch.flows.push_back({sender, receiver, bytes, 0, 0});
+    flows.tail_s.push_back(0.0);
+    return p2p_.emplace(key, std::move(flows)).first->second;
+  }
+
+  const core::Workload& w_;
+  const network::ClusterConfig& cluster_;
+  const core::NetworkProfile& net_;
+  const SimulationOptions options_;
+  const network::Topology topology_;
+  SimgridPlatform& platform_;
+  RoutePlanner planner_;
+  Executor executor_;
+  std::vector<std::vector<int>> members_;  // by meeting: the group's ranks (collectives)
+  std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
+  uint64_t next_order_ = 0;
+  std::vector<InFlight> in_flight_;  // by platform batch id
+  std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
+  std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
+};
+
+}  // namespace
+
+SimulationResult SimgridBackend::run(const core::Workload& workload, const network::ClusterConfig& cluster,
+                                     const core::Profile& profile, const SimulationOptions& options) {
+  TRAINSIM_CHECK(workload.layout.world_size() == cluster.world_size(),
+                 fmt::format("the workload has {} ranks, the cluster {} GPUs", workload.layout.world_size(),
+                             cluster.world_size()));
+  SimgridRun run(workload, cluster, profile, options);
+  return run.run();
+}
+
+std::unique_ptr<Backend> make_simgrid_backend() { return std::make_unique<SimgridBackend>(); }
+
+}  // namespace trainsim::engine

@@ -1,0 +1,55 @@
+#pragma once
+// The SimGrid backend: the workload's execution semantics (sim/engine/executor.hpp, the same state
+// machine as the analytic backend) with every communication call run as flows on a SimGrid platform
+// built from network::Topology (sim/engine/simgrid_platform.hpp), so that concurrent collectives
+// and sends contend for the links they share.
+//
+// How it runs. Compute, copy and memory tasks take the durations the analytic backend gives them
+// (sim/engine/program_plan.hpp); they need no simulated activity, since their ends follow from their
+// start. A communication call starts when its last member is ready (workload.hpp); the backend
+// launches it at that instant of the simulated clock, in start order:
+//   SEND/RECV     one flow from the sender's GPU to the receiver's, on the topology's route, whose
+//                 latency includes the per-step software latency of its scope (intra- or inter-node)
+//   COLLECTIVE    the flows of network::make_schedule for the group, at options.fidelity:
+//                   step      every transfer, with the schedule's dependencies
+//                   flow      one flow per algorithm edge (network::flow_plan) plus per-step latency
+//                   analytic  no flows: the closed form of network/collective_cost.hpp as a timed wait
+//                 The algorithm is chosen as the analytic backend does: options.algorithm, AUTO
+//                 resolved by network::choose_algorithm, and one that does not apply to the op and
+//                 group replaced by the tuner's choice. A group of one rank costs nothing.
+// The call ends for every member when its flows (plus their trailing latency at `flow` fidelity)
+// end. Every call in flight shares the platform, so the contention between them is simulated.
+// Results are filled exactly as the analytic backend fills them (iteration time, critical rank,
+// breakdown from per-stream busy intervals, communication time per axis, peak memory per program,
+// events, timeline).
+//
+// Scope. The SimGrid backend simulates every rank: options.use_symmetry is ignored (symmetry
+// reduction, which needs symmetric placements on the platform too, comes later). Its cost is the
+// number of flows, about 3 engine events each (../shared/SIMGRID-NOTES.md), plus one empty control
+// message per host and instant at which the host starts flows.
+//
+// SimGrid 3.32 builds one platform per process: every run in a process must use clusters of the
+// same structure (same GPUs and links; bandwidths and latencies may differ), else InternalError.
+// Deterministic: the same inputs give the same result. A workload that deadlocks throws
+// core::InternalError naming the stuck tasks, as the analytic backend does.
+//
+// Example:
+//   auto backend = trainsim::engine::make_simgrid_backend();
+//   SimulationOptions options;
+//   options.fidelity = Fidelity::FLOW;
+//   SimulationResult r = backend->run(workload, cluster, profile, options);
+
+#include <string_view>
+
+#include "sim/engine/backend.hpp"
+
+namespace trainsim::engine {
+
+class SimgridBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "simgrid"; }
+  SimulationResult run(const core::Workload& workload, const network::ClusterConfig& cluster,
+                       const core::Profile& profile, const SimulationOptions& options) override;
+};
+
+}  // namespace trainsim::engine

@@ -1,0 +1,261 @@
+// The SimGrid backend held to the analytic backend where no link is shared (the closed forms are
+// exact there), to hand-computed slowdowns where links are shared, and to the execution semantics'
+// error cases. SimGrid builds one platform per process: every TEST runs in its own process
+// (gtest_discover_tests) and uses clusters of one structure.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "network/collective_cost.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "sim/engine/backend.hpp"
+#include "tests/engine/fixtures.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using core::Axis;
+using core::CollectiveOp;
+using core::Stream;
+using core::TaskKind;
+using testing::compute;
+
+SimulationOptions ring_options(Fidelity fidelity) {
+  SimulationOptions o;
+  o.use_symmetry = false;
+  o.algorithm = network::Algorithm::RING;
+  o.fidelity = fidelity;
+  return o;
+}
+
+// Every field the report takes from a result, SimGrid against analytic, within `tolerance` of the
+// iteration time (memory and events exactly).
+void expect_same_result(const SimulationResult& sim, const SimulationResult& exact, double tolerance) {
+  const double t = exact.iteration_time.value();
+  EXPECT_NEAR(sim.iteration_time.value(), t, tolerance * t);
+  EXPECT_NEAR(sim.breakdown.compute.value(), exact.breakdown.compute.value(), tolerance * t);
+  EXPECT_NEAR(sim.breakdown.pipeline_bubble.value(), exact.breakdown.pipeline_bubble.value(), tolerance * t);
+  EXPECT_NEAR(sim.breakdown.exposed_comm_total().value(), exact.breakdown.exposed_comm_total().value(), tolerance * t);
+  for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+    EXPECT_NEAR(sim.comm_time[a].value(), exact.comm_time[a].value(), tolerance * t) << "axis " << a;
+  }
+  EXPECT_EQ(sim.peak_memory_by_program, exact.peak_memory_by_program);
+  EXPECT_EQ(sim.peak_dynamic_by_program, exact.peak_dynamic_by_program);
+  EXPECT_EQ(sim.events, exact.events);
+  EXPECT_EQ(sim.simulated_ranks, exact.simulated_ranks);
+}
+
+SimulationResult run_both(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
+                          const SimulationOptions& options, double tolerance) {
+  const SimulationResult exact = make_analytic_backend()->run(w, cluster, profile, options);
+  const SimulationResult sim = make_simgrid_backend()->run(w, cluster, profile, options);
+  expect_same_result(sim, exact, tolerance);
+  return sim;
+}
+
+// Compute only, across streams, with memory: no network at all, so the results are identical.
+TEST(SimgridBackend, ComputeOnlyEqualsAnalytic) {
+  core::Program prog;
+  prog.name = "compute";
+  prog.static_memory = core::Bytes(1e9);
+  const uint32_t a = prog.add(testing::memory(4e6));
+  const uint32_t f = prog.add(compute(2e-3), {a});
+  core::Task copy;
+  copy.kind = TaskKind::COPY;
+  copy.stream = Stream::COPY;
+  copy.bytes = 1e8;
+  const uint32_t c = prog.add(copy, {f});
+  const uint32_t b = prog.add(compute(3e-3, core::Phase::BACKWARD));
+  prog.add(testing::memory(-4e6), {b, c});
+  const core::Workload w = testing::make_workload({1, 1, 1, 2, 1}, {prog}, {0, 0});
+  SimulationOptions options;
+  options.timeline_ranks = {1};
+  const SimulationResult exact =
+      make_analytic_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), options);
+  const SimulationResult sim =
+      make_simgrid_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), options);
+  expect_same_result(sim, exact, 1e-12);
+  EXPECT_EQ(sim.simulated_ranks, 2);
+  ASSERT_EQ(sim.timeline.size(), exact.timeline.size());
+  for (size_t i = 0; i < sim.timeline.size(); ++i) {
+    EXPECT_DOUBLE_EQ(sim.timeline[i].start_s, exact.timeline[i].start_s);
+    EXPECT_DOUBLE_EQ(sim.timeline[i].end_s, exact.timeline[i].end_s);
+  }
+}
+
+// Tensor-parallel all-reduces inside one 8-GPU NVSwitch node (hybrid_workload, TP8): every GPU has
+// its own NVLink port, so each ring is exact, at both SimGrid fidelities and the analytic one.
+TEST(SimgridBackend, TensorAllReduceInOneNodeMatchesAnalytic) {
+  const core::Workload w = testing::hybrid_workload(8, 1, 1, 4);
+  const network::ClusterConfig cluster = testing::make_cluster(1, 8, 300e9, 25e9, 1e-6);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW, Fidelity::ANALYTIC}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const SimulationResult r = run_both(w, cluster, core::Profile{}, ring_options(f), 0.01);
+    EXPECT_GT(r.comm_time[static_cast<size_t>(Axis::TENSOR)].value(), 0.0);
+  }
+}
+
+// 1F1B over 4 pipeline stages on 4 nodes of one GPU and one NIC each: every send has its own NIC
+// links on a non-blocking switch.
+TEST(SimgridBackend, OneFOneBPipelineAcrossNodesMatchesAnalytic) {
+  const network::ClusterConfig cluster = testing::make_cluster(4, 1, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::pipeline_workload(4, 8, 1e-3, 2e-3, testing::Schedule::ONE_F_ONE_B, 16e6);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const SimulationResult r = run_both(w, cluster, core::Profile{}, ring_options(f), 0.01);
+    EXPECT_GT(r.comm_time[static_cast<size_t>(Axis::PIPELINE)].value(), 0.0);
+  }
+}
+
+// Tensor-parallel ring all-reduces on each node's NVSwitch and pipeline sends between the nodes'
+// NICs (hybrid_workload TP2 PP4 on 4 nodes of 2 GPUs): the two kinds of traffic share no link.
+TEST(SimgridBackend, PipelineWithTensorRingsAcrossNodesMatchesAnalytic) {
+  const network::ClusterConfig cluster = testing::make_cluster(4, 2, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 1, 4, 6);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const SimulationResult r = run_both(w, cluster, core::Profile{}, ring_options(f), 0.01);
+    EXPECT_GT(r.comm_time[static_cast<size_t>(Axis::TENSOR)].value(), 0.0);
+    EXPECT_GT(r.comm_time[static_cast<size_t>(Axis::PIPELINE)].value(), 0.0);
+  }
+}
+
+// With data parallelism too (TP2 DP2 PP4 on 8 nodes of 2 GPUs), the last gradient sends of each
+// stage leave through the NIC that its data-parallel ring is using: the analytic backend cannot see
+// that, the SimGrid backend must be slower, by little (a few sends of 8 MB against 50-200 MB rings).
+TEST(SimgridBackend, PipelineSendsSlowDataParallelRingsSharingTheirNic) {
+  const network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const SimulationResult exact = make_analytic_backend()->run(w, cluster, core::Profile{}, ring_options(f));
+    const SimulationResult sim = make_simgrid_backend()->run(w, cluster, core::Profile{}, ring_options(f));
+    EXPECT_GT(sim.iteration_time.value(), exact.iteration_time.value() * (1 + 1e-3));
+    EXPECT_LT(sim.iteration_time.value(), exact.iteration_time.value() * 1.05);
+    EXPECT_EQ(sim.peak_memory_by_program, exact.peak_memory_by_program);
+  }
+}
+
+// Two 2-rank data-parallel all-reduces at once on 8 nodes of one GPU and one 200 Gb/s NIC (B = 25
+// GB/s), on a fat-tree of radix 4 with 2:1 oversubscription: every switch-to-switch link has B/2.
+// Static routing takes 0 -> 4 and 1 -> 6 through leaf 0's up port 0, while 1 -> 5 takes port 1
+// (tests/engine/collective_simulation_test.cpp). A 2-rank ring all-reduce of S bytes is one flow of
+// S each way at rate e*B/2 (e the inter-node efficiency), S/(e*B/2) without latency, which is the
+// closed form (B_inter = B/oversubscription*e). Rings {0, 4} and {1, 5} do not meet: both take the
+// closed-form time. Rings {0, 4} and {1, 6} share an uplink: each gets half of it and both take
+// twice as long, which the analytic backend cannot see.
+TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnalyticTime) {
+  network::ClusterConfig cluster = testing::make_cluster(8, 1, 300e9, 25e9, 0);
+  cluster.network.radix = 4;
+  cluster.network.oversubscription = 2.0;
+  core::Profile profile;
+  profile.network.inter_node.step_latency = core::Seconds(0);
+  const double size = 1 << 30;
+  auto pairs = [&](std::vector<int> second) {
+    core::Program ring;
+    ring.name = "ring";
+    ring.add(testing::collective(CollectiveOp::ALL_REDUCE, 0, size, Stream::DATA_COMM));
+    core::Program other = ring;
+    other.tasks[0].group = 1;
+    core::Program idle;
+    idle.name = "idle";
+    core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {ring, other, idle}, {0, 2, 2, 2, 0, 2, 2, 2});
+    w.program_of_rank[static_cast<size_t>(second[0])] = 1;
+    w.program_of_rank[static_cast<size_t>(second[1])] = 1;
+    w.groups = {{"first", Axis::DATA, {0, 4}, {}}, {"second", Axis::DATA, second, {}}};
+    w.validate();
+    return w;
+  };
+  const double rate = profile.network.inter_node.bandwidth_efficiency * 25e9 / 2;
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const core::Workload apart = pairs({1, 5});
+    const core::Workload sharing = pairs({1, 6});
+    const double exact = make_analytic_backend()->run(sharing, cluster, profile, ring_options(f)).iteration_time.value();
+    EXPECT_NEAR(exact, size / rate, 1e-9);
+    EXPECT_NEAR(make_simgrid_backend()->run(apart, cluster, profile, ring_options(f)).iteration_time.value(),
+                size / rate, 1e-6 * exact);
+    const SimulationResult shared = make_simgrid_backend()->run(sharing, cluster, profile, ring_options(f));
+    EXPECT_NEAR(shared.iteration_time.value(), 2 * size / rate, 1e-6 * exact);
+    EXPECT_NEAR(shared.comm_time[static_cast<size_t>(Axis::DATA)].value(), 2 * size / rate, 1e-6 * exact);
+  }
+}
+
+// Rank 0 sends with tag 1 what rank 1 waits for with tag 0: nothing can run, and the error names the
+// stuck tasks instead of hanging.
+TEST(SimgridBackend, MismatchedSendIsADeadlock) {
+  core::Program sender;
+  sender.name = "sender";
+  core::Task send = testing::p2p(TaskKind::SEND, Axis::DATA, 1, 1e6, Stream::DATA_COMM);
+  send.tag = 1;
+  sender.add(send);
+  core::Program receiver;
+  receiver.name = "receiver";
+  receiver.add(compute(1e-3));
+  receiver.add(testing::p2p(TaskKind::RECV, Axis::DATA, -1, 1e6, Stream::DATA_COMM));
+  const core::Workload w = testing::make_workload({1, 1, 1, 2, 1}, {sender, receiver}, {0, 1});
+  try {
+    make_simgrid_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), SimulationOptions{});
+    FAIL() << "no deadlock reported";
+  } catch (const core::InternalError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 0 (program \"sender\")"), std::string::npos) << what;
+    EXPECT_NE(what.find("waits for rank 1 to post the matching recv"), std::string::npos) << what;
+  }
+}
+
+// A collective that one member never calls, after traffic has flowed: the simulation stops when
+// nothing is in flight and reports the members that wait.
+TEST(SimgridBackend, MissingCollectiveMemberIsADeadlock) {
+  core::Program caller;
+  caller.name = "caller";
+  caller.add(testing::p2p(TaskKind::SEND, Axis::DATA, 1, 1e6, Stream::DATA_COMM));
+  caller.add(testing::collective(CollectiveOp::ALL_REDUCE, 0, 1e6, Stream::TENSOR_COMM));
+  core::Program absent;
+  absent.name = "absent";
+  absent.add(testing::p2p(TaskKind::RECV, Axis::DATA, -1, 1e6, Stream::DATA_COMM));
+  core::Workload w = testing::make_workload({1, 1, 1, 2, 1}, {caller, absent}, {0, 1});
+  w.groups = {{"data", Axis::DATA, {}, {}}};
+  EXPECT_THROW(
+      {
+        try {
+          make_simgrid_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), SimulationOptions{});
+        } catch (const core::InternalError& e) {
+          EXPECT_NE(std::string(e.what()).find("waits for the other members of its \"data\" communicator"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      core::InternalError);
+}
+
+// Same inputs, same result. A process runs the CLI's one simulation from a simulated clock at 0,
+// so its output is byte-identical from run to run; a second simulation in one process continues
+// SimGrid's clock (3.32 cannot reset it), and SimGrid rounds completion dates to its precision
+// (surf/precision, 1e-9 s), so that times may move by a few nanoseconds.
+TEST(SimgridBackend, Deterministic) {
+  const network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
+  SimulationOptions options = ring_options(Fidelity::STEP);
+  options.timeline_ranks = {0, 15};
+  const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, options);
+  const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, options);
+  const double nanoseconds = 1e-8;
+  EXPECT_NEAR(a.iteration_time.value(), b.iteration_time.value(), nanoseconds);
+  EXPECT_EQ(a.critical_rank, b.critical_rank);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.timeline.size(), b.timeline.size());
+  for (size_t i = 0; i < a.timeline.size(); ++i) {
+    EXPECT_EQ(a.timeline[i].task, b.timeline[i].task);
+    EXPECT_NEAR(a.timeline[i].start_s, b.timeline[i].start_s, nanoseconds);
+    EXPECT_NEAR(a.timeline[i].end_s, b.timeline[i].end_s, nanoseconds);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::engine
