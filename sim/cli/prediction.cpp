@@ -141,6 +141,13 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                    {"stage_layers", p.built.stage_layers},
                    {"split", p.built.balanced_split ? "balanced" : "explicit"},
                    {"critical_rank", p.result.critical_rank}};
+  if (!p.result.top_links.empty()) {
+    core::Json links = core::Json::array();
+    for (const engine::LinkLoad& l : p.result.top_links) {
+      links.push_back({{"link", l.link}, {"bytes", l.bytes}, {"utilization", l.utilization}});
+    }
+    j["network"] = {{"top_links", links}};
+  }
   j["simulation"] = {{"backend", p.backend},
                      {"wall_s", p.wall_s},
                      {"events", p.result.events},
@@ -204,6 +211,13 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("optimizer states", mem.optimizer_states);
   mrow("activations", p.result.peak_dynamic_by_program[stage]);
   mrow("buffers", mem.buffers);
+  if (!p.result.top_links.empty()) {
+    line("");
+    line(fmt::format("  {:<44}{:>14}{:>13}", "most utilized links", "bytes", "utilization"));
+    for (const engine::LinkLoad& l : p.result.top_links) {
+      line(fmt::format("    {:<42}{:>14}{:>12.1f}%", l.link, bytes_text(core::Bytes(l.bytes)), 100 * l.utilization));
+    }
+  }
   line("");
   line(fmt::format("simulated by {} backend in {:.3f} s ({} events, {} of {} ranks simulated, profile: {})",
                    p.backend, p.wall_s, p.result.events, p.result.simulated_ranks, s.cluster.world_size(),

@@ -40,6 +40,13 @@ struct SimulationOptions {
   std::vector<int> timeline_ranks;
 };
 
+// Traffic of one directed link of the simulated network over a run.
+struct LinkLoad {
+  std::string link;          // network::Link::name
+  double bytes = 0;          // carried during the run
+  double utilization = 0;    // bytes / (bandwidth x run time)
+};
+
 struct TimelineEvent {
   int rank = 0;
   core::Stream stream = core::Stream::COMPUTE;
@@ -79,6 +86,10 @@ struct SimulationResult {
   uint64_t events = 0;                                         // tasks executed (over simulated ranks)
   int simulated_ranks = 0;
   std::vector<TimelineEvent> timeline;
+  // SimGrid backend: the most utilized network links over the iteration (utilization = bytes /
+  // (simulated capacity x iteration time)), at most 5, most utilized first; empty for the analytic
+  // backend, which has no links.
+  std::vector<LinkLoad> top_links;
 };
 
 class Backend {

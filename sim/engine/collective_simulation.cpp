@@ -14,36 +14,6 @@ namespace {
 using core::Bytes;
 using core::Seconds;
 
-// Bytes carried per link by a set of flows, and the most utilized links over `time`.
-class LinkLoads {
- public:
-  explicit LinkLoads(size_t links) : bytes_(links, 0.0) {}
-
-  std::vector<double>* bytes() { return &bytes_; }
-
-  std::vector<LinkLoad> top(size_t count, Seconds time, const network::Topology& topology,
-                            const SimgridPlatform& platform) const {
-    std::vector<LinkLoad> loads;
-    for (uint32_t l = 0; l < bytes_.size(); ++l) {
-      if (bytes_[l] <= 0) continue;
-      const double capacity = platform.capacity(l).value() * time.value();
-      loads.push_back({topology.links()[l].name, bytes_[l], capacity > 0 ? bytes_[l] / capacity : 0.0});
-    }
-    // Ties (common on symmetric fabrics) broken by name, so that the output is reproducible.
-    auto more_loaded = [](const LinkLoad& a, const LinkLoad& b) {
-      if (a.utilization != b.utilization) return a.utilization > b.utilization;
-      return a.link < b.link;
-    };
-    const size_t keep = std::min(count, loads.size());
-    std::partial_sort(loads.begin(), loads.begin() + static_cast<std::ptrdiff_t>(keep), loads.end(), more_loaded);
-    loads.resize(keep);
-    return loads;
-  }
-
- private:
-  std::vector<double> bytes_;
-};
-
 std::vector<int> members(const CollectiveRequest& request, const network::Topology& topology) {
   std::vector<int> ranks = request.ranks;
   if (ranks.empty()) {

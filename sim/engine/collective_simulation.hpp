@@ -16,12 +16,6 @@
 
 namespace trainsim::engine {
 
-struct LinkLoad {
-  std::string link;          // network::Link::name
-  double bytes = 0;          // carried during the run
-  double utilization = 0;    // bytes / (bandwidth x run time)
-};
-
 struct CollectiveResult {
   core::Bytes size;
   core::Seconds time;

@@ -88,4 +88,30 @@ Seconds schedule_time(const ScheduleFlows& flows, const std::vector<Seconds>& do
   return end;
 }
 
+std::vector<LinkLoad> LinkLoads::top(size_t count, Seconds time, const network::Topology& topology,
+                                      const SimgridPlatform& platform) const {
+  std::vector<LinkLoad> loads;
+  for (uint32_t l = 0; l < bytes_.size(); ++l) {
+    if (bytes_[l] <= 0) continue;
+    const double capacity = platform.capacity(l).value() * time.value();
+    loads.push_back({topology.links()[l].name, bytes_[l], capacity > 0 ? bytes_[l] / capacity : 0.0});
+  }
+  auto more_loaded = [](const LinkLoad& a, const LinkLoad& b) {
+    if (a.utilization != b.utilization) return a.utilization > b.utilization;
+    return a.link < b.link;
+  };
+  const size_t keep = std::min(count, loads.size());
+  std::partial_sort(loads.begin(), loads.begin() + static_cast<std::ptrdiff_t>(keep), loads.end(), more_loaded);
+  loads.resize(keep);
+  return loads;
+}
+
+std::vector<std::pair<uint32_t, double>> nonzero_links(const std::vector<double>& bytes) {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (uint32_t l = 0; l < bytes.size(); ++l) {
+    if (bytes[l] > 0) out.emplace_back(l, bytes[l]);
+  }
+  return out;
+}
+
 }  // namespace trainsim::engine

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "network/schedule.hpp"
@@ -52,7 +53,30 @@ class RoutePlanner {
 struct ScheduleFlows {
   FlowBatch batch;
   std::vector<double> tail_s;  // per flow: latency still due after it completes (`flow` fidelity)
+  std::vector<std::pair<uint32_t, double>> link_bytes;  // bytes each topology link carries per run
+                                                       // of these flows (links that carry none omitted)
 };
+
+// Bytes carried per link by a set of flows, and the most utilized links over a time.
+class LinkLoads {
+ public:
+  explicit LinkLoads(size_t links) : bytes_(links, 0.0) {}
+
+  std::vector<double>* bytes() { return &bytes_; }
+  // Adds one run of `flows`.
+  void add(const ScheduleFlows& flows) {
+    for (const auto& [link, bytes] : flows.link_bytes) bytes_[link] += bytes;
+  }
+  // The `count` most utilized links over `time` (ties broken by name, so the output is reproducible).
+  std::vector<LinkLoad> top(size_t count, core::Seconds time, const network::Topology& topology,
+                            const SimgridPlatform& platform) const;
+
+ private:
+  std::vector<double> bytes_;
+};
+
+// The non-zero entries of a dense per-link byte count, for ScheduleFlows::link_bytes.
+std::vector<std::pair<uint32_t, double>> nonzero_links(const std::vector<double>& bytes);
 
 // REQUIRES: fidelity is STEP or FLOW; `members` are the group's GPUs, in the schedule's member order.
 // When `link_bytes` is not null, adds the bytes each flow carries to its route's links.

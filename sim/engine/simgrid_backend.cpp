@@ -19,6 +19,8 @@ namespace {
 using core::Task;
 using core::TaskKind;
 
+constexpr size_t TOP_LINKS = 5;  // links listed in SimulationResult::top_links
+
 // A call waiting for its start instant on the simulated clock.
 struct Launch {
   double start = 0;
@@ -59,12 +61,15 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         platform_(SimgridPlatform::bind(topology_, net_)),
         planner_(topology_, net_, platform_),
         executor_(workload, cluster, profile, options_, *this),
-        members_(executor_.table().meetings().size()) {}
+        members_(executor_.table().meetings().size()),
+        loads_(topology_.links().size()) {}
 
   SimulationResult run() {
     platform_.simulate(*this);
     if (!executor_.finished()) executor_.report_deadlock();
-    return executor_.result();
+    SimulationResult result = executor_.result();
+    result.top_links = loads_.top(TOP_LINKS, result.iteration_time, topology_, platform_);
+    return result;
   }
 
   void launch(uint32_t call, uint32_t meeting, const Task& task, double start) override {
@@ -113,6 +118,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     } else {
       flows = &p2p_flows(m.first_rank, m.second_rank, t.bytes);
     }
+    loads_.add(*flows);
     const uint32_t id = platform_.start(flows->batch);
     if (in_flight_.size() <= id) in_flight_.resize(id + 1);
     // Flows start now; the call's start may be a rounding error earlier.
@@ -142,7 +148,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     const network::GroupView group{members, &topology_};
     const network::TransferSchedule schedule =
         network::make_schedule(t.collective, algorithm_for(t, group), core::Bytes(t.bytes), group);
-    ScheduleFlows flows = schedule_flows(schedule, options_.fidelity, members, planner_, platform_, nullptr);
+    std::vector<double> link_bytes(topology_.links().size(), 0.0);
+    ScheduleFlows flows = schedule_flows(schedule, options_.fidelity, members, planner_, platform_, &link_bytes);
+    flows.link_bytes = nonzero_links(link_bytes);
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
 
@@ -150,8 +158,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     const auto key = std::make_tuple(sender, receiver, bytes);
     auto it = p2p_.find(key);
     if (it != p2p_.end()) return it->second;
-    planner_.links(sender, receiver, false);
     ScheduleFlows flows;
+    for (uint32_t link : planner_.links(sender, receiver, false)) flows.link_bytes.emplace_back(link, bytes);
     flows.batch.flows.push_back({sender, receiver, bytes, 0, 0});
     flows.tail_s.push_back(0.0);
     return p2p_.emplace(key, std::move(flows)).first->second;
@@ -171,6 +179,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::vector<InFlight> in_flight_;  // by platform batch id
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
+  LinkLoads loads_;  // bytes per topology link over the run
 };
 
 }  // namespace

@@ -181,6 +181,13 @@ TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnaly
     const SimulationResult shared = make_simgrid_backend()->run(sharing, cluster, profile, ring_options(f));
     EXPECT_NEAR(shared.iteration_time.value(), 2 * size / rate, 1e-6 * exact);
     EXPECT_NEAR(shared.comm_time[static_cast<size_t>(Axis::DATA)].value(), 2 * size / rate, 1e-6 * exact);
+    // The shared uplink carries both rings' S and is busy the whole iteration: it leads the link
+    // statistics at 100% utilization.
+    ASSERT_FALSE(shared.top_links.empty());
+    EXPECT_EQ(shared.top_links[0].link, "l1s0.l2s0.up");
+    EXPECT_NEAR(shared.top_links[0].bytes, 2 * size, 1e-6 * size);
+    EXPECT_NEAR(shared.top_links[0].utilization, 1.0, 1e-6);
+    EXPECT_TRUE(make_analytic_backend()->run(sharing, cluster, profile, ring_options(f)).top_links.empty());
   }
 }
 
