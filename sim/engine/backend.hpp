@@ -40,6 +40,16 @@ struct SimulationOptions {
   std::vector<int> timeline_ranks;
 };
 
+// One network flow of the SimGrid backend (a send/recv, or one transfer or edge of a collective's
+// schedule), recorded when a timeline rank sends or receives it.
+struct FlowEvent {
+  int src = 0;          // GPU index, or -1 for the in-network switch (SHARP, NVLS)
+  int dst = 0;
+  double start_s = 0;   // when its dependencies allowed it to start
+  double end_s = 0;     // when its last byte arrived
+  double bytes = 0;
+};
+
 // Traffic of one directed link of the simulated network over a run.
 struct LinkLoad {
   std::string link;          // network::Link::name
@@ -90,6 +100,9 @@ struct SimulationResult {
   // (simulated capacity x iteration time)), at most 5, most utilized first; empty for the analytic
   // backend, which has no links.
   std::vector<LinkLoad> top_links;
+  // SimGrid backend: the network flows that the timeline ranks send or receive, in completion order;
+  // empty for the analytic backend.
+  std::vector<FlowEvent> flows;
 };
 
 class Backend {

@@ -62,13 +62,19 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         planner_(topology_, net_, platform_),
         executor_(workload, cluster, profile, options_, *this),
         members_(executor_.table().meetings().size()),
-        loads_(topology_.links().size()) {}
+        loads_(topology_.links().size()) {
+    if (!options_.timeline_ranks.empty()) {
+      traced_.assign(static_cast<size_t>(w_.layout.world_size()), 0);
+      for (int r : options_.timeline_ranks) traced_[static_cast<size_t>(r)] = 1;
+    }
+  }
 
   SimulationResult run() {
     platform_.simulate(*this);
     if (!executor_.finished()) executor_.report_deadlock();
     SimulationResult result = executor_.result();
     result.top_links = loads_.top(TOP_LINKS, result.iteration_time, topology_, platform_);
+    result.flows = std::move(flows_);
     return result;
   }
 
@@ -93,6 +99,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
 
   void batch_done(uint32_t id, const std::vector<core::Seconds>& done) override {
     const InFlight& f = in_flight_.at(id);
+    if (!traced_.empty()) record_flows(f, done);
     executor_.complete(f.call, f.start + schedule_time(*f.flows, done).value());
   }
 
@@ -124,6 +131,23 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     // Flows start now; the call's start may be a rounding error earlier.
     in_flight_[id] = {l.call, std::max(now, l.start), flows};
     return false;
+  }
+
+  // Adds the flows of a completed batch that a timeline rank sends or receives. A flow starts when
+  // the last of its dependencies completed (the batch's start when it has none).
+  void record_flows(const InFlight& f, const std::vector<core::Seconds>& done) {
+    const FlowBatch& batch = f.flows->batch;
+    auto gpu = [&](int32_t host) { return host == platform_.switch_host() ? -1 : host; };
+    auto traced = [&](int host) { return host >= 0 && traced_[static_cast<size_t>(host)] != 0; };
+    for (size_t i = 0; i < batch.flows.size(); ++i) {
+      const FlowSpec& flow = batch.flows[i];
+      const int src = gpu(flow.src);
+      const int dst = gpu(flow.dst);
+      if (!traced(src) && !traced(dst)) continue;
+      double ready = 0;
+      for (uint32_t d = 0; d < flow.dep_count; ++d) ready = std::max(ready, done[batch.deps[flow.dep_begin + d]].value());
+      flows_.push_back({src, dst, f.start + ready, f.start + done[i].value(), flow.bytes});
+    }
   }
 
   const std::vector<int>& members_of(uint32_t meeting, const Task& t) {
@@ -180,6 +204,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
   LinkLoads loads_;  // bytes per topology link over the run
+  std::vector<char> traced_;  // by rank: on the timeline (empty: no timeline)
+  std::vector<FlowEvent> flows_;
 };
 
 }  // namespace

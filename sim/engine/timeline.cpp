@@ -1,5 +1,6 @@
 #include "sim/engine/timeline.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <iterator>
 #include <string>
@@ -41,6 +42,12 @@ class TraceWriter {
     }
     for (size_t i = 0; i < ranks.size(); ++i) write_metadata(ranks[i], streams[i]);
     for (const TimelineEvent& e : result.timeline) write_event(e);
+    for (size_t i = 0; i < result.flows.size(); ++i) {
+      const FlowEvent& f = result.flows[i];
+      for (int rank : {f.src, f.dst}) {
+        if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) write_flow(f, i, rank);
+      }
+    }
     buf_ += "]}\n";
     flush();
   }
@@ -102,6 +109,23 @@ class TraceWriter {
     fmt::format_to(it, R"(,"bytes":{}}}}})", t.bytes);
     if (buf_.size() >= FLUSH_BYTES) flush();
   }
+
+  // A network flow as an async slice ("b"/"e", id = its index) in the rank's "network" category, so
+  // that concurrent flows stack instead of overlapping on one track.
+  void write_flow(const FlowEvent& f, size_t index, int rank) {
+    const std::string name = json_string(fmt::format("{} -> {}", endpoint(f.src), endpoint(f.dst)));
+    for (const bool begin : {true, false}) {
+      separator();
+      fmt::format_to(std::back_inserter(buf_),
+                     R"({{"name":{},"cat":"network","ph":"{}","id":{},"pid":{},"tid":{},"ts":{})", name,
+                     begin ? "b" : "e", index, rank, core::STREAM_COUNT, (begin ? f.start_s : f.end_s) * MICROSECONDS);
+      if (begin) fmt::format_to(std::back_inserter(buf_), R"(,"args":{{"bytes":{}}})", f.bytes);
+      buf_ += '}';
+    }
+    if (buf_.size() >= FLUSH_BYTES) flush();
+  }
+
+  static std::string endpoint(int gpu) { return gpu < 0 ? "switch" : fmt::format("gpu {}", gpu); }
 
   void flush() {
     out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));

@@ -1,6 +1,8 @@
 #pragma once
 // Chrome / Perfetto trace ("Trace Event Format" JSON) of a simulation: one process per rank, one
 // thread (track) per stream, one complete event ("ph": "X") per task, timestamps in microseconds.
+// With the SimGrid backend, the network flows a rank sends or receives are async slices ("ph": "b" and
+// "e", category "network", named "gpu A -> gpu B", args.bytes) of that rank.
 //
 // Processes are named "rank N (<program name>)" and sorted by rank; threads are named after their
 // stream (core::to_string(Stream)) and sorted in stream order. Each event is named after its task's

@@ -188,6 +188,21 @@ TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnaly
     EXPECT_NEAR(shared.top_links[0].bytes, 2 * size, 1e-6 * size);
     EXPECT_NEAR(shared.top_links[0].utilization, 1.0, 1e-6);
     EXPECT_TRUE(make_analytic_backend()->run(sharing, cluster, profile, ring_options(f)).top_links.empty());
+    // Rank 4 on the timeline: its ring's flows (S each way between GPUs 0 and 4) are recorded over
+    // the whole iteration; the other ring's are not.
+    SimulationOptions traced = ring_options(f);
+    traced.timeline_ranks = {4};
+    const SimulationResult with_flows = make_simgrid_backend()->run(sharing, cluster, profile, traced);
+    ASSERT_FALSE(with_flows.flows.empty());
+    double sent = 0, received = 0;
+    for (const FlowEvent& e : with_flows.flows) {
+      EXPECT_TRUE(e.src == 4 || e.dst == 4) << e.src << " -> " << e.dst;
+      EXPECT_TRUE(e.src == 0 || e.dst == 0) << e.src << " -> " << e.dst;
+      EXPECT_LE(e.end_s, with_flows.iteration_time.value() + 1e-9);
+      (e.src == 4 ? sent : received) += e.bytes;
+    }
+    EXPECT_NEAR(sent, size, 1e-6 * size);
+    EXPECT_NEAR(received, size, 1e-6 * size);
   }
 }
 
