@@ -87,6 +87,26 @@ void check_group(const GroupView& group) {
 
 }  // namespace
 
+namespace detail {
+
+GroupPlacement checked_placement(CollectiveOp op, Algorithm algorithm, const GroupView& group) {
+  check_group(group);
+  const GroupPlacement placement = GroupPlacement::of(group.ranks, group.topology->cluster());
+  TRAINSIM_CHECK(schedule_applies(algorithm, op, group, placement),
+                 fmt::format("algorithm {} does not apply to {} on {} ranks over {} nodes", to_string(algorithm),
+                             core::to_string(op), placement.ranks, placement.nodes));
+  return placement;
+}
+
+// NCCL's tree across several nodes with several members each is hierarchical (chains inside the
+// node, trees between nodes), as the closed form of collective_cost.hpp assumes.
+bool tree_is_hierarchical(CollectiveOp op, const GroupView& group, const GroupPlacement& placement) {
+  return op == CollectiveOp::ALL_REDUCE && placement.nodes > 1 && placement.ranks_per_node > 1 &&
+         schedule_applies(Algorithm::HIERARCHICAL, op, group, placement);
+}
+
+}  // namespace detail
+
 std::vector<Algorithm> algorithms_for(CollectiveOp op, const GroupView& group) {
   check_group(group);
   const GroupPlacement placement = GroupPlacement::of(group.ranks, group.topology->cluster());
@@ -98,20 +118,13 @@ std::vector<Algorithm> algorithms_for(CollectiveOp op, const GroupView& group) {
 }
 
 TransferSchedule make_schedule(CollectiveOp op, Algorithm algorithm, core::Bytes size, const GroupView& group) {
-  check_group(group);
-  const GroupPlacement placement = GroupPlacement::of(group.ranks, group.topology->cluster());
-  TRAINSIM_CHECK(schedule_applies(algorithm, op, group, placement),
-                 fmt::format("algorithm {} does not apply to {} on {} ranks over {} nodes", to_string(algorithm),
-                             core::to_string(op), placement.ranks, placement.nodes));
+  const GroupPlacement placement = detail::checked_placement(op, algorithm, group);
   if (group.size() == 1) return detail::ScheduleBuilder(op, algorithm, 1, 1, size.value()).finish();
   switch (algorithm) {
     case Algorithm::RING:
       return detail::ring_schedule(op, size, group);
     case Algorithm::TREE:
-      // NCCL's tree across several nodes with several members each is hierarchical (chains inside the
-      // node, trees between nodes), as the closed form of collective_cost.hpp assumes.
-      if (op == CollectiveOp::ALL_REDUCE && placement.nodes > 1 && placement.ranks_per_node > 1 &&
-          schedule_applies(Algorithm::HIERARCHICAL, op, group, placement)) {
+      if (detail::tree_is_hierarchical(op, group, placement)) {
         return detail::hierarchical_schedule(op, size, group, Algorithm::TREE);
       }
       return detail::tree_schedule(op, size, group);

@@ -82,4 +82,15 @@ struct FlowEdge {
 };
 std::vector<FlowEdge> flow_plan(const TransferSchedule& schedule);
 
+// `flow` fidelity without the step schedule: exactly the edges flow_plan(make_schedule(op, algorithm,
+// size, group)) returns (same order, same steps, same bytes up to rounding), computed per algorithm
+// in O(edges) time and memory with no per-chunk state, so that flow fidelity scales to 16,384 ranks.
+// Edges per algorithm: RING, HIERARCHICAL, TREE, NVLS, IN_NETWORK O(n); HALVING_DOUBLING
+// O(n log n); DIRECT O(n^2) (every pair exchanges). A group of one rank has no edges.
+// REQUIRES: algorithm in algorithms_for(op, group).
+//
+//   const std::vector<FlowEdge> edges = flow_edges(CollectiveOp::ALL_REDUCE, Algorithm::HIERARCHICAL,
+//                                                  core::Bytes(1e9), group);
+std::vector<FlowEdge> flow_edges(core::CollectiveOp op, Algorithm algorithm, core::Bytes size, const GroupView& group);
+
 }  // namespace trainsim::network

@@ -79,6 +79,12 @@ uint32_t double_tree_all_reduce(ScheduleBuilder& b, const std::vector<int>& memb
 uint32_t halving_reduce_scatter(ScheduleBuilder& b, uint32_t first_step);
 uint32_t doubling_all_gather(ScheduleBuilder& b, uint32_t first_step);
 
+// make_schedule's (and flow_edges') precondition: checks that `group` is well formed and that
+// `algorithm` has a schedule for `op` on it; returns the group's placement.
+GroupPlacement checked_placement(core::CollectiveOp op, Algorithm algorithm, const GroupView& group);
+// Whether TREE runs on `group` as hierarchical_schedule(.., TREE) rather than tree_schedule.
+bool tree_is_hierarchical(core::CollectiveOp op, const GroupView& group, const GroupPlacement& placement);
+
 // The algorithms, composed from the phases above (make_schedule checks applicability first).
 TransferSchedule ring_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);
 // NCCL's hierarchy: reduce-scatter inside each node, the rail shards across nodes with `across` (RING,

@@ -146,7 +146,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     for (const engine::LinkLoad& l : p.result.top_links) {
       links.push_back({{"link", l.link}, {"bytes", l.bytes}, {"utilization", l.utilization}});
     }
-    j["network"] = {{"top_links", links}};
+    j["network"] = {{"top_links", links}, {"flows_simulated", p.result.network_flows}};
   }
   j["simulation"] = {{"backend", p.backend},
                      {"wall_s", p.wall_s},
@@ -219,8 +219,10 @@ std::string report_table(const Scenario& s, const Prediction& p) {
     }
   }
   line("");
-  line(fmt::format("simulated by {} backend in {:.3f} s ({} events, {} of {} ranks simulated, profile: {})",
-                   p.backend, p.wall_s, p.result.events, p.result.simulated_ranks, s.cluster.world_size(),
+  const std::string flows =
+      p.result.network_flows > 0 ? fmt::format(", {} network flows", p.result.network_flows) : std::string();
+  line(fmt::format("simulated by {} backend in {:.3f} s ({} events{}, {} of {} ranks simulated, profile: {})",
+                   p.backend, p.wall_s, p.result.events, flows, p.result.simulated_ranks, s.cluster.world_size(),
                    s.profile.device.source));
   return out;
 }

@@ -95,6 +95,7 @@ struct SimulationResult {
   std::vector<core::Bytes> peak_dynamic_by_program;            // peak of MEMORY allocations alone
   uint64_t events = 0;                                         // tasks executed (over simulated ranks)
   int simulated_ranks = 0;
+  uint64_t network_flows = 0;                                  // SimGrid backend: flows simulated (images included)
   std::vector<TimelineEvent> timeline;
   // SimGrid backend: the most utilized network links over the iteration (utilization = bytes /
   // (simulated capacity x iteration time)), at most 5, most utilized first; empty for the analytic

@@ -72,10 +72,9 @@ std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& reque
     r.algorithm = request.algorithm == network::Algorithm::AUTO
                       ? network::choose_algorithm(request.op, size, group, cluster, net)
                       : request.algorithm;
-    const network::TransferSchedule schedule = network::make_schedule(request.op, r.algorithm, size, group);
     LinkLoads loads(topology.links().size());
     const ScheduleFlows flows =
-        schedule_flows(schedule, request.fidelity, group.ranks, planner, platform, loads.bytes());
+        schedule_flows(request.op, r.algorithm, size, request.fidelity, group.ranks, planner, platform, loads.bytes());
     r.time = schedule_time(flows, platform.run(flows.batch));
     r.flows = flows.batch.flows.size();
     r.top_links = loads.top(request.top_links, r.time, topology, platform);

@@ -48,6 +48,24 @@ int RankTable::representative(int rank) const {
   return rank;
 }
 
+std::vector<std::vector<int>> RankTable::images(const std::vector<int>& ranks,
+                                                const std::vector<core::Axis>& own_axes) const {
+  std::vector<std::vector<int>> out{ranks};
+  for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+    const Axis axis = static_cast<Axis>(a);
+    if (!symmetric_[a] || std::find(own_axes.begin(), own_axes.end(), axis) != own_axes.end()) continue;
+    const size_t n = out.size();
+    for (int shift = 1; shift < w_.layout.size(axis); ++shift) {
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<int> image = out[i];
+        for (int& r : image) r = w_.layout.peer(r, axis, shift);
+        out.push_back(std::move(image));
+      }
+    }
+  }
+  return out;
+}
+
 void RankTable::create_ranks() {
   const int world = w_.layout.world_size();
   slot_of_rank_.assign(static_cast<size_t>(world), NO_INDEX);

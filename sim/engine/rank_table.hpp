@@ -45,6 +45,13 @@ class RankTable {
   uint32_t slot_of(int rank) const { return slot_of_rank_[static_cast<size_t>(rank)]; }
   // The simulated rank that stands for `rank` (itself when simulated).
   int representative(int rank) const;
+  // Whether ranks are mirrored along `axis` (only coordinate 0 is simulated).
+  bool symmetric(core::Axis axis) const { return symmetric_[static_cast<size_t>(axis)]; }
+  // The mirror images of a call among `ranks` (a communicator, or a sender and its receiver): every
+  // translate of `ranks` along the symmetric axes other than `own_axes`, the identity first. Mirrored
+  // ranks make these calls at the instant the representative makes its own; a translate along one
+  // of `own_axes` is the call itself (a communicator spanning that axis).
+  std::vector<std::vector<int>> images(const std::vector<int>& ranks, const std::vector<core::Axis>& own_axes) const;
   size_t end_slots() const { return end_slots_; }
 
   uint32_t group_meeting(size_t index) const { return group_meeting_[index]; }

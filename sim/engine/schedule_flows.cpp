@@ -37,11 +37,12 @@ const std::vector<uint32_t>& RoutePlanner::links(int from, int to, bool one_node
   return out;
 }
 
-ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity fidelity,
+ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm, core::Bytes size, Fidelity fidelity,
                              const std::vector<int>& members, RoutePlanner& planner, SimgridPlatform& platform,
                              std::vector<double>* link_bytes) {
   TRAINSIM_CHECK(fidelity != Fidelity::ANALYTIC, "the analytic fidelity has no flows");
   const network::Topology& topology = planner.topology();
+  const network::GroupView group{members, &topology};
   const int first_node = topology.node_of(members.front());
   const bool one_node =
       std::all_of(members.begin(), members.end(), [&](int r) { return topology.node_of(r) == first_node; });
@@ -56,6 +57,7 @@ ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity
   };
   ScheduleFlows out;
   if (fidelity == Fidelity::STEP) {
+    const network::TransferSchedule schedule = network::make_schedule(op, algorithm, size, group);
     out.batch.deps = schedule.deps;
     out.batch.flows.reserve(schedule.transfers.size());
     for (const network::Transfer& t : schedule.transfers) {
@@ -67,7 +69,7 @@ ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity
     out.tail_s.assign(out.batch.flows.size(), 0.0);
     return out;
   }
-  const std::vector<network::FlowEdge> edges = network::flow_plan(schedule);
+  const std::vector<network::FlowEdge> edges = network::flow_edges(op, algorithm, size, group);
   out.batch.flows.reserve(edges.size());
   out.tail_s.reserve(edges.size());
   for (const network::FlowEdge& e : edges) {
@@ -79,6 +81,17 @@ ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity
     out.tail_s.push_back(later_steps * platform.route_latency(src, dst).value());
   }
   return out;
+}
+
+void append(ScheduleFlows& into, const ScheduleFlows& part) {
+  const uint32_t flow_base = static_cast<uint32_t>(into.batch.flows.size());
+  const uint32_t dep_base = static_cast<uint32_t>(into.batch.deps.size());
+  for (FlowSpec f : part.batch.flows) {
+    f.dep_begin += dep_base;
+    into.batch.flows.push_back(f);
+  }
+  for (uint32_t d : part.batch.deps) into.batch.deps.push_back(d + flow_base);
+  into.tail_s.insert(into.tail_s.end(), part.tail_s.begin(), part.tail_s.end());
 }
 
 Seconds schedule_time(const ScheduleFlows& flows, const std::vector<Seconds>& done) {

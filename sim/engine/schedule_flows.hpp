@@ -78,11 +78,18 @@ class LinkLoads {
 // The non-zero entries of a dense per-link byte count, for ScheduleFlows::link_bytes.
 std::vector<std::pair<uint32_t, double>> nonzero_links(const std::vector<double>& bytes);
 
-// REQUIRES: fidelity is STEP or FLOW; `members` are the group's GPUs, in the schedule's member order.
-// When `link_bytes` is not null, adds the bytes each flow carries to its route's links.
-ScheduleFlows schedule_flows(const network::TransferSchedule& schedule, Fidelity fidelity,
+// The flows of `op` with `algorithm` on a per-rank buffer of `size` bytes among `members` (the
+// group's GPUs, sorted): at STEP fidelity network::make_schedule's transfers with their dependencies,
+// at FLOW fidelity network::flow_edges (O(edges), no step schedule). When `link_bytes` is not null,
+// adds the bytes each flow carries to its route's links. REQUIRES: fidelity is STEP or FLOW; the
+// algorithm is in network::algorithms_for(op, group).
+ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm, core::Bytes size, Fidelity fidelity,
                              const std::vector<int>& members, RoutePlanner& planner, SimgridPlatform& platform,
                              std::vector<double>* link_bytes);
+
+// Appends `part`'s flows to `into` as flows of the same batch (dependencies renumbered), with
+// their tails; link_bytes is left alone.
+void append(ScheduleFlows& into, const ScheduleFlows& part);
 
 // The collective's time: the latest completion plus its tail. REQUIRES: done.size() equals the
 // batch's flow count.

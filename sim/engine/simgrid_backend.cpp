@@ -43,11 +43,6 @@ struct InFlight {
   const ScheduleFlows* flows = nullptr;
 };
 
-SimulationOptions every_rank(SimulationOptions options) {
-  options.use_symmetry = false;
-  return options;
-}
-
 // One run: the executor's state machine driven by the platform's simulated clock.
 class SimgridRun final : public FlowDriver, public CommunicationLauncher {
  public:
@@ -56,7 +51,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       : w_(workload),
         cluster_(cluster),
         net_(profile.network),
-        options_(every_rank(options)),
+        options_(options),
         topology_(network::Topology::build(cluster)),
         platform_(SimgridPlatform::bind(topology_, net_)),
         planner_(topology_, net_, platform_),
@@ -70,11 +65,13 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   SimulationResult run() {
+    const uint64_t flows_before = platform_.flows_simulated();
     platform_.simulate(*this);
     if (!executor_.finished()) executor_.report_deadlock();
     SimulationResult result = executor_.result();
     result.top_links = loads_.top(TOP_LINKS, result.iteration_time, topology_, platform_);
     result.flows = std::move(flows_);
+    result.network_flows = platform_.flows_simulated() - flows_before;
     return result;
   }
 
@@ -156,6 +153,21 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return members;
   }
 
+  // The calls that mirrored ranks make with the representative's call among `ranks` (RankTable::images),
+  // less those that cannot share a link with anything simulated: a call inside one node has its
+  // mirrors in other nodes run on those nodes' own links, which carry nothing but mirrored traffic;
+  // only its mirrors in the same node are kept.
+  std::vector<std::vector<int>> mirrored_calls(const std::vector<int>& ranks, const std::vector<core::Axis>& own_axes) const {
+    std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
+    const int node = topology_.node_of(ranks.front());
+    auto in_node = [&](const std::vector<int>& call) {
+      return std::all_of(call.begin(), call.end(), [&](int r) { return topology_.node_of(r) == node; });
+    };
+    if (in_node(ranks)) images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
+                                     images.end());
+    return images;
+  }
+
   network::Algorithm algorithm_for(const Task& t, const network::GroupView& group) const {
     if (options_.algorithm != network::Algorithm::AUTO) {
       const std::vector<network::Algorithm> usable = network::algorithms_for(t.collective, group);
@@ -164,28 +176,39 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return network::choose_algorithm(t.collective, core::Bytes(t.bytes), group, cluster_, net_);
   }
 
-  // The flows of a collective, built once per (meeting, op, size).
+  // The flows of a collective and of its mirror images, built once per (meeting, op, size).
   const ScheduleFlows& collective_flows(uint32_t meeting, const Task& t, const std::vector<int>& members) {
     const auto key = std::make_tuple(meeting, t.collective, t.bytes);
     auto it = collectives_.find(key);
     if (it != collectives_.end()) return it->second;
+    const core::GroupKind& kind = w_.groups[t.group];
+    std::vector<core::Axis> own_axes = kind.extra_axes;
+    own_axes.push_back(kind.axis);
     const network::GroupView group{members, &topology_};
-    const network::TransferSchedule schedule =
-        network::make_schedule(t.collective, algorithm_for(t, group), core::Bytes(t.bytes), group);
+    const network::Algorithm algorithm = algorithm_for(t, group);
     std::vector<double> link_bytes(topology_.links().size(), 0.0);
-    ScheduleFlows flows = schedule_flows(schedule, options_.fidelity, members, planner_, platform_, &link_bytes);
+    ScheduleFlows flows;
+    for (const std::vector<int>& image : mirrored_calls(members, own_axes)) {
+      append(flows, schedule_flows(t.collective, algorithm, core::Bytes(t.bytes), options_.fidelity, image, planner_,
+                                   platform_, &link_bytes));
+    }
     flows.link_bytes = nonzero_links(link_bytes);
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
 
+  // One flow from the sender's GPU to the receiver's, and one per mirror image of the pair.
   const ScheduleFlows& p2p_flows(int sender, int receiver, double bytes) {
     const auto key = std::make_tuple(sender, receiver, bytes);
     auto it = p2p_.find(key);
     if (it != p2p_.end()) return it->second;
+    std::vector<double> link_bytes(topology_.links().size(), 0.0);
     ScheduleFlows flows;
-    for (uint32_t link : planner_.links(sender, receiver, false)) flows.link_bytes.emplace_back(link, bytes);
-    flows.batch.flows.push_back({sender, receiver, bytes, 0, 0});
-    flows.tail_s.push_back(0.0);
+    for (const std::vector<int>& pair : mirrored_calls({sender, receiver}, {})) {
+      for (uint32_t link : planner_.links(pair[0], pair[1], false)) link_bytes[link] += bytes;
+      flows.batch.flows.push_back({pair[0], pair[1], bytes, 0, 0});
+      flows.tail_s.push_back(0.0);
+    }
+    flows.link_bytes = nonzero_links(link_bytes);
     return p2p_.emplace(key, std::move(flows)).first->second;
   }
 

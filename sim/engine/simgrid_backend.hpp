@@ -23,10 +23,20 @@
 // breakdown from per-stream busy intervals, communication time per axis, peak memory per program,
 // events, timeline).
 //
-// Scope. The SimGrid backend simulates every rank: options.use_symmetry is ignored (symmetry
-// reduction, which needs symmetric placements on the platform too, comes later). Its cost is the
-// number of flows, about 3 engine events each (../shared/SIMGRID-NOTES.md), plus one empty control
-// message per host and instant at which the host starts flows.
+// Symmetry. With options.use_symmetry the executor simulates one representative per class of
+// mirrored ranks (sim/engine/executor.hpp), and the network still carries the mirrored ranks'
+// traffic: each call of a representative starts, at the same instant, the flows of its mirror images
+// (RankTable::images: the call translated along the symmetric axes it does not span), and ends when
+// the last of them ends. Images of a call inside one node are kept only in that node: elsewhere
+// they run on other nodes' own links, which carry nothing simulated. So a data-parallel all-reduce of
+// tensor rank 0 runs with those of the other tensor ranks on the other rails, and a pipeline send
+// with those of every mirrored stage pair across the fabric; a tensor-parallel all-reduce runs
+// alone in its node. The representative's mirrors may finish at different times when the fabric
+// is not symmetric (static routing collides on some uplinks): the call then ends with the slowest,
+// which holds the mirrored ranks back as the slowest data-parallel replica would.
+// Cost: the flows of every image, about 3 engine events each (../shared/SIMGRID-NOTES.md), plus one
+// empty control message per host and instant at which the host starts flows. Without symmetry every
+// rank is simulated and no image is added.
 //
 // SimGrid 3.32 builds one platform per process: every run in a process must use clusters of the
 // same structure (same GPUs and links; bandwidths and latencies may differ), else InternalError.

@@ -206,6 +206,40 @@ TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnaly
   }
 }
 
+// Symmetry (TP2 DP2 PP4 on 8 nodes of 2 GPUs): one representative per stage is simulated, and each
+// of its calls starts its mirror images' flows too, so the contention between a stage's pipeline
+// sends and the data-parallel rings that share their NICs is still there. On this symmetric,
+// non-blocking platform the result is the full simulation's, with a quarter of the ranks and fewer
+// flows (the tensor rings of the mirrored nodes share no link with anything simulated).
+TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
+  const network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    SimulationOptions full = ring_options(f);
+    SimulationOptions mirrored = full;
+    mirrored.use_symmetry = true;
+    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, full);
+    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored);
+    const double t = a.iteration_time.value();
+    EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
+    for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
+      EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
+    }
+    EXPECT_NEAR(b.breakdown.exposed_comm_total().value(), a.breakdown.exposed_comm_total().value(), 1e-6 * t);
+    EXPECT_EQ(a.simulated_ranks, 16);
+    EXPECT_EQ(b.simulated_ranks, 4);
+    EXPECT_LT(b.network_flows, a.network_flows);
+    EXPECT_GT(b.network_flows, a.network_flows / 4);
+    // The mirrored sends still contend with the rings: slower than the analytic backend's.
+    const SimulationResult exact = make_analytic_backend()->run(w, cluster, core::Profile{}, mirrored);
+    EXPECT_GT(b.iteration_time.value(), exact.iteration_time.value() * (1 + 1e-3));
+    ASSERT_FALSE(a.top_links.empty());
+    ASSERT_FALSE(b.top_links.empty());
+    EXPECT_NEAR(b.top_links[0].utilization, a.top_links[0].utilization, 1e-6);
+  }
+}
+
 // Rank 0 sends with tag 1 what rank 1 waits for with tag 0: nothing can run, and the error names the
 // stuck tasks instead of hanging.
 TEST(SimgridBackend, MismatchedSendIsADeadlock) {
