@@ -84,18 +84,32 @@ CollectiveCost ring_or_tree(CollectiveOp op, Bytes size, const GroupPlacement& g
   if (k <= 1) return flat(op, size, m, binary_tree_depth(m), inter, algorithm);
 
   // Hierarchical: an intra-node phase before and/or after the across-node phase, which runs on the
-  // k rails at once with 1/k of the buffer each.
+  // k rails at once with 1/k of the buffer each. NCCL pipelines the chunks of the buffer through the
+  // phases, so the phases' bandwidth terms overlap (the slowest sets the pace; the intra-node
+  // reduce-scatter and all-gather of an all_reduce share the NVLink ports) while each chunk still
+  // pays every phase's latency: time = max(bandwidth terms) + sum(latency terms).
   const Bytes shard = size / k;
-  const Seconds in_node = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra);  // = all_gather's
+  const Seconds in_node_latency = ring_steps(CollectiveOp::REDUCE_SCATTER, k) * intra.latency;
+  const Seconds in_node_bandwidth = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra) - in_node_latency;
   switch (op) {
     case CollectiveOp::ALL_REDUCE:
     case CollectiveOp::BROADCAST:
     case CollectiveOp::REDUCE: {
       const CollectiveCost across = flat(op, shard, m, binary_tree_depth(m), inter, algorithm);
-      return {in_node + across.time + in_node, across.algorithm};
+      const Seconds across_latency =
+          (across.algorithm == Algorithm::TREE ? (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * binary_tree_depth(m)
+                                               : ring_steps(op, m)) *
+          inter.latency;
+      const Seconds across_bandwidth = across.time - across_latency;
+      return {std::max(2.0 * in_node_bandwidth, across_bandwidth) + 2.0 * in_node_latency + across_latency,
+              across.algorithm};
     }
     case CollectiveOp::REDUCE_SCATTER:
-    case CollectiveOp::ALL_GATHER: return {in_node + ring_time(op, shard, m, inter), Algorithm::RING};
+    case CollectiveOp::ALL_GATHER: {
+      const Seconds across_latency = ring_steps(op, m) * inter.latency;
+      const Seconds across_bandwidth = ring_time(op, shard, m, inter) - across_latency;
+      return {std::max(in_node_bandwidth, across_bandwidth) + in_node_latency + across_latency, Algorithm::RING};
+    }
     case CollectiveOp::ALL_TO_ALL: break;
   }
   TRAINSIM_CHECK(false, "all_to_all is costed by direct_time");

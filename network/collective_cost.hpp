@@ -48,6 +48,9 @@
 //   broadcast       scatter(S) in the root's node, broadcast(S/k) across nodes, all_gather(S) in the node
 //   reduce          the mirror of broadcast
 //   all_to_all      DIRECT, never hierarchical
+// NCCL pipelines chunks through these phases: the time is the largest of their bandwidth terms (the
+// node's reduce_scatter and all_gather of an all_reduce count twice: they share the NVLink ports)
+// plus the sum of their latency terms.
 // With k == 1 across nodes the group is one flat ring or tree over the nodes on B_inter. So the ring
 // all_reduce inside one node, or with one rank per node, is exactly 2(n-1)/n*S/B + 2(n-1)*a.
 //

@@ -20,7 +20,7 @@ namespace trainsim::cli {
 
 // The "simulation" section.
 struct SimulationConfig {
-  std::string backend = "analytic";      // analytic | simgrid (flow-level, contention; every rank simulated)
+  std::string backend = "simgrid";       // simgrid (flow-level network, contention) | analytic (closed forms)
   std::string profile;                   // optional profile JSON; relative to the scenario's folder
   bool symmetry = true;                  // simulate one representative per class of symmetric ranks
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm

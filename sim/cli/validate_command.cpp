@@ -1,6 +1,13 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <string>
 
 #include "calibrate/accuracy.hpp"
 #include "sim/cli/commands.hpp"
@@ -42,6 +49,50 @@ struct CaseResult {
   std::string failure;  // non-empty when the case could not be run
 };
 
+// The predicted iteration time of a case. SimGrid builds one platform per process and the cases'
+// clusters differ, so a SimGrid case runs in a child process of its own, which sends back the time
+// or the error it threw, which the parent throws again as the same kind (InputError or InternalError).
+double predicted_iteration(const Scenario& s, const std::string& backend) {
+  const std::string chosen = backend.empty() ? s.simulation.backend : backend;
+  if (chosen != "simgrid") return predict(s, backend).iteration_time_s();
+  std::array<int, 2> pipe_fd{};
+  TRAINSIM_CHECK(pipe(pipe_fd.data()) == 0, fmt::format("pipe: {}", std::strerror(errno)));
+  const pid_t child = fork();
+  TRAINSIM_CHECK(child >= 0, fmt::format("fork: {}", std::strerror(errno)));
+  if (child == 0) {
+    close(pipe_fd[0]);
+    std::string message;
+    try {
+      message = fmt::format("ok {:.17g}", predict(s, backend).iteration_time_s());
+    } catch (const core::InputError& e) {
+      message = fmt::format("input {}", e.what());
+    } catch (const std::exception& e) {
+      message = fmt::format("internal {}", e.what());
+    }
+    const char* p = message.data();
+    size_t left = message.size();
+    while (left > 0) {
+      const ssize_t n = write(pipe_fd[1], p, left);
+      if (n <= 0) break;
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    _exit(0);  // no atexit handlers, no flush of the parent's buffered output
+  }
+  close(pipe_fd[1]);
+  std::string message;
+  std::array<char, 4096> buffer{};
+  ssize_t n = 0;
+  while ((n = read(pipe_fd[0], buffer.data(), buffer.size())) > 0) message.append(buffer.data(), static_cast<size_t>(n));
+  close(pipe_fd[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (message.rfind("ok ", 0) == 0) return std::stod(message.substr(3));
+  if (message.rfind("input ", 0) == 0) throw core::InputError("", "", message.substr(6));  // names its file
+  if (message.rfind("internal ", 0) == 0) throw core::InternalError(message.substr(9));
+  throw core::InternalError(fmt::format("{}: the simulation process ended without a result (wait status {})", s.file, status));
+}
+
 }  // namespace
 
 int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err) {
@@ -57,7 +108,7 @@ int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& 
         throw core::InputError(file, "/expect/iteration_time_s", "a validation case needs a measured iteration_time_s");
       }
       c.measured_s = *s.expect->iteration_time_s;
-      c.predicted_s = predict(s, args.backend).iteration_time_s();
+      c.predicted_s = predicted_iteration(s, args.backend);
       c.error = calibrate::signed_error(c.predicted_s, c.measured_s);
     } catch (const core::InputError& e) {
       c.failure = e.what();

@@ -58,6 +58,17 @@ expect validate-ok 0 "$bin" validate "$src/tests/data/validation"
 contains validate-ok "$tmp/out" "median |error|"
 expect validate-off 3 "$bin" validate "$tmp/off.json" --tolerance 10
 contains validate-off "$tmp/out" "outside tolerance"
+# Cases on clusters of different shapes with the SimGrid backend (one platform per process: each
+# case runs in a child process), and a case whose parallelism does not fit its cluster.
+sed -e 's/"nodes": 1, "gpus_per_node": 8/"nodes": 2, "gpus_per_node": 4/' -e 's/"name": "tiny-case"/"name": "two-nodes"/' \
+  "$src/tests/data/validation/tiny-case.json" >"$tmp/two-nodes.json"
+sed 's/"data": 8/"data": 4/' "$src/tests/data/validation/tiny-case.json" >"$tmp/misfit.json"
+expect validate-simgrid 0 "$bin" validate "$src/tests/data/validation/tiny-case.json" "$tmp/two-nodes.json" --backend simgrid
+contains validate-simgrid "$tmp/out" "two-nodes"
+contains validate-simgrid "$tmp/out" "2 cases: median"
+expect validate-misfit 2 "$bin" validate "$tmp/misfit.json" "$tmp/two-nodes.json" --backend simgrid
+contains validate-misfit "$tmp/err" "misfit.json: /parallelism"
+contains validate-misfit "$tmp/out" "1 case(s) could not be run"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,7 +1,14 @@
 // Golden reports: every bundled scenario's JSON report (without the wall-clock time) is compared to
-// tests/data/golden/NAME.json, so that any change in a prediction is noticed. Regenerate on purpose:
-//   TRAINSIM_UPDATE_GOLDEN=1 build/tests/cli/cli_tests --gtest_filter='Golden*'
+// tests/data/golden/NAME.json (the default SimGrid backend) and NAME.analytic.json, so that any
+// change in a prediction is noticed; the two backends must agree on the bundled scenarios, whose
+// networks share no link between concurrent calls beyond what the closed forms assume. One test per
+// scenario: SimGrid builds one platform per process, and gtest_discover_tests runs each alone.
+// Regenerate on purpose:
+//   for t in $(build/tests/cli/cli_tests --gtest_list_tests --gtest_filter='Scenarios/Golden*' | grep '^ '); do
+//     TRAINSIM_UPDATE_GOLDEN=1 build/tests/cli/cli_tests --gtest_filter="Scenarios/Golden.*/$t"; done
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,9 +22,9 @@ namespace {
 
 const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);
 
-core::Json stable_report(const std::filesystem::path& scenario) {
+core::Json stable_report(const std::filesystem::path& scenario, const std::string& backend = "") {
   const Scenario s = load_scenario(scenario.string());
-  core::Json r = report_json(s, predict(s));
+  core::Json r = report_json(s, predict(s, backend));
   r["simulation"].erase("wall_s");
   return r;
 }
@@ -44,27 +51,47 @@ void expect_same(const core::Json& expected, const core::Json& actual, const std
   }
 }
 
-TEST(Golden, BundledScenarioReportsAreUnchanged) {
-  const bool update = std::getenv("TRAINSIM_UPDATE_GOLDEN") != nullptr;
-  size_t checked = 0;
+std::vector<std::string> bundled_scenarios() {
+  std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(SOURCE / "scenarios")) {
-    if (e.path().extension() != ".json") continue;
-    SCOPED_TRACE(e.path().filename().string());
-    const core::Json actual = stable_report(e.path());
-    const std::filesystem::path golden = SOURCE / "tests/data/golden" / e.path().filename();
-    if (update) {
-      std::ofstream(golden) << actual.dump(2) << "\n";
-    } else {
-      ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " missing: regenerate on purpose";
-      expect_same(core::load_json_file(golden.string()), actual, "");
-    }
-    ++checked;
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   }
-  EXPECT_GE(checked, 3u);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
-TEST(Golden, ReportHasEveryContractField) {
-  const core::Json r = stable_report(SOURCE / "scenarios/gpt3-175b-a100-1024.json");
+void check_golden(const core::Json& actual, const std::filesystem::path& golden) {
+  if (std::getenv("TRAINSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden) << actual.dump(2) << "\n";
+    return;
+  }
+  ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " missing: regenerate on purpose";
+  expect_same(core::load_json_file(golden.string()), actual, "");
+}
+
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, ReportIsUnchangedAndTheBackendsAgree) {
+  const std::filesystem::path scenario = SOURCE / "scenarios" / (GetParam() + ".json");
+  const core::Json simgrid = stable_report(scenario);
+  const core::Json analytic = stable_report(scenario, "analytic");
+  EXPECT_EQ(simgrid["simulation"]["backend"], "simgrid");
+  check_golden(simgrid, SOURCE / "tests/data/golden" / (GetParam() + ".json"));
+  check_golden(analytic, SOURCE / "tests/data/golden" / (GetParam() + ".analytic.json"));
+  const double t = analytic["iteration_time_s"].get<double>();
+  EXPECT_NEAR(simgrid["iteration_time_s"].get<double>(), t, 2e-3 * t);
+  EXPECT_EQ(simgrid["memory"], analytic["memory"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, Golden, ::testing::ValuesIn(bundled_scenarios()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
+                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
+
+TEST(GoldenContract, ReportHasEveryContractField) {
+  const core::Json r = stable_report(SOURCE / "scenarios/gpt3-175b-a100-1024.json", "analytic");
   for (const char* key : {"schema", "scenario", "world_size", "iteration_time_s", "samples_per_s", "tokens_per_s",
                           "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu", "breakdown_s",
                           "communication_s", "memory", "simulation"}) {

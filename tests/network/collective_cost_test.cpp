@@ -1,7 +1,10 @@
 #include "network/collective_cost.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <utility>
 
 namespace trainsim::network {
 namespace {
@@ -84,16 +87,25 @@ TEST(CollectiveCost, RingReduceScatterAndAllGatherMoveOneShareLess) {
 
 // The NCCL-like hierarchy: intra-node reduce-scatter, an all-reduce of S/k across nodes on each of the
 // k rails, intra-node all-gather.
-TEST(CollectiveCost, HierarchicalAllReduceIsReduceScatterRailAllReduceAllGather) {
-  const ClusterConfig c = cluster(4, 8);
+// Reduce-scatter in the node, all-reduce of S/k on the rails, all-gather in the node, pipelined as
+// NCCL pipelines chunks: the slowest bandwidth term (the node's two phases share its NVLink ports)
+// plus every phase's latency.
+TEST(CollectiveCost, HierarchicalAllReducePipelinesReduceScatterRailAllReduceAllGather) {
   const core::NetworkProfile p = profile();
-  const double s = 1e9;
   const int k = 8;
   const int m = 4;
-  const double intra = (k - 1.0) / k * s / (300e9 * 0.8) + (k - 1) * 5e-6;
-  const double inter = 2.0 * (m - 1) / m * (s / k) / (25e9 * 0.9) + 2.0 * (m - 1) * 10e-6;
-  const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::RING);
-  expect_relative(cost.time.value(), intra + inter + intra, "4 nodes x 8 GPUs");
+  for (const auto& [s, nvlink] : {std::pair{1e9, 300e9}, std::pair{1e9, 40e9}, std::pair{1e4, 300e9}}) {
+    ClusterConfig c = cluster(4, 8);
+    c.intra_node.bandwidth = core::BytesPerSecond(nvlink);
+    const double intra_bandwidth = (k - 1.0) / k * s / (nvlink * 0.8);
+    const double intra_latency = (k - 1) * 5e-6;
+    const double inter_bandwidth = 2.0 * (m - 1) / m * (s / k) / (25e9 * 0.9);
+    const double inter_latency = 2.0 * (m - 1) * 10e-6;
+    const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::RING);
+    expect_relative(cost.time.value(),
+                    std::max(2 * intra_bandwidth, inter_bandwidth) + 2 * intra_latency + inter_latency,
+                    fmt::format("4 nodes x 8 GPUs, {} bytes, NVLink {} B/s", s, nvlink));
+  }
 }
 
 // NCCL's double binary tree (Sanders, Speck & Träff 2009; NCCL 2.4 release notes): log2(n) hops each
@@ -240,7 +252,7 @@ TEST(CollectiveCost, DirectSendsEachPeerItsShareAtOnce) {
 TEST(CollectiveCost, SwitchReductionsSendTheBufferOnce) {
   ClusterConfig c = cluster(16, 8);
   c.network.in_network_reduction = true;
-  c.network.oversubscription = 4;
+  c.network.oversubscription = 8;
   c.intra_node.nvls = true;
   const core::NetworkProfile p = profile();
   const double s = 1e9;
