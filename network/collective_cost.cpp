@@ -204,8 +204,13 @@ bool algorithm_applies(Algorithm algorithm, CollectiveOp op, const GroupPlacemen
 CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement& group, const ClusterConfig& cluster,
                                const core::NetworkProfile& profile, Algorithm algorithm) {
   if (group.ranks <= 1) return {Seconds(0), Algorithm::RING};
-  const LinkScope intra = intra_node_scope(cluster, profile);
-  const LinkScope inter = inter_node_scope(cluster, profile);
+  // A size-dependent efficiency (a calibrated curve) replaces the scope's constant one.
+  const double intra_scale = profile.intra_node.efficiency(op, size) / profile.intra_node.bandwidth_efficiency;
+  const double inter_scale = profile.inter_node.efficiency(op, size) / profile.inter_node.bandwidth_efficiency;
+  LinkScope intra = intra_node_scope(cluster, profile);
+  LinkScope inter = inter_node_scope(cluster, profile);
+  intra.bandwidth = intra.bandwidth * intra_scale;
+  inter.bandwidth = inter.bandwidth * inter_scale;
   if (op == CollectiveOp::ALL_TO_ALL) return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
   if (!algorithm_applies(algorithm, op, group, cluster)) algorithm = Algorithm::RING;
   switch (algorithm) {
@@ -227,7 +232,7 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
     case Algorithm::DIRECT: return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
     case Algorithm::IN_NETWORK: {
       // The leaf switch reduces before the uplinks: oversubscription does not slow it.
-      const LinkScope nic{cluster.nic_bandwidth_per_gpu() * profile.inter_node.bandwidth_efficiency, inter.latency};
+      const LinkScope nic{cluster.nic_bandwidth_per_gpu() * profile.inter_node.efficiency(op, size), inter.latency};
       return {switch_reduction_time(size, nic), Algorithm::IN_NETWORK};
     }
     case Algorithm::NVLS: return {switch_reduction_time(size, intra), Algorithm::NVLS};

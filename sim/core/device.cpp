@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace trainsim::core {
 namespace {
 
@@ -87,7 +90,33 @@ NetworkProfile NetworkProfile::defaults() {
   return n;
 }
 
+double LinkEfficiency::efficiency(CollectiveOp op, Bytes size) const {
+  const std::vector<EfficiencyPoint>& curve = by_size[static_cast<size_t>(op)];
+  if (curve.empty()) return bandwidth_efficiency;
+  const double s = size.value();
+  if (s <= curve.front().size_bytes) return curve.front().efficiency;
+  if (s >= curve.back().size_bytes) return curve.back().efficiency;
+  const auto above = std::upper_bound(curve.begin(), curve.end(), s,
+                                      [](double v, const EfficiencyPoint& p) { return v < p.size_bytes; });
+  const EfficiencyPoint& hi = *above;
+  const EfficiencyPoint& lo = *(above - 1);
+  const double t = std::log(s / lo.size_bytes) / std::log(hi.size_bytes / lo.size_bytes);
+  return lo.efficiency + t * (hi.efficiency - lo.efficiency);
+}
+
+bool LinkEfficiency::size_dependent() const {
+  return std::any_of(by_size.begin(), by_size.end(), [](const auto& curve) { return !curve.empty(); });
+}
+
 namespace {
+
+// A size that reads back as exactly `bytes`: "64 MiB" where that is exact, else "1000003 B".
+std::string exact_bytes(double bytes) {
+  const std::string readable = format_bytes(Bytes(bytes));
+  Bytes back;
+  if (parse_bytes(readable, back) && back.value() == std::round(bytes)) return readable;
+  return fmt::format("{:.0f} B", bytes);
+}
 
 void read_efficiency(ObjectReader& r, OpEfficiency& e) {
   e.max_efficiency = r.number("max_efficiency", e.max_efficiency, 1e-6, 1.0);
@@ -96,9 +125,41 @@ void read_efficiency(ObjectReader& r, OpEfficiency& e) {
   r.finish();
 }
 
+// "by_size": {"all_reduce": [{"size": "1 MiB", "efficiency": 0.3}, ...], ...}: sizes strictly
+// increasing, efficiencies in (0, 1].
+void read_curves(ObjectReader& r, LinkEfficiency& l) {
+  for (int o = 0; o < COLLECTIVE_OP_COUNT; ++o) {
+    const std::string op(to_string(static_cast<CollectiveOp>(o)));
+    const Json* points = r.raw(op);
+    if (points == nullptr) continue;
+    if (!points->is_array() || points->empty()) {
+      r.problem(op, fmt::format("expected a non-empty array of {{\"size\": ..., \"efficiency\": ...}} points, found {}",
+                                describe_json(*points)));
+      continue;
+    }
+    std::vector<EfficiencyPoint>& curve = l.by_size[static_cast<size_t>(o)];
+    for (size_t i = 0; i < points->size(); ++i) {
+      ObjectReader pr((*points)[i], r.file(), append_pointer(r.pointer_of(op), i), r.diagnostics());
+      EfficiencyPoint p;
+      p.size_bytes = pr.bytes("size", Bytes(0)).value();
+      p.efficiency = pr.number("efficiency", 1.0, 1e-6, 1.0);
+      if (p.size_bytes <= 0) {
+        pr.problem("size", "expected a positive size");
+      } else if (!curve.empty() && p.size_bytes <= curve.back().size_bytes) {
+        pr.problem("size", fmt::format("expected sizes in increasing order, found {} after {}",
+                                       format_bytes(Bytes(p.size_bytes)), format_bytes(Bytes(curve.back().size_bytes))));
+      }
+      pr.finish();
+      curve.push_back(p);
+    }
+  }
+  r.finish();
+}
+
 void read_link(ObjectReader& r, LinkEfficiency& l) {
   l.bandwidth_efficiency = r.number("bandwidth_efficiency", l.bandwidth_efficiency, 1e-6, 1.0);
   l.step_latency = r.duration("step_latency", l.step_latency);
+  if (auto curves = r.object("by_size")) read_curves(*curves, l);
   r.finish();
 }
 
@@ -142,7 +203,21 @@ Json Profile::to_json() const {
   }
   j["device"] = {{"ops", ops}, {"kernel_overhead", format_duration(device.kernel_overhead)}};
   auto link = [](const LinkEfficiency& l) {
-    return Json{{"bandwidth_efficiency", l.bandwidth_efficiency}, {"step_latency", format_duration(l.step_latency)}};
+    Json out{{"bandwidth_efficiency", l.bandwidth_efficiency}, {"step_latency", format_duration(l.step_latency)}};
+    if (l.size_dependent()) {
+      Json curves = Json::object();
+      for (int o = 0; o < COLLECTIVE_OP_COUNT; ++o) {
+        const std::vector<EfficiencyPoint>& curve = l.by_size[static_cast<size_t>(o)];
+        if (curve.empty()) continue;
+        Json points = Json::array();
+        for (const EfficiencyPoint& p : curve) {
+          points.push_back({{"size", exact_bytes(p.size_bytes)}, {"efficiency", p.efficiency}});
+        }
+        curves[std::string(to_string(static_cast<CollectiveOp>(o)))] = points;
+      }
+      out["by_size"] = curves;
+    }
+    return out;
   };
   j["network"] = {{"intra_node", link(network.intra_node)}, {"inter_node", link(network.inter_node)}};
   return j;

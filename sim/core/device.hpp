@@ -57,11 +57,29 @@ struct DeviceProfile {
   static DeviceProfile defaults();
 };
 
+// One point of a measured efficiency curve: at a per-rank buffer of size_bytes (nccl-tests'
+// convention), a collective reaches `efficiency` of the nominal bandwidth.
+struct EfficiencyPoint {
+  double size_bytes = 0;
+  double efficiency = 1.0;
+};
+
 // Efficiencies of the interconnects relative to their nominal bandwidth, and fixed latencies
 // added per algorithm step, by scope (inside a node over NVLink, across nodes over NICs).
+// NCCL's achieved bandwidth depends on the message size well beyond its latency (protocol and
+// channel choices, pipeline depth: an 8 x A100 all_reduce reaches ~57% of NVLink at 64 MiB and ~78%
+// at 16 GiB), so a calibrated profile may carry, per collective op, a curve of efficiency by size:
+// interpolated linearly in log(size) between its points, flat beyond its ends. Ops without a curve
+// use bandwidth_efficiency at every size.
 struct LinkEfficiency {
-  double bandwidth_efficiency = 1.0;  // achieved / nominal for large messages
+  double bandwidth_efficiency = 1.0;  // achieved / nominal for large messages, ops without a curve
   Seconds step_latency;               // software latency added to every algorithm step
+  std::array<std::vector<EfficiencyPoint>, COLLECTIVE_OP_COUNT> by_size{};  // by CollectiveOp, sorted
+                                                                            // by size; empty: constant
+
+  // The efficiency of `op` on a per-rank buffer of `size` bytes.
+  double efficiency(CollectiveOp op, Bytes size) const;
+  bool size_dependent() const;
 };
 
 struct NetworkProfile {

@@ -49,11 +49,18 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
   auto host_of = [&](int32_t endpoint) {
     return endpoint == network::IN_NETWORK ? platform.switch_host() : members.at(static_cast<size_t>(endpoint));
   };
+  const core::NetworkProfile& profile = planner.profile();
+  const double intra_weight = profile.intra_node.bandwidth_efficiency / profile.intra_node.efficiency(op, size);
+  const double inter_weight = profile.inter_node.bandwidth_efficiency / profile.inter_node.efficiency(op, size);
+  const int sw = platform.switch_host();
+  // Adds a flow's bytes to its route's links; returns the bytes the flow carries on the platform.
   auto add = [&](int src, int dst, double bytes) {
     const std::vector<uint32_t>& route = planner.links(src, dst, one_node);
     if (link_bytes != nullptr) {
       for (uint32_t l : route) (*link_bytes)[l] += bytes;
     }
+    const bool intra = one_node || (src != sw && dst != sw && topology.node_of(src) == topology.node_of(dst));
+    return bytes * (intra ? intra_weight : inter_weight);
   };
   ScheduleFlows out;
   if (fidelity == Fidelity::STEP) {
@@ -63,8 +70,7 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
     for (const network::Transfer& t : schedule.transfers) {
       const int src = host_of(t.src);
       const int dst = host_of(t.dst);
-      add(src, dst, t.bytes);
-      out.batch.flows.push_back({src, dst, t.bytes, t.dep_begin, t.dep_count});
+      out.batch.flows.push_back({src, dst, add(src, dst, t.bytes), t.dep_begin, t.dep_count});
     }
     out.tail_s.assign(out.batch.flows.size(), 0.0);
     return out;
@@ -75,8 +81,7 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
   for (const network::FlowEdge& e : edges) {
     const int src = host_of(e.src);
     const int dst = host_of(e.dst);
-    add(src, dst, e.bytes);
-    out.batch.flows.push_back({src, dst, e.bytes, 0, 0});
+    out.batch.flows.push_back({src, dst, add(src, dst, e.bytes), 0, 0});
     const double later_steps = e.steps > 1 ? e.steps - 1.0 : 0.0;
     out.tail_s.push_back(later_steps * platform.route_latency(src, dst).value());
   }

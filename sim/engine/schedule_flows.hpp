@@ -40,6 +40,7 @@ class RoutePlanner {
   // that lies in one node or not.
   const std::vector<uint32_t>& links(int from, int to, bool one_node_group);
   const network::Topology& topology() const { return topology_; }
+  const core::NetworkProfile& profile() const { return profile_; }
 
  private:
   const network::Topology& topology_;
@@ -81,7 +82,10 @@ std::vector<std::pair<uint32_t, double>> nonzero_links(const std::vector<double>
 // The flows of `op` with `algorithm` on a per-rank buffer of `size` bytes among `members` (the
 // group's GPUs, sorted): at STEP fidelity network::make_schedule's transfers with their dependencies,
 // at FLOW fidelity network::flow_edges (O(edges), no step schedule). When `link_bytes` is not null,
-// adds the bytes each flow carries to its route's links. REQUIRES: fidelity is STEP or FLOW; the
+// adds the bytes each flow carries to its route's links. Where the profile's efficiency depends on
+// the size (a calibrated curve), a flow carries its bytes scaled by the scope's constant efficiency
+// over the curve's at `size`: the platform's links run at the constant efficiency, so the flow
+// takes the time the curve gives (link_bytes keeps the true bytes). REQUIRES: fidelity is STEP or FLOW; the
 // algorithm is in network::algorithms_for(op, group).
 ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm, core::Bytes size, Fidelity fidelity,
                              const std::vector<int>& members, RoutePlanner& planner, SimgridPlatform& platform,

@@ -81,6 +81,39 @@ void expect_ring_matches_analytic(const network::ClusterConfig& cluster) {
 
 TEST(CollectiveSimulation, RingInOneNodeMatchesAnalytic) { expect_ring_matches_analytic(one_node()); }
 
+// A calibrated efficiency curve (intra-node all_reduce: 30% at 1 MiB, 60% at 64 MiB, 78% from 1 GiB)
+// slows each size by the curve's factor over the constant efficiency, in the closed form and at
+// both SimGrid fidelities alike; other ops keep the constant.
+TEST(CollectiveSimulation, EfficiencyCurveScalesEachSizeAsTheClosedFormDoes) {
+  const network::ClusterConfig cluster = one_node();
+  core::Profile curved;
+  curved.network.intra_node.by_size[static_cast<size_t>(CollectiveOp::ALL_REDUCE)] = {
+      {double(1 << 20), 0.30}, {double(64 << 20), 0.60}, {double(1 << 30), 0.78}};
+  const core::Profile flat;
+  const std::vector<CollectiveResult> exact_flat = simulate_collective(ring(first(8), Fidelity::ANALYTIC, SIZES), cluster, flat);
+  const std::vector<CollectiveResult> exact = simulate_collective(ring(first(8), Fidelity::ANALYTIC, SIZES), cluster, curved);
+  const double base = flat.network.intra_node.bandwidth_efficiency;
+  for (size_t i = 0; i < SIZES.size(); ++i) {
+    const double e = curved.network.intra_node.efficiency(CollectiveOp::ALL_REDUCE, SIZES[i]);
+    const double latency = 14 * (cluster.intra_node.latency + flat.network.intra_node.step_latency).value();
+    EXPECT_NEAR(exact[i].time.value() - latency, (exact_flat[i].time.value() - latency) * base / e,
+                1e-9 * exact[i].time.value())
+        << SIZES[i].value();
+  }
+  EXPECT_GT(exact[1].time.value(), 1.2 * exact_flat[1].time.value());
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    const std::vector<CollectiveResult> sim = simulate_collective(ring(first(8), f, SIZES), cluster, curved);
+    for (size_t i = 0; i < SIZES.size(); ++i) {
+      EXPECT_NEAR(sim[i].time / exact[i].time, 1.0, 0.01) << "size=" << SIZES[i].value() << " " << to_string(f);
+    }
+  }
+  CollectiveRequest gather = ring(first(8), Fidelity::ANALYTIC, SIZES);
+  gather.op = CollectiveOp::ALL_GATHER;
+  const std::vector<CollectiveResult> g_curved = simulate_collective(gather, cluster, curved);
+  const std::vector<CollectiveResult> g_flat = simulate_collective(gather, cluster, flat);
+  for (size_t i = 0; i < SIZES.size(); ++i) EXPECT_EQ(g_curved[i].time, g_flat[i].time);
+}
+
 TEST(CollectiveSimulation, FlatRingAcrossNodesMatchesAnalytic) { expect_ring_matches_analytic(one_gpu_nodes()); }
 
 // `flow` against `step` for ring schedules, whose steps each keep every edge busy with one chunk, so
