@@ -6,6 +6,7 @@
 #include <simgrid/Exception.hpp>
 #include <xbt/log.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <exception>
@@ -94,8 +95,22 @@ struct HostWork {
   bool stop = false;
 };
 
+// An actor on the control host that relays the driver's wake-ups to a block of hosts. In 3.32,
+// finishing a detached message scans activity lists of the actors at its ends (CommImpl::finish),
+// and with every wake-up sent by the driver that scan was the largest cost after the solver. Sent by
+// sqrt(N) relays of sqrt(N) hosts each, a 1 GiB all-reduce over 16,384 GPUs took 28.3 s instead of
+// 36.6 s (same result).
+struct Dispatcher {
+  std::vector<int> hosts;  // to wake at its next turn
+  bool woken = false;      // a wake-up message is on its way
+  bool running = false;    // its actor exists
+  bool stop = false;
+};
+
 // The state of one simulate(). SimGrid runs actors one at a time, so plain fields are safe.
 struct Simulation {
+  std::vector<Dispatcher> dispatchers;
+  int block = 1;  // hosts per dispatcher
   FlowDriver* driver = nullptr;
   std::vector<std::unique_ptr<Batch>> batches;  // by id; null: free
   std::vector<uint32_t> free_ids;
@@ -142,6 +157,7 @@ struct SimgridPlatform::Impl {
   std::vector<double> latency;
   std::vector<sg4::Mailbox*> mailboxes;  // data, by host
   std::vector<sg4::Mailbox*> controls;   // wake-up messages, by host
+  std::vector<sg4::Mailbox*> relays;     // wake-up messages, by dispatcher
   sg4::Host* control_host = nullptr;
   Simulation* simulation = nullptr;      // while simulate() runs
   uint64_t flows_run = 0;
@@ -151,6 +167,8 @@ struct SimgridPlatform::Impl {
   void drive(Simulation& sim);
   void serve_host(Simulation& sim, int host);
   void hand(Simulation& sim, int host);
+  void wake_dispatcher(Simulation& sim, size_t index);
+  void dispatch(Simulation& sim, size_t index);
   void flow_seen(Simulation& sim, int host, uint64_t token, bool sender, std::vector<uint32_t>& ready);
 };
 
@@ -308,10 +326,16 @@ void SimgridPlatform::Impl::drive(Simulation& sim) {
     sim.hosts[static_cast<size_t>(h)].stop = true;
     hand(sim, h);
   }
+  // Each dispatcher relays its hosts' last wake-ups before it reads its own stop.
+  for (size_t d = 0; d < sim.dispatchers.size(); ++d) {
+    if (!sim.dispatchers[d].running) continue;
+    sim.dispatchers[d].stop = true;
+    wake_dispatcher(sim, d);
+  }
 }
 
 // Wakes the host's actor (creating it on first use) with an empty message over the control route,
-// unless one is already on its way.
+// unless one is already on its way; the message leaves from the host's dispatcher.
 void SimgridPlatform::Impl::hand(Simulation& sim, int host) {
   HostWork& work = sim.hosts[static_cast<size_t>(host)];
   if (!work.running) {
@@ -321,7 +345,38 @@ void SimgridPlatform::Impl::hand(Simulation& sim, int host) {
   }
   if (work.woken) return;
   work.woken = true;
-  controls[static_cast<size_t>(host)]->put_init(&work, 0)->detach();
+  const size_t d = static_cast<size_t>(host / sim.block);
+  sim.dispatchers[d].hosts.push_back(host);
+  wake_dispatcher(sim, d);
+}
+
+void SimgridPlatform::Impl::wake_dispatcher(Simulation& sim, size_t index) {
+  Dispatcher& d = sim.dispatchers[index];
+  if (!d.running) {
+    d.running = true;
+    sg4::Actor::create(fmt::format("dispatcher{}", index), control_host, [this, &sim, index] { dispatch(sim, index); });
+  }
+  if (d.woken) return;
+  d.woken = true;
+  relays[index]->put_init(&d, 0)->detach();
+}
+
+// A dispatcher's actor: at each wake-up, wakes the hosts handed to it since the last one.
+void SimgridPlatform::Impl::dispatch(Simulation& sim, size_t index) {
+  Dispatcher& d = sim.dispatchers[index];
+  std::vector<int> wake;
+  try {
+    while (true) {
+      relays[index]->get<Dispatcher>();
+      d.woken = false;
+      wake.swap(d.hosts);
+      for (int host : wake) controls[static_cast<size_t>(host)]->put_init(&sim.hosts[static_cast<size_t>(host)], 0)->detach();
+      wake.clear();
+      if (d.stop) return;
+    }
+  } catch (const simgrid::Exception&) {
+    // A comm cancelled because the simulation is being torn down after a driver error.
+  }
 }
 
 // One end of a flow saw it complete. The sender's end records its time; each end collects the
@@ -422,7 +477,13 @@ void SimgridPlatform::simulate(FlowDriver& driver) {
   TRAINSIM_CHECK(impl_->simulation == nullptr, "simulate() called from inside a simulation");
   Simulation sim;
   sim.driver = &driver;
-  sim.hosts.resize(static_cast<size_t>(impl_->gpus) + 1);
+  const size_t hosts = static_cast<size_t>(impl_->gpus) + 1;
+  sim.hosts.resize(hosts);
+  sim.block = std::max(1, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(hosts)))));
+  sim.dispatchers.resize((hosts + static_cast<size_t>(sim.block) - 1) / static_cast<size_t>(sim.block));
+  while (impl_->relays.size() < sim.dispatchers.size()) {
+    impl_->relays.push_back(sg4::Mailbox::by_name(fmt::format("dispatcher{}", impl_->relays.size())));
+  }
   impl_->simulation = &sim;
   sg4::Actor::create("driver", impl_->control_host, [this, &sim] { impl_->drive(sim); });
   sg4::Engine::get_instance()->run();
