@@ -1,9 +1,12 @@
 #include "calibrate/profile_fit.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <limits>
 #include <map>
-#include <tuple>
+#include <set>
 #include <unordered_map>
 
 #include "calibrate/linear_fit.hpp"
@@ -22,13 +25,6 @@ constexpr double NS = 1e-9;
 struct Sample {
   double x = 0;  // FLOPs, bytes of traffic, or (for collectives) unused
   double t = 0;  // seconds
-};
-
-struct CollectiveSample {
-  CollectiveOp op = CollectiveOp::ALL_REDUCE;
-  int ranks = 0;
-  double bytes = 0;
-  double t = 0;
 };
 
 bool precision_of(const trace::Gemm& g, Precision& out) {
@@ -101,37 +97,32 @@ size_t kernels_of(const TraceSet& traces, TimeCategory category) {
   return n;
 }
 
-enum class Scope : uint8_t { INTRA_NODE, INTER_NODE, HIERARCHICAL, UNKNOWN };
-
 // One sample per collective call: the k-th call on a communicator is the same call on every member,
 // and its shortest duration over the members is the one without waiting for late arrivals.
-std::map<Scope, std::vector<CollectiveSample>> collective_samples(const TraceSet& traces) {
+std::vector<CollectiveSample> traced_collectives(const TraceSet& traces) {
   std::map<std::pair<std::vector<int>, size_t>, CollectiveSample> calls;
   for (const TracedRank& r : traces.ranks()) {
     std::map<std::vector<int>, size_t> ordinal;
     for (const TracedCollective& c : r.collectives) {
       const size_t k = ordinal[c.group]++;
       if (c.group.size() < 2 || c.end_ns <= c.start_ns) continue;
-      const double t = static_cast<double>(c.end_ns - c.start_ns) * NS;
-      auto [it, inserted] = calls.try_emplace({c.group, k}, CollectiveSample{c.op, static_cast<int>(c.group.size()), c.bytes, t});
-      if (!inserted) it->second.t = std::min(it->second.t, t);
+      const core::Seconds t(static_cast<double>(c.end_ns - c.start_ns) * NS);
+      auto [it, inserted] = calls.try_emplace(
+          {c.group, k}, CollectiveSample{c.op, static_cast<int>(c.group.size()), core::Bytes(c.bytes), t});
+      if (!inserted) it->second.time = std::min(it->second.time, t);
     }
   }
-  std::map<Scope, std::vector<CollectiveSample>> out;
-  for (const auto& [key, sample] : calls) {
+  std::vector<CollectiveSample> out;
+  for (auto& [key, sample] : calls) {
     std::map<std::string, int> per_host;
     bool known = true;
+    int busiest = 0;
     for (int rank : key.first) {
       known = known && traces.find(rank) != nullptr;
-      ++per_host[traces.host_of(rank)];
+      busiest = std::max(busiest, ++per_host[traces.host_of(rank)]);
     }
-    int busiest = 0;
-    for (const auto& [host, n] : per_host) busiest = std::max(busiest, n);
-    const Scope scope = !known                ? Scope::UNKNOWN
-                        : per_host.size() == 1 ? Scope::INTRA_NODE
-                        : busiest == 1         ? Scope::INTER_NODE
-                                               : Scope::HIERARCHICAL;
-    out[scope].push_back(sample);
+    sample.scope = known ? collective_scope(per_host.size(), busiest) : CollectiveScope::UNKNOWN;
+    out.push_back(sample);
   }
   return out;
 }
@@ -258,8 +249,8 @@ FitCategory fit_collectives(const std::string& name, const std::vector<Collectiv
   std::vector<std::vector<double>> x;
   std::vector<double> t;
   for (const CollectiveSample& s : samples) {
-    x.push_back({ring_steps(s.op, s.ranks), core::bus_bandwidth_factor(s.op, s.ranks) * s.bytes});
-    t.push_back(s.t);
+    x.push_back({ring_steps(s.op, s.ranks), core::bus_bandwidth_factor(s.op, s.ranks) * s.bytes.value()});
+    t.push_back(s.time.value());
   }
   const LinearFit fit = fit_linear(x, t);
   cat.fitted = fit.solved;
@@ -284,11 +275,125 @@ FitCategory fit_collectives(const std::string& name, const std::vector<Collectiv
   return cat;
 }
 
-void fit_network(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
-  auto samples = collective_samples(traces);
-  for (Scope scope : {Scope::INTRA_NODE, Scope::INTER_NODE}) {
-    const bool intra = scope == Scope::INTRA_NODE;
-    const std::string scope_name = intra ? "intra_node" : "inter_node";
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// The samples of one op (of one scope) at each (size, group size), in ascending order.
+using SizeGroups = std::map<std::pair<double, int>, std::vector<double>>;
+
+SizeGroups size_groups(const std::vector<CollectiveSample>& samples) {
+  SizeGroups out;
+  for (const CollectiveSample& s : samples) out[{s.bytes.value(), s.ranks}].push_back(s.time.value());
+  return out;
+}
+
+size_t distinct_sizes(const SizeGroups& groups) {
+  std::set<double> sizes;
+  for (const auto& [key, times] : groups) {
+    if (key.first > 0) sizes.insert(key.first);
+  }
+  return sizes.size();
+}
+
+// Below this share of the time the bandwidth term is not measurable (profile_fit.hpp).
+constexpr double LATENCY_BOUND_SHARE = 0.02;
+// A curve within this of the constant efficiency everywhere does not depend on the size.
+constexpr double FLAT_CURVE_TOLERANCE = 0.02;
+
+// "<scope> <op> curve": e(S) at each measured size given the scope's per-step latency `a`; sets
+// link.by_size[op] when >= 2 points remain.
+FitCategory fit_curve(const std::string& scope_name, CollectiveOp op, const std::vector<CollectiveSample>& samples,
+                      double bandwidth, double a, core::LinkEfficiency& link) {
+  FitCategory cat;
+  cat.name = fmt::format("{} {} curve", scope_name, core::to_string(op));
+  cat.samples = samples.size();
+  std::map<double, std::vector<double>> by_size;  // size -> efficiency per group size
+  size_t not_positive = 0;
+  size_t latency_bound = 0;
+  double latency_bound_below = 0;  // the largest latency-bound size
+  size_t clamped = 0;
+  double largest = 0;
+  for (const auto& [key, times] : size_groups(samples)) {
+    const auto [bytes, ranks] = key;
+    if (bytes <= 0) continue;
+    const double t = median(times);
+    const double rest = t - ring_steps(op, ranks) * a;
+    if (rest <= 0) {
+      ++not_positive;
+    } else if (rest < LATENCY_BOUND_SHARE * t) {
+      ++latency_bound;
+      latency_bound_below = std::max(latency_bound_below, bytes);
+    } else {
+      double e = core::bus_bandwidth_factor(op, ranks) * bytes / (bandwidth * rest);
+      if (e > 1) {
+        ++clamped;
+        largest = std::max(largest, e);
+        e = 1;
+      }
+      by_size[bytes].push_back(e);
+    }
+  }
+  for (const auto& [bytes, efficiencies] : by_size) cat.curve.push_back({bytes, median(efficiencies)});
+
+  std::string skipped;
+  if (not_positive > 0) {
+    skipped += fmt::format("; {} size(s) left out: time not above the latency term", not_positive);
+  }
+  if (latency_bound > 0) {
+    skipped += fmt::format("; {} latency-bound size(s) up to {} left out (bandwidth term < {:.0f} % of the time)",
+                           latency_bound, core::format_bytes(core::Bytes(latency_bound_below)),
+                           100 * LATENCY_BOUND_SHARE);
+  }
+  if (clamped > 0) {
+    skipped += fmt::format("; efficiency > 1 at {} size(s) (up to {:.4g}) clamped to 1 (check the nominal figures)",
+                           clamped, largest);
+  }
+  if (cat.curve.size() < 2) {
+    cat.note = fmt::format("no curve: {} size(s) with a measurable bandwidth term, 2 needed{}", cat.curve.size(),
+                           skipped);
+    cat.curve.clear();
+    return cat;
+  }
+  link.by_size[static_cast<size_t>(op)] = cat.curve;
+
+  // How well the profile (this latency, the interpolated curve) reproduces every sample of the op.
+  double mean = 0;
+  for (const CollectiveSample& s : samples) mean += s.time.value();
+  mean /= static_cast<double>(samples.size());
+  double ss_res = 0, ss_tot = 0, rel = 0;
+  for (const CollectiveSample& s : samples) {
+    const double predicted = ring_steps(op, s.ranks) * a + core::bus_bandwidth_factor(op, s.ranks) * s.bytes.value() /
+                                                              (bandwidth * link.efficiency(op, s.bytes));
+    const double t = s.time.value();
+    ss_res += (predicted - t) * (predicted - t);
+    ss_tot += (t - mean) * (t - mean);
+    rel += (predicted - t) * (predicted - t) / (t * t);
+  }
+  cat.fitted = true;
+  cat.in_profile = true;
+  cat.r_squared = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
+  cat.rms_relative_residual = std::sqrt(rel / static_cast<double>(samples.size()));
+  cat.parameters = {{"points", static_cast<double>(cat.curve.size())}, {"step_s", a}};
+  const bool flat = std::all_of(cat.curve.begin(), cat.curve.end(), [&](const core::EfficiencyPoint& p) {
+    return std::abs(p.efficiency / link.bandwidth_efficiency - 1.0) <= FLAT_CURVE_TOLERANCE;
+  });
+  cat.note = fmt::format("sets network.{}.by_size.{}{}{}", scope_name, core::to_string(op), skipped,
+                         flat ? fmt::format("; efficiency does not vary with size (every point within {:.0f} % of the "
+                                            "constant {:.4g}): the curve changes nothing",
+                                            100 * FLAT_CURVE_TOLERANCE, link.bandwidth_efficiency)
+                              : "");
+  return cat;
+}
+
+void fit_network(const std::vector<CollectiveSample>& all, const FitOptions& o, ProfileFit& out) {
+  std::map<CollectiveScope, std::vector<CollectiveSample>> samples;
+  for (const CollectiveSample& s : all) samples[s.scope].push_back(s);
+  for (CollectiveScope scope : {CollectiveScope::INTRA_NODE, CollectiveScope::INTER_NODE}) {
+    const bool intra = scope == CollectiveScope::INTRA_NODE;
+    const std::string scope_name(to_string(scope));
     const double bandwidth = (intra ? o.links.intra_bandwidth : o.links.inter_bandwidth).value();
     const double hop = (intra ? o.links.intra_latency : o.links.inter_latency).value();
     std::map<CollectiveOp, std::vector<CollectiveSample>> by_op;
@@ -304,20 +409,64 @@ void fit_network(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
     core::LinkEfficiency fitted = link;
     FitCategory joint = fit_collectives(scope_name, samples[scope], o.min_samples, bandwidth, hop, fitted);
     if (!joint.parameters.empty()) {
+      if (link.size_dependent()) {
+        joint.note += "; the base profile's curves of this scope are dropped (they go with another latency)";
+      }
       link = fitted;
+      link.by_size = {};
       joint.in_profile = true;
       joint.note = fmt::format("sets network.{} (all ops){}", scope_name, joint.note);
     }
+
+    std::vector<CollectiveOp> curved;
+    for (const auto& [op, of_op] : by_op) {
+      if (distinct_sizes(size_groups(of_op)) >= 2) curved.push_back(op);
+    }
+    if (!curved.empty() && joint.in_profile) {
+      // Every measured time must exceed its latency term for the curves to reproduce it.
+      double bound = std::numeric_limits<double>::infinity();
+      for (const auto& [op, of_op] : by_op) {
+        for (const auto& [key, times] : size_groups(of_op)) {
+          bound = std::min(bound, median(times) / ring_steps(op, key.second));
+        }
+      }
+      const double a = hop + link.step_latency.value();
+      if (a > bound) {
+        link.step_latency = core::Seconds(std::max(0.0, bound - hop));
+        joint.note += fmt::format("; for the curves, per-step latency lowered from {} to {} (the smallest time per "
+                                  "step over the sizes{}; the constant fit overestimates it when efficiency grows "
+                                  "with size)",
+                                  core::format_duration(core::Seconds(a)),
+                                  core::format_duration(core::Seconds(hop) + link.step_latency),
+                                  bound < hop ? ", but not below the nominal hop latency" : "");
+        for (auto& [name, value] : joint.parameters) {
+          if (name == "step_s") value = hop + link.step_latency.value();
+          if (name == "step_latency_s") value = link.step_latency.value();
+        }
+      }
+    }
     out.categories.push_back(joint);
+    for (CollectiveOp op : curved) {
+      if (joint.in_profile) {
+        const double a = hop + link.step_latency.value();
+        out.categories.push_back(fit_curve(scope_name, op, by_op[op], bandwidth, a, link));
+      } else {
+        FitCategory c;
+        c.name = fmt::format("{} {} curve", scope_name, core::to_string(op));
+        c.samples = by_op[op].size();
+        c.note = "no curve: the scope's joint fit set no step latency to measure it against";
+        out.categories.push_back(c);
+      }
+    }
   }
-  for (auto [scope, name, note] :
-       {std::tuple{Scope::HIERARCHICAL, "hierarchical", "communicators with several ranks on each of several hosts mix both scopes"},
-        std::tuple{Scope::UNKNOWN, "scope unknown", "some members have no trace, so their hosts are unknown"}}) {
+  for (CollectiveScope scope : {CollectiveScope::HIERARCHICAL, CollectiveScope::UNKNOWN}) {
     if (samples[scope].empty()) continue;
     FitCategory c;
-    c.name = name;
+    c.name = std::string(to_string(scope));
     c.samples = samples[scope].size();
-    c.note = fmt::format("not fitted: {}", note);
+    c.note = scope == CollectiveScope::HIERARCHICAL
+                 ? "not fitted: communicators with several ranks on each of several hosts mix both scopes"
+                 : "not fitted: some members have no trace, so their hosts are unknown";
     out.categories.push_back(c);
   }
 }
@@ -333,7 +482,7 @@ const core::GpuSpec* catalog_gpu_for(const std::string& device_name) {
   return best;
 }
 
-ProfileFit fit_profile(const TraceSet& traces, const FitOptions& options) {
+ProfileFit fit_profile(const FitInputs& inputs, const FitOptions& options) {
   TRAINSIM_CHECK(options.links.intra_bandwidth.value() > 0 && options.links.inter_bandwidth.value() > 0,
                  "nominal bandwidths are positive");
   ProfileFit out;
@@ -341,11 +490,23 @@ ProfileFit fit_profile(const TraceSet& traces, const FitOptions& options) {
   out.profile.device.source = "trainsim calibrate";
   out.profile.network.source = "trainsim calibrate";
   out.gpu = options.gpu.name;
-  for (const core::TraceFile& f : traces.files()) out.traces.push_back(f.path);
-  fit_gemm(traces, options, out);
-  fit_memory(traces, options, out);
-  fit_network(traces, options, out);
+  out.nccl_tests = inputs.nccl_tests;
+  std::vector<CollectiveSample> collectives;
+  if (inputs.traces != nullptr) {
+    for (const core::TraceFile& f : inputs.traces->files()) out.traces.push_back(f.path);
+    fit_gemm(*inputs.traces, options, out);
+    fit_memory(*inputs.traces, options, out);
+    collectives = traced_collectives(*inputs.traces);
+  }
+  collectives.insert(collectives.end(), inputs.collectives.begin(), inputs.collectives.end());
+  fit_network(collectives, options, out);
   return out;
+}
+
+ProfileFit fit_profile(const TraceSet& traces, const FitOptions& options) {
+  FitInputs inputs;
+  inputs.traces = &traces;
+  return fit_profile(inputs, options);
 }
 
 core::Json profile_fit_json(const ProfileFit& fit) {
@@ -361,22 +522,39 @@ core::Json profile_fit_json(const ProfileFit& fit) {
       cat["rms_relative_residual"] = c.rms_relative_residual;
     }
     cat["parameters"] = params;
+    if (!c.curve.empty()) {
+      core::Json points = core::Json::array();
+      for (const core::EfficiencyPoint& p : c.curve) {
+        points.push_back({{"size_bytes", p.size_bytes}, {"efficiency", p.efficiency}});
+      }
+      cat["curve"] = points;
+    }
     cat["note"] = c.note;
     categories.push_back(cat);
   }
-  j["fit"] = {{"gpu", fit.gpu}, {"traces", fit.traces}, {"categories", categories}};
+  j["fit"] = {{"gpu", fit.gpu}, {"traces", fit.traces}, {"nccl_tests", fit.nccl_tests}, {"categories", categories}};
   return j;
 }
 
 std::string format_fit_table(const ProfileFit& fit) {
-  std::string s = fmt::format("calibration of {} from {} trace file(s)\n", fit.gpu, fit.traces.size());
-  s += fmt::format("{:<26} {:>8} {:>10} {:>10}  {}\n", "category", "samples", "r_squared", "rms_rel", "parameters / note");
+  std::vector<std::string> sources;
+  if (!fit.traces.empty() || fit.nccl_tests.empty()) sources.push_back(fmt::format("{} trace file(s)", fit.traces.size()));
+  if (!fit.nccl_tests.empty()) sources.push_back(fmt::format("{} nccl-tests file(s)", fit.nccl_tests.size()));
+  std::string s = fmt::format("calibration of {} from {}\n", fit.gpu, fmt::join(sources, " and "));
+  s += fmt::format("{:<32} {:>8} {:>10} {:>10}  {}\n", "category", "samples", "r_squared", "rms_rel", "parameters / note");
   for (const FitCategory& c : fit.categories) {
     std::string params;
     for (const auto& [name, value] : c.parameters) params += fmt::format("{}={:.6g} ", name, value);
+    if (!c.curve.empty()) {
+      std::vector<std::string> points;
+      for (const core::EfficiencyPoint& p : c.curve) {
+        points.push_back(fmt::format("{}: {:.4f}", core::format_bytes(core::Bytes(p.size_bytes)), p.efficiency));
+      }
+      params += fmt::format("curve: {} ", fmt::join(points, ", "));
+    }
     const std::string r2 = c.fitted ? fmt::format("{:.6f}", c.r_squared) : "-";
     const std::string rms = c.fitted ? fmt::format("{:.3e}", c.rms_relative_residual) : "-";
-    s += fmt::format("{:<26} {:>8} {:>10} {:>10}  {}{}{}\n", c.name, c.samples, r2, rms, params,
+    s += fmt::format("{:<32} {:>8} {:>10} {:>10}  {}{}{}\n", c.name, c.samples, r2, rms, params,
                      params.empty() ? "" : "| ", c.note);
   }
   return s;

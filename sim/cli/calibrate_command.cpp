@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 
+#include "calibrate/nccl_tests_import.hpp"
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
 #include "network/collective_cost.hpp"
@@ -24,7 +26,7 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
     const core::GpuSpec* gpu = calibrate::catalog_gpu_for(device_name);
     if (gpu == nullptr) {
       throw core::InputError(origin, "/cluster/gpu",
-                             fmt::format("the traces name the GPU \"{}\", which is not in the catalog (`trainsim "
+                             fmt::format("the measurements name the GPU \"{}\", which is not in the catalog (`trainsim "
                                          "describe gpus`): give a scenario whose cluster names the GPU",
                                          device_name));
     }
@@ -37,6 +39,7 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
   core::Diagnostics diag;
   core::ObjectReader r(cluster, origin, "/cluster", diag);
   out.cluster = network::ClusterConfig::from_json(r);
+  out.profile.device = core::DeviceProfile::defaults_for(out.cluster.gpu_spec.name);
   const core::Json* profile = doc.contains("simulation") && doc["simulation"].is_object() &&
                                       doc["simulation"].contains("profile")
                                   ? &doc["simulation"]["profile"]
@@ -48,15 +51,52 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
     if (p.is_relative() && !scenario_file.empty()) p = std::filesystem::path(scenario_file).parent_path() / p;
     const core::Json profile_doc = core::load_json_file(p.string());
     core::ObjectReader pr(profile_doc, p.string(), "", diag);
-    out.profile = core::Profile::from_json(pr);
+    out.profile = core::Profile::from_json(pr, out.profile);
   }
   diag.throw_if_any();
   return out;
 }
 
+namespace {
+
+// The device the measurements name (the traces', else the first nccl-tests run's); throws when two
+// of them are different catalog GPUs: one profile describes one GPU type.
+std::string measured_device(const std::optional<calibrate::TraceSet>& traces,
+                            const std::vector<calibrate::NcclTestsRun>& runs) {
+  std::vector<std::pair<std::string, std::string>> named;  // (where, device)
+  if (traces && !traces->device_name().empty()) named.emplace_back(traces->files().front().path, traces->device_name());
+  for (const calibrate::NcclTestsRun& r : runs) {
+    if (!r.gpu().empty()) named.emplace_back(r.where(), r.gpu());
+  }
+  if (named.empty()) return "";
+  const core::GpuSpec* first = calibrate::catalog_gpu_for(named.front().second);
+  for (const auto& [where, device] : named) {
+    const core::GpuSpec* gpu = calibrate::catalog_gpu_for(device);
+    if (first != nullptr && gpu != nullptr && gpu != first) {
+      throw core::InputError(where, "",
+                             fmt::format("measured on {} ({}), but {} was measured on {} ({}): calibrate one GPU "
+                                         "type at a time",
+                                         device, gpu->name, named.front().first, named.front().second, first->name));
+    }
+  }
+  return named.front().second;
+}
+
+}  // namespace
+
 int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
-  const calibrate::TraceSet traces = calibrate::TraceSet::load(args.paths);
-  const TracedCluster traced = load_traced_cluster(args.scenario, args.overrides, traces.device_name());
+  if (args.paths.empty() && args.nccl_tests.empty()) {
+    throw core::InputError("", "",
+                           "calibrate needs measurements: trace files or folders (TRACES...), --nccl-tests FILE, or "
+                           "both");
+  }
+  std::optional<calibrate::TraceSet> traces;
+  if (!args.paths.empty()) traces.emplace(calibrate::TraceSet::load(args.paths));
+  std::vector<calibrate::NcclTestsRun> runs;
+  for (const std::string& file : args.nccl_tests) {
+    for (calibrate::NcclTestsRun& r : calibrate::load_nccl_tests(file, args.op)) runs.push_back(std::move(r));
+  }
+  const TracedCluster traced = load_traced_cluster(args.scenario, args.overrides, measured_device(traces, runs));
   // Nominal figures: the scopes of the cost model with a profile of perfect efficiency and no
   // software latency, so that the fitted profile plugs back into the same model.
   const core::NetworkProfile nominal;
@@ -67,7 +107,14 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   options.links = {intra.bandwidth, intra.latency, inter.bandwidth, inter.latency};
   options.min_samples = args.min_samples;
   options.base = traced.profile;
-  const calibrate::ProfileFit fit = calibrate::fit_profile(traces, options);
+  calibrate::FitInputs inputs;
+  inputs.traces = traces ? &*traces : nullptr;
+  for (const calibrate::NcclTestsRun& r : runs) {
+    const std::vector<calibrate::CollectiveSample> samples = calibrate::collective_samples(r);
+    inputs.collectives.insert(inputs.collectives.end(), samples.begin(), samples.end());
+  }
+  inputs.nccl_tests = args.nccl_tests;
+  const calibrate::ProfileFit fit = calibrate::fit_profile(inputs, options);
   const core::Json json = calibrate::profile_fit_json(fit);
 
   std::ofstream file(args.output);
@@ -83,10 +130,26 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
 }
 
 CalibrateSubcommand::CalibrateSubcommand(CLI::App& app) {
-  command_ = app.add_subcommand("calibrate", "Fit a device and network profile from the traces of a real run");
-  command_->add_option("traces", args_.paths, "Trace files, or folders of *.trace files")->required();
+  command_ = app.add_subcommand("calibrate",
+                                 "Fit a device and network profile from the traces of a real run, or the network "
+                                 "from nccl-tests outputs");
+  command_->add_option("traces", args_.paths, "Trace files, or folders of *.trace files (or give --nccl-tests)");
+  command_->add_option("--nccl-tests", args_.nccl_tests,
+                       "Standard output of an nccl-tests *_perf binary (repeatable); its rows are fitted as collective "
+                       "samples")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  std::vector<std::string> ops;
+  for (int o = 0; o < core::COLLECTIVE_OP_COUNT; ++o) {
+    ops.emplace_back(core::to_string(static_cast<core::CollectiveOp>(o)));
+  }
+  command_->add_option("--op", op_,
+                       "The collective of nccl-tests outputs that do not name their program (older nccl-tests)")
+      ->check(CLI::IsMember(ops))
+      ->type_name("OP");
   command_->add_option("-o,--output", args_.output, "The profile JSON to write")->required();
-  command_->add_option("--scenario", args_.scenario, "Scenario whose cluster the traces ran on (nominal bandwidths)");
+  command_->add_option("--scenario", args_.scenario,
+                       "Scenario whose cluster the measurements ran on (nominal bandwidths)");
   command_->add_option("--set", args_.overrides, "Override a scenario value: key.path=value (repeatable)")
       ->type_name("KEY=VALUE");
   command_->add_option("--min-samples", args_.min_samples, "Fewer points: a category keeps the defaults")
@@ -100,7 +163,11 @@ CalibrateSubcommand::CalibrateSubcommand(CLI::App& app) {
 
 std::optional<int> CalibrateSubcommand::run(std::ostream& out) const {
   if (!command_->parsed()) return std::nullopt;
-  return calibrate_command(args_, out);
+  CalibrateArgs args = args_;
+  for (int o = 0; o < core::COLLECTIVE_OP_COUNT; ++o) {
+    if (op_ == core::to_string(static_cast<core::CollectiveOp>(o))) args.op = static_cast<core::CollectiveOp>(o);
+  }
+  return calibrate_command(args, out);
 }
 
 }  // namespace trainsim::cli

@@ -1,14 +1,20 @@
 #pragma once
-// `trainsim calibrate`: fit a device and network profile from the traces of a real run.
+// `trainsim calibrate`: fit a device and network profile from the traces of a real run, from
+// nccl-tests outputs, or from both.
 //
-//   trainsim calibrate TRACE_DIR... -o profile.json [--scenario FILE] [--set key=value]...
-//                      [--min-samples N] [--format table|json]
-//       Reads every rank's trace (folders of *.trace files, or files), fits the profile
-//       (calibrate/profile_fit.hpp), writes it to the -o file ("schema": "trainsim.profile/1", with a
-//       "fit" object of quality figures) and prints the fit quality per category. The nominal
-//       bandwidths and latencies that efficiencies are relative to come from the scenario's cluster
-//       section (after --set), or from the defaults of network/cluster.hpp with the traced GPU
-//       (intra-node: its NVLink bandwidth). A scenario then names the profile in simulation.profile.
+//   trainsim calibrate [TRACE_DIR...] [--nccl-tests FILE]... -o profile.json [--op OP]
+//                      [--scenario FILE] [--set key=value]... [--min-samples N] [--format table|json]
+//       Reads every rank's trace (folders of *.trace files, or files) and the standard output of
+//       nccl-tests' *_perf binaries (calibrate/nccl_tests_import.hpp; --op names the collective of
+//       outputs that do not: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all),
+//       at least one of the two; fits the profile (calibrate/profile_fit.hpp: nccl-tests rows are
+//       collective samples like the traced calls; without traces only the network is fitted), writes
+//       it to the -o file ("schema": "trainsim.profile/1", with a "fit" object of quality figures)
+//       and prints the fit quality per category. The nominal bandwidths and latencies that
+//       efficiencies are relative to come from the scenario's cluster section (after --set), or from
+//       the defaults of network/cluster.hpp with the measured GPU (the traces' device, else the
+//       nccl-tests ranks' device; intra-node: its NVLink bandwidth). A scenario then names the
+//       profile in simulation.profile.
 //
 // Each command returns the exit code and lets core::InputError propagate (exit 2 in main).
 
@@ -20,6 +26,7 @@
 #include "network/cluster.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/core/device.hpp"
+#include "sim/core/workload.hpp"
 
 namespace CLI {
 class App;
@@ -30,11 +37,11 @@ namespace trainsim::cli {
 // The cluster a traced run ran on, and the profile a scenario names, for calibrate and replay.
 struct TracedCluster {
   network::ClusterConfig cluster;
-  core::Profile profile;  // simulation.profile of the scenario, or the defaults
+  core::Profile profile;  // simulation.profile of the scenario over the GPU's built-in profile
 };
 
 // Reads the "cluster" section of `scenario_file` after `overrides` (no file: an empty document, so
-// every default). When the section names no GPU, the traced device's catalog GPU is used
+// every default). When the section names no GPU, the measured device's catalog GPU is used
 // (`device_name`, e.g. "NVIDIA A100-SXM4-80GB"). `gpus_per_node` and `nodes`, when > 0, replace the
 // section's (a replay runs at the traced shape). simulation.profile is read relative to the
 // scenario's folder (the working directory without a scenario). Throws core::InputError for a bad
@@ -44,13 +51,16 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
 
 struct CalibrateArgs {
   std::vector<std::string> paths;      // trace files, or folders of *.trace files
+  std::vector<std::string> nccl_tests; // nccl-tests outputs; paths and nccl_tests are not both empty
+  std::optional<core::CollectiveOp> op;  // the collective of nccl-tests outputs that do not name it
   std::string output;                  // the profile JSON to write
   std::string scenario;                // optional: the cluster the traces ran on
   std::vector<std::string> overrides;  // --set on the scenario
   size_t min_samples = 4;              // fewer points: a category keeps the defaults
   Format format = Format::TABLE;       // of the fit report on stdout
 };
-// Writes the profile to args.output; throws core::InputError when it cannot be written.
+// Writes the profile to args.output; throws core::InputError when no measurement is given, an input
+// is malformed, the inputs name different catalog GPUs, or the profile cannot be written.
 int calibrate_command(const CalibrateArgs& args, std::ostream& out);
 
 // `calibrate`, registered on the application's CLI11 App (like TraceSubcommand: it must stay where
@@ -71,6 +81,7 @@ class CalibrateSubcommand {
 
  private:
   CLI::App* command_ = nullptr;
+  std::string op_;  // --op; "" when not given
   CalibrateArgs args_;
 };
 
