@@ -30,6 +30,7 @@ int check_command(const CheckArgs& args, std::ostream& out);
 
 struct DescribeArgs {
   std::string what;  // gpus | models | profile
+  std::string gpu;   // profile: the built-in profile of this catalog GPU (default: the generic one)
   Format format = Format::TABLE;
 };
 int describe_command(const DescribeArgs& args, std::ostream& out);

@@ -71,7 +71,21 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
   if (args.what == "gpus") return describe_gpus(args.format, out);
   if (args.what == "models") return describe_models(args.format, out);
   if (args.what == "profile") {
-    out << core::Profile{}.to_json().dump(2) << "\n";
+    core::Profile profile;
+    if (!args.gpu.empty()) {
+      const core::GpuSpec* gpu = core::find_gpu(args.gpu);
+      if (gpu == nullptr) {
+        std::vector<std::string> names;
+        for (const core::GpuSpec& g : core::gpu_catalog()) names.push_back(g.name);
+        const std::string hint = core::closest_match(args.gpu, names);
+        throw core::InputError("--gpu", "", fmt::format("unknown GPU \"{}\"{}; `trainsim describe gpus` lists them", args.gpu,
+                                                        hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+      }
+      profile.device = core::DeviceProfile::defaults_for(gpu->name);
+    }
+    core::Json j = profile.to_json();
+    j["source"] = profile.device.source;
+    out << j.dump(2) << "\n";
     return 0;
   }
   throw core::InputError("describe", "", fmt::format("expected gpus, models or profile, found \"{}\"", args.what));

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   describe_cmd->add_option("what", describe.what, "gpus, models or profile")
       ->required()
       ->check(CLI::IsMember({"gpus", "models", "profile"}));
+  describe_cmd->add_option("--gpu", describe.gpu, "profile: the built-in profile of this GPU (e.g. A100-SXM4-80GB)");
   add_format(describe_cmd, describe.format);
 
   trainsim::cli::ValidateArgs validate;

@@ -46,7 +46,7 @@ Expectation read_expectation(core::ObjectReader& r) {
   return e;
 }
 
-// Reads the profile named by the scenario into `profile`; problems are reported against the profile
+// Reads the profile named by the scenario over `profile` (the GPU's built-in one); problems are reported against the profile
 // file itself, plus one line at /simulation/profile if it cannot be opened.
 void read_profile(const std::string& scenario_file, const std::string& profile_path, core::Profile& profile,
                   core::Diagnostics& diag) {
@@ -60,7 +60,7 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
     return;
   }
   core::ObjectReader r(doc, p.string(), "", diag);
-  profile = core::Profile::from_json(r);
+  profile = core::Profile::from_json(r, profile);
 }
 
 }  // namespace
@@ -169,6 +169,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
   if (auto e = root.object("expect")) s.expect = read_expectation(*e);
   root.finish();
 
+  s.profile.device = core::DeviceProfile::defaults_for(s.cluster.gpu_spec.name);
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
 
   // Cross-section checks only make sense once every section parsed.

@@ -78,6 +78,24 @@ DeviceProfile DeviceProfile::defaults() {
   return p;
 }
 
+DeviceProfile DeviceProfile::defaults_for(std::string_view gpu_name) {
+  DeviceProfile p = defaults();
+  if (gpu_name.rfind("A100-", 0) != 0) return p;
+  // A100: the datasheet-based defaults above predict all 18 published Megatron-LM runs of
+  // ../shared/validation/training (SC21 Table 1, Korthikanti et al. Table 5) 4-17% too fast, and
+  // the error is the compute term's: a single factor on compute time explains it (median |error|
+  // 12.5% -> 3.2%), none on communication or bubble does. These two effective efficiencies were
+  // chosen on those runs (a grid over GEMM max_efficiency 0.64-0.80 and memory_efficiency 0.55-0.75,
+  // minimizing the largest error); they fold in what the kernel model leaves out (cuBLAS shapes and
+  // wave tails, unfused PyTorch elementwise kernels, launch gaps). Fitted on one paper, they
+  // predict the other with a median |error| of 4.8% (SC21) and 6.9% (Korthikanti): expect about that
+  // on runs outside the validation set. docs/validation.md has the tables.
+  p.source = "built-in A100 profile (effective efficiencies of Megatron-LM runs)";
+  for (OpEfficiency& e : p.ops) e.memory_efficiency = 0.60;
+  p.ops[static_cast<size_t>(OpClass::GEMM)].max_efficiency = 0.72;
+  return p;
+}
+
 NetworkProfile NetworkProfile::defaults() {
   NetworkProfile n;
   // nccl-tests all_reduce on one 8xA100 node reaches 235 GB/s bus bandwidth of 300 GB/s NVLink (78%)
@@ -165,8 +183,10 @@ void read_link(ObjectReader& r, LinkEfficiency& l) {
 
 }  // namespace
 
-Profile Profile::from_json(ObjectReader& r) {
-  Profile p;
+Profile Profile::from_json(ObjectReader& r) { return from_json(r, Profile{}); }
+
+Profile Profile::from_json(ObjectReader& r, const Profile& base) {
+  Profile p = base;
   const std::string schema = r.string("schema", "trainsim.profile/1");
   if (schema != "trainsim.profile/1") {
     r.problem("schema", fmt::format("expected \"trainsim.profile/1\", found \"{}\"", schema));

@@ -55,6 +55,9 @@ struct DeviceProfile {
   const OpEfficiency& op(OpClass c) const { return ops[static_cast<size_t>(c)]; }
   // Documented defaults for current NVIDIA data-center GPUs (see device.cpp for each value's basis).
   static DeviceProfile defaults();
+  // The built-in profile of a catalog GPU: defaults(), except where published training runs on that
+  // GPU measured lower effective efficiencies (A100: see device.cpp, and docs/validation.md).
+  static DeviceProfile defaults_for(std::string_view gpu_name);
 };
 
 // One point of a measured efficiency curve: at a per-rank buffer of size_bytes (nccl-tests'
@@ -96,7 +99,9 @@ struct Profile {
   DeviceProfile device = DeviceProfile::defaults();
   NetworkProfile network = NetworkProfile::defaults();
 
+  // What the file leaves out keeps the defaults, or `base`'s values.
   static Profile from_json(ObjectReader& r);
+  static Profile from_json(ObjectReader& r, const Profile& base);
   Json to_json() const;
 };
 
