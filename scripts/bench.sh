@@ -5,11 +5,13 @@
 #   one iteration of scenarios/bench/*.json (GPT-3 175B on 1,024 A100; Llama 3 405B on 16,384 H100)
 # Each case runs with its address space capped (TRAINSIM_BENCH_MEMORY_GIB, default 8) so that one that
 # needs too much memory prints a failed row instead of taking the machine down.
-# Usage: scripts/bench.sh [--fidelities "analytic flow step"] [--backends "analytic"]
+# The events column is the network flows for collectives, and "tasks / flows" (tasks executed over the
+# simulated ranks / network flows simulated, images included) for iterations.
+# Usage: scripts/bench.sh [--fidelities "analytic flow step"] [--backends "simgrid analytic"]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 fidelities="analytic flow"
-backends="analytic"
+backends="simgrid analytic"
 while [ $# -gt 0 ]; do
   case $1 in
     --fidelities) fidelities=$2; shift 2 ;;
@@ -36,20 +38,20 @@ run() {
 }
 # failed CASE MODE: the row of a case that did not finish.
 failed() {
-  printf '%-44s %-10s %9s %9s %12s %14s  %s\n' "$1" "$2" "$wall" "$rss_mib" - - \
+  printf '%-44s %-10s %9s %9s %20s %14s  %s\n' "$1" "$2" "$wall" "$rss_mib" - - \
     "failed (exit $status: $(head -c 80 "$tmp/err" | tr '\n' ' '))"
 }
 # json_number FILE KEY: the first number after "KEY": in FILE.
 json_number() { grep -o "\"$2\": *[-0-9.e+]*" "$1" | head -1 | sed 's/.*: *//'; }
 
-printf '%-44s %-10s %9s %9s %12s %14s\n' case mode wall_s rss_MiB events predicted_s
+printf '%-44s %-10s %9s %9s %20s %14s\n' case mode wall_s rss_MiB events predicted_s
 for gpus in 1024 4096 16384; do
   for fidelity in $fidelities; do
     run "$tmp/out" "$bin" collective --op all_reduce --gpus "$gpus" --gpus-per-node 8 --topology rail-optimized \
       --gpu H100-SXM5-80GB --nic-bandwidth "400 Gb/s" --sizes 1G:1G --fidelity "$fidelity" --format json
     if [ "$status" -ne 0 ]; then failed "all_reduce 1 GiB x $gpus GPUs" "$fidelity"; continue; fi
     time_us=$(json_number "$tmp/out" time_us)
-    printf '%-44s %-10s %9s %9s %12s %14.6f\n' "all_reduce 1 GiB x $gpus GPUs" "$fidelity" "$wall" "$rss_mib" \
+    printf '%-44s %-10s %9s %9s %20s %14.6f\n' "all_reduce 1 GiB x $gpus GPUs" "$fidelity" "$wall" "$rss_mib" \
       "$(json_number "$tmp/out" flows)" "$(echo "$time_us" | awk '{print $1 / 1e6}')"
   done
 done
@@ -57,7 +59,8 @@ for scenario in "$repo"/scenarios/bench/*.json; do
   for backend in $backends; do
     run "$tmp/out" "$bin" run "$scenario" --backend "$backend" --format json
     if [ "$status" -ne 0 ]; then failed "$(basename "$scenario" .json)" "$backend"; continue; fi
-    printf '%-44s %-10s %9s %9s %12s %14.6f\n' "$(basename "$scenario" .json)" "$backend" "$wall" "$rss_mib" \
-      "$(json_number "$tmp/out" events)" "$(json_number "$tmp/out" iteration_time_s)"
+    flows=$(json_number "$tmp/out" flows_simulated)
+    printf '%-44s %-10s %9s %9s %20s %14.6f\n' "$(basename "$scenario" .json)" "$backend" "$wall" "$rss_mib" \
+      "$(json_number "$tmp/out" events)/${flows:-0}" "$(json_number "$tmp/out" iteration_time_s)"
   done
 done
