@@ -42,7 +42,7 @@ failed() {
     "failed (exit $status: $(head -c 80 "$tmp/err" | tr '\n' ' '))"
 }
 # json_number FILE KEY: the first number after "KEY": in FILE.
-json_number() { grep -o "\"$2\": *[-0-9.e+]*" "$1" | head -1 | sed 's/.*: *//'; }
+json_number() { { grep -o "\"$2\": *[-0-9.e+]*" "$1" || true; } | head -1 | sed 's/.*: *//'; }
 
 printf '%-44s %-10s %9s %9s %20s %14s\n' case mode wall_s rss_MiB events predicted_s
 for gpus in 1024 4096 16384; do

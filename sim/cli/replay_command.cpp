@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fmt/format.h>
+#include <memory>
 
 #include "calibrate/accuracy.hpp"
 #include "calibrate/replay_workload.hpp"
@@ -18,6 +19,7 @@ struct Replay {
   TracedCluster traced;
   engine::SimulationResult result;
   int scale_data = 1;
+  std::string backend;
   double wall_s = 0;
 
   double predicted_s() const { return result.iteration_time.value(); }
@@ -52,7 +54,7 @@ core::Json replay_json(const Replay& r) {
                 {"unresolved_collectives", r.built.unresolved_collectives}};
   j["host_gaps_s"] = r.built.host_gaps.value();
   j["cluster"] = r.traced.cluster.to_json();
-  j["simulation"] = {{"backend", "analytic"}, {"wall_s", r.wall_s}, {"events", r.result.events}};
+  j["simulation"] = {{"backend", r.backend}, {"wall_s", r.wall_s}, {"events", r.result.events}};
   return j;
 }
 
@@ -86,7 +88,7 @@ std::string replay_table(const Replay& r) {
                      r.built.unresolved_collectives);
   }
   s += fmt::format("{:<34} {:.6g}\n", "host_gaps_s (in compute tasks)", r.built.host_gaps.value());
-  s += fmt::format("{:<34} analytic, {} events, {:.3f} s wall\n", "simulation", r.result.events, r.wall_s);
+  s += fmt::format("{:<34} {}, {} events, {:.3f} s wall\n", "simulation", r.backend, r.result.events, r.wall_s);
   return s;
 }
 
@@ -101,7 +103,10 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   r.traced = load_traced_cluster(args.scenario, args.overrides, traces.device_name(), r.built.gpus_per_node, r.built.nodes);
   engine::SimulationOptions options;
   options.use_symmetry = false;  // every rank runs its own measured program
-  r.result = engine::make_analytic_backend()->run(r.built.workload, r.traced.cluster, r.traced.profile, options);
+  r.backend = args.backend;
+  const std::unique_ptr<engine::Backend> backend =
+      args.backend == "analytic" ? engine::make_analytic_backend() : engine::make_simgrid_backend();
+  r.result = backend->run(r.built.workload, r.traced.cluster, r.traced.profile, options);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out << (args.format == Format::JSON ? replay_json(r).dump(2) + "\n" : replay_table(r));
   return 0;
@@ -116,6 +121,9 @@ ReplaySubcommand::ReplaySubcommand(CLI::App& app) {
   command_->add_option("--scale-data", args_.scale_data, "Replay N data-parallel replicas of the traced run")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
+  command_->add_option("--backend", args_.backend, "Simulation backend: simgrid (contention) or analytic")
+      ->check(CLI::IsMember({"simgrid", "analytic"}))
+      ->default_str("simgrid");
   command_->add_option("--format", args_.format, "Output format: table or json")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
                                           CLI::ignore_case))

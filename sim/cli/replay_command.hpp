@@ -34,6 +34,7 @@ struct ReplayArgs {
   std::string scenario;                // optional: the cluster (and profile) to replay on
   std::vector<std::string> overrides;  // --set on the scenario
   int scale_data = 1;                  // >= 1
+  std::string backend = "simgrid";     // simgrid | analytic, as for `run`
   Format format = Format::TABLE;
 };
 int replay_command(const ReplayArgs& args, std::ostream& out);

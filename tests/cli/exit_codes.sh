@@ -70,5 +70,21 @@ expect validate-misfit 2 "$bin" validate "$tmp/misfit.json" "$tmp/two-nodes.json
 contains validate-misfit "$tmp/err" "misfit.json: /parallelism"
 contains validate-misfit "$tmp/out" "1 case(s) could not be run"
 
+# replay of the two-rank Kineto fixtures, on both backends: every rank simulated, no shared link,
+# so they agree.
+expect import-kineto 0 "$bin" trace import-kineto "$src/tests/data/traces/kineto_rank0.json" \
+  "$src/tests/data/traces/kineto_rank1.json" --out "$tmp/kineto"
+expect replay-simgrid 0 "$bin" replay "$tmp/kineto" --format json
+contains replay-simgrid "$tmp/out" '"backend": "simgrid"'
+simgrid_s=$(grep -o '"iteration_time_s": [0-9.e+-]*' "$tmp/out" | head -1 | sed 's/.*: //')
+expect replay-analytic 0 "$bin" replay "$tmp/kineto" --backend analytic --format json
+analytic_s=$(grep -o '"iteration_time_s": [0-9.e+-]*' "$tmp/out" | head -1 | sed 's/.*: //')
+if awk -v a="$simgrid_s" -v b="$analytic_s" 'BEGIN { exit !(a > 0 && b > 0 && (a - b) / b < 0.01 && (b - a) / b < 0.01) }'; then
+  passes=$((passes + 1))
+else
+  echo "FAIL replay backends disagree: simgrid $simgrid_s s, analytic $analytic_s s"; failures=$((failures + 1))
+fi
+expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
