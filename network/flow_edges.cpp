@@ -200,13 +200,19 @@ std::vector<FlowEdge> hierarchical_edges(CollectiveOp op, double size, int k, in
     // double_tree_all_reduce on every rail: the rail's m chunks alternate between the two trees over
     // its positions, the same trees on every rail.
     if (m > 1) {
-      const std::array<uint32_t, 2> pieces{static_cast<uint32_t>((m + 1) / 2), static_cast<uint32_t>(m / 2)};
+      // Tree t carries `chunks[t]` chunks, pipelined in pieces of about TREE_PIPELINE_CHUNK_BYTES
+      // (schedule_builder.hpp); only the total and the piece count matter here.
+      const std::array<uint32_t, 2> chunks{static_cast<uint32_t>((m + 1) / 2), static_cast<uint32_t>(m / 2)};
+      std::array<uint32_t, 2> pieces{};
+      for (size_t t = 0; t < 2; ++t) pieces[t] = chunks[t] > 0 ? detail::pipeline_pieces(chunks[t] * chunk, chunks[t]) : 0;
       const std::array<Tree, 2> trees{analyse(detail::binary_tree(m, 0, m, 0)), analyse(detail::binary_tree(m, 0, m, 1))};
       for (bool reduce : {true, false}) {
         uint32_t used = 0;
         for (int l = 0; l < k; ++l) {
           for (size_t t = 0; t < 2; ++t) {
-            if (pieces[t] > 0) used = std::max(used, tree_phase(edges, trees[t], reduce, l, k, pieces[t], chunk, step));
+            if (pieces[t] > 0) {
+              used = std::max(used, tree_phase(edges, trees[t], reduce, l, k, pieces[t], chunks[t] * chunk / pieces[t], step));
+            }
           }
         }
         step += used;
@@ -226,7 +232,8 @@ std::vector<FlowEdge> hierarchical_edges(CollectiveOp op, double size, int k, in
   return edges.finish();
 }
 
-// tree_schedule: two binary trees, each carrying half of the buffer in max(1, heights) pieces; for
+// tree_schedule: two binary trees, each carrying half of the buffer in pipeline_pieces(size / 2,
+// max(1, heights)) pieces; for
 // broadcast and reduce both span members 1 .. n-1 and hang below member 0.
 std::vector<FlowEdge> tree_edges(CollectiveOp op, double size, int n) {
   const bool rooted = op != CollectiveOp::ALL_REDUCE;
@@ -239,7 +246,8 @@ std::vector<FlowEdge> tree_edges(CollectiveOp op, double size, int n) {
     }
     trees[at(t)] = analyse(std::move(parent));
   }
-  const uint32_t pieces = static_cast<uint32_t>(std::max({1, trees[0].max_depth, trees[1].max_depth}));
+  const uint32_t pieces =
+      detail::pipeline_pieces(size / 2, static_cast<uint32_t>(std::max({1, trees[0].max_depth, trees[1].max_depth})));
   const double piece_bytes = size / (2 * pieces);
   EdgeList edges(n);
   uint32_t step = 0;

@@ -5,8 +5,9 @@
 // after which other transfers each transfer may start.
 //
 // Fidelities (DESIGN.md): `step` runs every transfer of the schedule as a flow; `flow` runs one
-// long-lived flow per (src, dst) edge carrying that edge's total bytes, plus its number of steps
-// times the per-step latency (flow_plan below); `analytic` is the closed form of collective_cost.hpp.
+// long-lived flow per (src, dst) edge carrying that edge's total bytes (flow_plan / flow_edges
+// below), plus the algorithm's latency along its phases (sim/engine/schedule_flows.hpp);
+// `analytic` is the closed form of collective_cost.hpp.
 
 #include <cstdint>
 #include <string>

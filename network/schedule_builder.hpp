@@ -22,6 +22,7 @@ class ScheduleBuilder {
 
   int ranks() const { return ranks_; }
   uint32_t chunks() const { return schedule_.chunks; }
+  double chunk_bytes() const { return chunk_bytes_; }
   // Appends a transfer (src and dst are member indices or IN_NETWORK); returns its index.
   uint32_t add(int32_t src, int32_t dst, uint32_t chunk, ChunkAction action, uint32_t step);
   TransferSchedule finish();
@@ -61,6 +62,21 @@ uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const s
                      uint32_t first_step);
 uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
                         uint32_t first_step);
+// The same with pieces of several chunks, all of a piece sent in one step.
+uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<std::vector<uint32_t>>& pieces,
+                     uint32_t first_step);
+uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent,
+                        const std::vector<std::vector<uint32_t>>& pieces, uint32_t first_step);
+
+// NCCL pipelines a tree in chunks of its step size (the Simple protocol's 4 MiB buffer over 8
+// steps, src/include/collectives.h and enqueue.cc): a tree phase carrying `bytes` is cut into
+// ceil(bytes / 512 KiB) pieces, at least 1 and at most `at_most` (the pieces the schedule can make),
+// so that small messages pay a few per-step latencies, not one per member.
+inline constexpr double TREE_PIPELINE_CHUNK_BYTES = 512.0 * 1024;
+uint32_t pipeline_pieces(double bytes, uint32_t at_most);
+// `chunks` cut into min(pieces, chunks.size()) consecutive groups of near-equal size (the first
+// ones one chunk larger).
+std::vector<std::vector<uint32_t>> group_pieces(const std::vector<uint32_t>& chunks, uint32_t pieces);
 // Edges from the root to the deepest member.
 int tree_height(const std::vector<int>& parent);
 // NCCL's double binary tree over members first .. first+count-1 (src/graph/trees.cc): tree 0 is the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 
 #include "network/schedule_builder.hpp"
@@ -69,34 +70,66 @@ int tree_height(const std::vector<int>& parent) {
   return std::max(0, *std::max_element(depth.begin(), depth.end()));
 }
 
-uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+uint32_t pipeline_pieces(double bytes, uint32_t at_most) {
+  const double wanted = std::ceil(bytes / TREE_PIPELINE_CHUNK_BYTES);
+  return std::max<uint32_t>(1, std::min<uint32_t>(at_most, wanted < 1 ? 1 : static_cast<uint32_t>(std::min(wanted, 4e9))));
+}
+
+std::vector<std::vector<uint32_t>> group_pieces(const std::vector<uint32_t>& chunks, uint32_t pieces) {
+  std::vector<std::vector<uint32_t>> out(std::min<size_t>(pieces, chunks.size()));
+  const size_t base = out.empty() ? 0 : chunks.size() / out.size();
+  const size_t extra = out.empty() ? 0 : chunks.size() % out.size();
+  size_t next = 0;
+  for (size_t p = 0; p < out.size(); ++p) {
+    const size_t take = base + (p < extra ? 1 : 0);
+    out[p].assign(chunks.begin() + static_cast<std::ptrdiff_t>(next), chunks.begin() + static_cast<std::ptrdiff_t>(next + take));
+    next += take;
+  }
+  return out;
+}
+
+uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<std::vector<uint32_t>>& pieces,
                      uint32_t first_step) {
   const std::vector<int> height = heights(parent);
   const std::vector<int> leaves_first = ordered_by(height);
-  for (size_t p = 0; p < chunks.size(); ++p) {
+  for (size_t p = 0; p < pieces.size(); ++p) {
     for (int i : leaves_first) {
       const int to = parent[static_cast<size_t>(i)];
       if (to < 0) continue;
-      b.add(i, to, chunks[p], ChunkAction::REDUCE,
-            first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(height[static_cast<size_t>(i)]));
+      for (uint32_t chunk : pieces[p]) {
+        b.add(i, to, chunk, ChunkAction::REDUCE,
+              first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(height[static_cast<size_t>(i)]));
+      }
     }
   }
-  return pipelined_steps(chunks.size(), tree_height(parent));
+  return pipelined_steps(pieces.size(), tree_height(parent));
+}
+
+uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent,
+                        const std::vector<std::vector<uint32_t>>& pieces, uint32_t first_step) {
+  const std::vector<int> depth = depths(parent);
+  const std::vector<int> root_first = ordered_by(depth);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    for (int i : root_first) {
+      const int from = parent[static_cast<size_t>(i)];
+      if (from < 0) continue;
+      for (uint32_t chunk : pieces[p]) {
+        b.add(from, i, chunk, ChunkAction::COPY,
+              first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(depth[static_cast<size_t>(i)] - 1));
+      }
+    }
+  }
+  return pipelined_steps(pieces.size(), tree_height(parent));
+}
+
+uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
+                     uint32_t first_step) {
+  return tree_reduce(b, parent, group_pieces(chunks, static_cast<uint32_t>(chunks.size())), first_step);
 }
 
 uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,
                         uint32_t first_step) {
-  const std::vector<int> depth = depths(parent);
-  const std::vector<int> root_first = ordered_by(depth);
-  for (size_t p = 0; p < chunks.size(); ++p) {
-    for (int i : root_first) {
-      const int from = parent[static_cast<size_t>(i)];
-      if (from < 0) continue;
-      b.add(from, i, chunks[p], ChunkAction::COPY,
-            first_step + static_cast<uint32_t>(p) + static_cast<uint32_t>(depth[static_cast<size_t>(i)] - 1));
-    }
-  }
-  return pipelined_steps(chunks.size(), tree_height(parent));
+  return tree_broadcast(b, parent, group_pieces(chunks, static_cast<uint32_t>(chunks.size())), first_step);
 }
 
 std::vector<int> binary_tree(int ranks, int first, int count, int tree) {
@@ -138,13 +171,17 @@ uint32_t double_tree_all_reduce(ScheduleBuilder& b, const std::vector<int>& memb
       const int up = by_position[static_cast<size_t>(pos)];
       parent[static_cast<size_t>(members[static_cast<size_t>(pos)])] = up < 0 ? -1 : members[static_cast<size_t>(up)];
     }
-    if (!halves[static_cast<size_t>(t)].empty()) {
-      used = std::max(used, tree_reduce(b, parent, halves[static_cast<size_t>(t)], first_step));
-    }
+  }
+  // Each tree pipelines its half in pieces of about TREE_PIPELINE_CHUNK_BYTES (at most one chunk each).
+  std::array<std::vector<std::vector<uint32_t>>, 2> pieces;
+  for (size_t t = 0; t < 2; ++t) {
+    const auto count = static_cast<uint32_t>(halves[t].size());
+    pieces[t] = group_pieces(halves[t], pipeline_pieces(count * b.chunk_bytes(), count));
+    if (!pieces[t].empty()) used = std::max(used, tree_reduce(b, parents[t], pieces[t], first_step));
   }
   uint32_t broadcast = 0;
   for (size_t t = 0; t < 2; ++t) {
-    if (!halves[t].empty()) broadcast = std::max(broadcast, tree_broadcast(b, parents[t], halves[t], first_step + used));
+    if (!pieces[t].empty()) broadcast = std::max(broadcast, tree_broadcast(b, parents[t], pieces[t], first_step + used));
   }
   return used + broadcast;
 }
@@ -161,7 +198,8 @@ TransferSchedule tree_schedule(CollectiveOp op, core::Bytes size, const GroupVie
     }
     trees.push_back(std::move(parent));
   }
-  const uint32_t pieces = static_cast<uint32_t>(std::max({1, tree_height(trees[0]), tree_height(trees[1])}));
+  const uint32_t pieces = pipeline_pieces(
+      size.value() / 2, static_cast<uint32_t>(std::max({1, tree_height(trees[0]), tree_height(trees[1])})));
   ScheduleBuilder b(op, Algorithm::TREE, n, 2 * pieces, size.value() / (2 * pieces));
   std::vector<std::vector<uint32_t>> chunks(2, std::vector<uint32_t>(pieces));
   for (uint32_t t = 0; t < 2; ++t) std::iota(chunks[t].begin(), chunks[t].end(), t * pieces);

@@ -76,14 +76,20 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
     return out;
   }
   const std::vector<network::FlowEdge> edges = network::flow_edges(op, algorithm, size, group);
+  // The algorithm's per-step latencies along its critical path, phase after phase: the closed form
+  // of the same algorithm with no bytes. Each flow paid its route's latency when it started.
+  const network::ClusterConfig& cluster = topology.cluster();
+  const double latency =
+      network::collective_cost(op, core::Bytes(0), network::GroupPlacement::of(members, cluster), cluster, profile,
+                               algorithm)
+          .time.value();
   out.batch.flows.reserve(edges.size());
   out.tail_s.reserve(edges.size());
   for (const network::FlowEdge& e : edges) {
     const int src = host_of(e.src);
     const int dst = host_of(e.dst);
     out.batch.flows.push_back({src, dst, add(src, dst, e.bytes), 0, 0});
-    const double later_steps = e.steps > 1 ? e.steps - 1.0 : 0.0;
-    out.tail_s.push_back(later_steps * platform.route_latency(src, dst).value());
+    out.tail_s.push_back(std::max(0.0, latency - platform.route_latency(src, dst).value()));
   }
   return out;
 }

@@ -6,9 +6,11 @@
 //
 //   step   every transfer is a flow, with the schedule's dependencies; the collective ends with its
 //          last flow
-//   flow   one flow per algorithm edge (network::flow_plan) carrying all its bytes, all started
-//          together; the flow pays its route's latency once and the edge's other steps each add it
-//          again after the flow ends
+//   flow   one flow per algorithm edge (network::flow_edges) carrying all its bytes, all started
+//          together, so that the bandwidth share of every edge comes from the simulated network;
+//          the latency is the algorithm's per-step latencies along its critical path (phase after
+//          phase), as the closed form of network/collective_cost.hpp counts them: a flow pays its
+//          route's latency when it starts, and the rest of that total after it ends
 // Routes carry the per-step software latency of their scope (the profile's intra- or inter-node
 // step_latency), paid where a step starts: on routes that leave a GPU, not on those that leave the
 // in-network switch.

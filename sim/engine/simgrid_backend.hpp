@@ -12,7 +12,8 @@
 //                 latency includes the per-step software latency of its scope (intra- or inter-node)
 //   COLLECTIVE    the flows of network::make_schedule for the group, at options.fidelity:
 //                   step      every transfer, with the schedule's dependencies
-//                   flow      one flow per algorithm edge (network::flow_plan) plus per-step latency
+//                   flow      one flow per algorithm edge (network::flow_edges), plus the closed form's
+//                             latency along the algorithm's phases (sim/engine/schedule_flows.hpp)
 //                   analytic  no flows: the closed form of network/collective_cost.hpp as a timed wait
 //                 The algorithm is chosen as the analytic backend does: options.algorithm, AUTO
 //                 resolved by network::choose_algorithm, and one that does not apply to the op and

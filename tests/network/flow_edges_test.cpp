@@ -101,7 +101,7 @@ TEST(FlowEdges, EqualFlowPlanOfTheScheduleForEveryOpAlgorithmAndGroup) {
         const GroupView view{group.ranks, &topology};
         for (CollectiveOp op : ALL_OPS) {
           for (Algorithm a : algorithms_for(op, view)) {
-            for (double size : {7.0, 1000003.0, 3e9}) {
+            for (double size : {7.0, 1000003.0, 1e7, 5e7, 3e9}) {  // 1e7, 5e7: pieces of several chunks
               const std::string what = fmt::format("{} {} on {}, {} ({} members), {} bytes", core::to_string(op),
                                                    to_string(a), c.name, group.name, n, size);
               expect_same_edges(flow_edges(op, a, Bytes(size), view), flow_plan(make_schedule(op, a, Bytes(size), view)),
