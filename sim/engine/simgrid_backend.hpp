@@ -29,10 +29,13 @@
 // traffic: each call of a representative starts, at the same instant, the flows of its mirror images
 // (RankTable::images: the call translated along the symmetric axes it does not span), and ends when
 // the last of them ends. Images of a call inside one node are kept only in that node: elsewhere
-// they run on other nodes' own links, which carry nothing simulated. So a data-parallel all-reduce of
-// tensor rank 0 runs with those of the other tensor ranks on the other rails, and a pipeline send
-// with those of every mirrored stage pair across the fabric; a tensor-parallel all-reduce runs
-// alone in its node. The representative's mirrors may finish at different times when the fabric
+// they run on other nodes' own links, which carry nothing simulated. On a rail-optimized fabric with
+// one NIC per GPU, where every simulated rank sits on one rail, images along a symmetric axis that
+// stays inside the node (tensor parallelism filling the node) run on other rails, independent
+// copies of the representatives' rail: they are left out too. So on a fat-tree a data-parallel
+// all-reduce of tensor rank 0 runs with those of the other tensor ranks, and a pipeline send with
+// those of every mirrored stage pair; on rails only those of rail 0 run; a tensor-parallel
+// all-reduce runs alone in its node. (Llama 3 405B on 16,384 H100: 223,872 flows, ~3 s.) The representative's mirrors may finish at different times when the fabric
 // is not symmetric (static routing collides on some uplinks): the call then ends with the slowest,
 // which holds the mirrored ranks back as the slowest data-parallel replica would.
 // Cost: the flows of every image, about 3 engine events each (../shared/SIMGRID-NOTES.md), plus one

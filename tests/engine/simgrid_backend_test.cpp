@@ -240,6 +240,31 @@ TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
   }
 }
 
+// The same job on a rail-optimized fabric (one NIC per GPU, rail k joining the k-th GPU of every
+// node): the tensor-parallel mirrors of every inter-node call run on the other rail, which shares no
+// link with the representatives' rail, so they are left out. Still the full simulation's result, with
+// exactly half of its flows: one rail of pipeline and data-parallel traffic instead of two, and the
+// tensor rings of one node per stage instead of two.
+TEST(SimgridBackend, SymmetryOnRailsSimulatesOneRail) {
+  network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
+  cluster.network.topology = network::TopologyKind::RAIL_OPTIMIZED;
+  const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
+  SimulationOptions full = ring_options(Fidelity::FLOW);
+  SimulationOptions mirrored = full;
+  mirrored.use_symmetry = true;
+  const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, full);
+  const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored);
+  const double t = a.iteration_time.value();
+  EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
+  for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
+    EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
+  }
+  EXPECT_EQ(b.simulated_ranks, 4);
+  EXPECT_EQ(2 * b.network_flows, a.network_flows);
+  const SimulationResult exact = make_analytic_backend()->run(w, cluster, core::Profile{}, mirrored);
+  EXPECT_GT(b.iteration_time.value(), exact.iteration_time.value() * (1 + 1e-3));
+}
+
 // Rank 0 sends with tag 1 what rank 1 waits for with tag 0: nothing can run, and the error names the
 // stuck tasks instead of hanging.
 TEST(SimgridBackend, MismatchedSendIsADeadlock) {
