@@ -224,6 +224,7 @@ int collective_command(const CollectiveArgs& args, std::ostream& out) {
   }
   request.sizes = parse_sizes(args.sizes, args.factor);
   request.top_links = args.top_links;
+  request.use_symmetry = !args.no_symmetry;
   const Setup setup = make_setup(args);
   request.ranks = setup.ranks;
   const int ranks = setup.ranks.empty() ? setup.cluster.world_size() : static_cast<int>(setup.ranks.size());
@@ -259,6 +260,8 @@ CollectiveSubcommand::CollectiveSubcommand(CLI::App& app) {
       ->default_str("table");
   command_->add_option("--compare", args_.compare, "nccl-tests measurements (JSON) to compare with");
   command_->add_option("--top-links", args_.top_links, "Most utilized links listed")->default_str("5");
+  command_->add_flag("--no-symmetry", args_.no_symmetry,
+                     "flow: simulate every flow, also those that copy others on links of their own (same result)");
 }
 
 std::optional<int> CollectiveSubcommand::run(std::ostream& out) const {

@@ -49,6 +49,7 @@ struct CollectiveArgs {
   Format format = Format::TABLE;
   std::string compare;                // nccl-tests measurements to compare with
   size_t top_links = 5;               // most utilized links listed
+  bool no_symmetry = false;           // simulate every flow (engine::CollectiveRequest::use_symmetry)
 };
 
 // Prints the table (or JSON) on `out`; returns 0. Throws core::InputError naming the faulty option.

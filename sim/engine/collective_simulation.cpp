@@ -29,6 +29,60 @@ std::vector<int> members(const CollectiveRequest& request, const network::Topolo
   return ranks;
 }
 
+// Whether, at flow fidelity, the first node's intra-node flows and the first member's rail's
+// inter-node flows stand for all of `flows` (collective_simulation.hpp); if so, leaves only those.
+bool keep_one_node_and_rail(ScheduleFlows& flows, const std::vector<int>& members, const network::Topology& topology,
+                            int switch_host) {
+  const network::ClusterConfig& cluster = topology.cluster();
+  const int g = cluster.gpus_per_node;
+  if (cluster.network.topology != network::TopologyKind::RAIL_OPTIMIZED || cluster.network.nics_per_node != g ||
+      topology.count(network::LinkClass::NVLINK) == 0 || !flows.batch.deps.empty()) {
+    return false;
+  }
+  // The same local GPUs on every node of the group.
+  std::vector<std::vector<int>> locals(static_cast<size_t>(cluster.nodes));
+  for (int r : members) locals[static_cast<size_t>(topology.node_of(r))].push_back(r % g);
+  const std::vector<int>* pattern = nullptr;
+  for (const std::vector<int>& l : locals) {
+    if (l.empty()) continue;
+    if (pattern == nullptr) pattern = &l;
+    if (l != *pattern) return false;
+  }
+  const int first_node = topology.node_of(members.front());
+  const int first_rail = members.front() % g;
+  std::vector<size_t> per_node(static_cast<size_t>(cluster.nodes), 0);
+  std::vector<size_t> per_rail(static_cast<size_t>(g), 0);
+  for (const FlowSpec& f : flows.batch.flows) {
+    if (f.src == switch_host || f.dst == switch_host) return false;
+    const int node = topology.node_of(f.src);
+    if (node == topology.node_of(f.dst)) {
+      ++per_node[static_cast<size_t>(node)];
+    } else if (f.src % g == f.dst % g) {
+      ++per_rail[static_cast<size_t>(f.src % g)];
+    } else {
+      return false;  // crosses rails
+    }
+  }
+  for (size_t n = 0; n < per_node.size(); ++n) {
+    if (!locals[n].empty() && per_node[n] != per_node[static_cast<size_t>(first_node)]) return false;
+  }
+  for (int l : *pattern) {
+    if (per_rail[static_cast<size_t>(l)] != per_rail[static_cast<size_t>(first_rail)]) return false;
+  }
+  ScheduleFlows kept;
+  for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
+    const FlowSpec& f = flows.batch.flows[i];
+    const bool in_first_node = topology.node_of(f.src) == first_node && topology.node_of(f.dst) == first_node;
+    const bool on_first_rail = topology.node_of(f.src) != topology.node_of(f.dst) && f.src % g == first_rail;
+    if (!in_first_node && !on_first_rail) continue;
+    kept.batch.flows.push_back(f);
+    kept.tail_s.push_back(flows.tail_s[i]);
+  }
+  kept.link_bytes = std::move(flows.link_bytes);
+  flows = std::move(kept);
+  return true;
+}
+
 void fill_bandwidths(CollectiveResult& r, core::CollectiveOp op, int ranks) {
   r.algbw = r.time.value() > 0 ? r.size.value() / r.time.value() : 0.0;
   r.busbw = r.algbw * core::bus_bandwidth_factor(op, ranks);
@@ -73,8 +127,11 @@ std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& reque
                       ? network::choose_algorithm(request.op, size, group, cluster, net)
                       : request.algorithm;
     LinkLoads loads(topology.links().size());
-    const ScheduleFlows flows =
+    ScheduleFlows flows =
         schedule_flows(request.op, r.algorithm, size, request.fidelity, group.ranks, planner, platform, loads.bytes());
+    if (request.use_symmetry && request.fidelity == Fidelity::FLOW) {
+      keep_one_node_and_rail(flows, group.ranks, topology, platform.switch_host());
+    }
     r.time = schedule_time(flows, platform.run(flows.batch));
     r.flows = flows.batch.flows.size();
     r.top_links = loads.top(request.top_links, r.time, topology, platform);

@@ -33,10 +33,22 @@ struct CollectiveRequest {
   std::vector<int> ranks;              // group members (global GPU indices); empty = every GPU
   std::vector<core::Bytes> sizes;      // per-rank buffer sizes, nccl-tests convention
   size_t top_links = 5;
+  // `flow` fidelity: leave out flows that are exact copies of simulated ones on links of their own
+  // (see simulate_collective). The result is the same; false simulates every flow.
+  bool use_symmetry = true;
 };
 
 // Runs every size of `request` (in one SimGrid engine for step/flow). REQUIRES: the cluster passed
 // its checks; the algorithm (unless AUTO) applies to the op and group.
+//
+// Symmetry (flow fidelity, request.use_symmetry). All flows start together and the collective ends
+// with the last flow's end plus its tail, so a flow whose links only ever carry copies of another
+// set of flows need not run. On a rail-optimized fabric with one NIC per GPU and NVLink inside the
+// nodes, when the group takes the same GPUs of every node it spans, each inter-node flow stays on
+// its rail and no flow goes through the in-network switch, every node's intra-node flows are a copy
+// of the first node's and every rail's inter-node flows a copy of the first member's rail: only
+// those run (a 1 GiB all-reduce over 4,096 GPUs: 1,808 of 18,400 flows). Link statistics still count
+// every flow's bytes.
 std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& request,
                                                   const network::ClusterConfig& cluster,
                                                   const core::Profile& profile);

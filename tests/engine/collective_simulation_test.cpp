@@ -3,6 +3,7 @@
 // uplink. SimGrid builds one platform per process; every TEST runs in its own process
 // (gtest_discover_tests) and uses one cluster structure, varying only bandwidths and groups.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +76,54 @@ void expect_ring_matches_analytic(const network::ClusterConfig& cluster) {
             << "n=" << n << " size=" << SIZES[i].value() << " fidelity=" << to_string(f);
         EXPECT_GT(sim[i].flows, 0U);
       }
+    }
+  }
+}
+
+// Flow fidelity on a rail-optimized fabric (8 nodes of 4 GPUs, one NIC each): every node's intra-node
+// flows copy the first node's and every rail's flows the first rail's, so only those run, with the
+// same times to the nanosecond. Where flows cross rails (a flat ring over 2 GPUs of each node) or
+// the group takes different GPUs on different nodes, everything runs.
+TEST(CollectiveSimulation, FlowSymmetryRunsOneNodeAndOneRailWithTheSameTimes) {
+  const network::ClusterConfig cluster = cluster_of(
+      {{"nodes", 8}, {"gpus_per_node", 4}, {"network", {{"topology", "rail-optimized"}, {"nics_per_node", 4}, {"radix", 4}}}});
+  auto run = [&](network::Algorithm a, std::vector<int> ranks, bool symmetry) {
+    CollectiveRequest req = ring(std::move(ranks), Fidelity::FLOW, SIZES);
+    req.algorithm = a;
+    req.use_symmetry = symmetry;
+    return simulate_collective(req, cluster, core::Profile{});
+  };
+  std::vector<int> two_per_node;
+  for (int node = 0; node < 8; ++node) {
+    two_per_node.push_back(4 * node + 1);
+    two_per_node.push_back(4 * node + 3);
+  }
+  for (network::Algorithm a : {network::Algorithm::HIERARCHICAL, network::Algorithm::TREE}) {
+    for (const std::vector<int>& group : {first(32), two_per_node}) {
+      const std::vector<CollectiveResult> all = run(a, group, false);
+      const std::vector<CollectiveResult> copies = run(a, group, true);
+      for (size_t i = 0; i < SIZES.size(); ++i) {
+        SCOPED_TRACE(fmt::format("{} over {} GPUs, {} bytes", to_string(a), group.size(), SIZES[i].value()));
+        EXPECT_NEAR(copies[i].time.value(), all[i].time.value(), 1e-9);
+        // all = 8 nodes x a intra-node flows + r rails x b rail flows, r = GPUs per node <= 8;
+        // copies = a + b.
+        const uint64_t rails = group.size() / 8;
+        EXPECT_LE(copies[i].flows * rails, all[i].flows);
+        EXPECT_LT(copies[i].flows, all[i].flows);
+        ASSERT_FALSE(copies[i].top_links.empty());
+        EXPECT_NEAR(copies[i].top_links[0].utilization, all[i].top_links[0].utilization, 1e-9);
+      }
+    }
+  }
+  // A flat ring over 2 GPUs of every node crosses rails between nodes; GPUs 1 and 2 of node 0 with
+  // GPUs 1 and 3 of node 1 are not the same on every node: every flow runs.
+  const std::vector<int> uneven{1, 2, 5, 7};
+  for (const std::vector<int>& group : {two_per_node, uneven}) {
+    const std::vector<CollectiveResult> all = run(network::Algorithm::RING, group, false);
+    const std::vector<CollectiveResult> copies = run(network::Algorithm::RING, group, true);
+    for (size_t i = 0; i < SIZES.size(); ++i) {
+      EXPECT_EQ(copies[i].flows, all[i].flows);
+      EXPECT_NEAR(copies[i].time.value(), all[i].time.value(), 1e-9);
     }
   }
 }
