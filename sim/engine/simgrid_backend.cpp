@@ -164,8 +164,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // images).
   void choose_rail_axes() {
     if (!options_.use_symmetry || cluster_.network.topology != network::TopologyKind::RAIL_OPTIMIZED ||
-        cluster_.network.nics_per_node != cluster_.gpus_per_node) {
-      return;
+        cluster_.network.nics_per_node != cluster_.gpus_per_node || topology_.count(network::LinkClass::NVLINK) == 0) {
+      return;  // (on PCIe-only nodes, intra-node traffic shares the PCIe tree with every rail)
     }
     const RankTable& table = executor_.table();
     const int g = cluster_.gpus_per_node;
@@ -192,16 +192,18 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   // The calls that mirrored ranks make with the representative's call among `ranks` (RankTable::images),
-  // less those that cannot share a link with anything simulated: images along rail axes (above);
-  // and for a call inside one node, its mirrors in other nodes, which run on those nodes' own links
-  // that carry nothing but mirrored traffic (only its mirrors in the same node are kept).
+  // less those that cannot share a link with anything simulated: for a call across nodes, its images
+  // along rail axes (above); for a call inside one node, its mirrors in other nodes, which run on
+  // those nodes' own links that carry nothing but mirrored traffic (its same-node mirrors are kept).
   std::vector<std::vector<int>> mirrored_calls(const std::vector<int>& ranks, std::vector<core::Axis> own_axes) const {
-    own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
-    std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
     const int node = topology_.node_of(ranks.front());
     auto in_node = [&](const std::vector<int>& call) {
       return std::all_of(call.begin(), call.end(), [&](int r) { return topology_.node_of(r) == node; });
     };
+    // Rails only separate inter-node traffic: a call inside the node keeps its same-node mirrors,
+    // which may share NVLink ports with it.
+    if (!in_node(ranks)) own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
+    std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
     if (in_node(ranks)) images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
                                      images.end());
     return images;
