@@ -72,7 +72,7 @@ int tree_height(const std::vector<int>& parent) {
 
 uint32_t pipeline_pieces(double bytes, uint32_t at_most) {
   const double wanted = std::ceil(bytes / TREE_PIPELINE_CHUNK_BYTES);
-  return std::max<uint32_t>(1, std::min<uint32_t>(at_most, wanted < 1 ? 1 : static_cast<uint32_t>(std::min(wanted, 4e9))));
+  return static_cast<uint32_t>(std::clamp(wanted, 1.0, std::max(1.0, static_cast<double>(at_most))));
 }
 
 std::vector<std::vector<uint32_t>> group_pieces(const std::vector<uint32_t>& chunks, uint32_t pieces) {

@@ -124,6 +124,11 @@ int Topology::rail_of(int gpu) const {
   return static_cast<int>(static_cast<int64_t>(gpu % gpus_per_node_) * shape_.nics_per_node / gpus_per_node_);
 }
 
+bool Topology::separate_rails() const {
+  return cluster_.network.topology == TopologyKind::RAIL_OPTIMIZED && shape_.nics_per_node == gpus_per_node_ &&
+         count(LinkClass::NVLINK) > 0;
+}
+
 void Topology::route(int from, int to, std::vector<uint32_t>& out) const {
   TRAINSIM_CHECK(from != to && from >= 0 && to >= 0 && from < gpu_count_ && to < gpu_count_,
                  fmt::format("no route from GPU {} to GPU {} in a cluster of {}", from, to, gpu_count_));

@@ -89,6 +89,10 @@ class Topology {
   int gpus_per_node() const { return gpus_per_node_; }
   int node_of(int gpu) const { return gpu / gpus_per_node_; }
   int rail_of(int gpu) const;  // the NIC index of the GPU inside its node
+  // Whether every GPU's inter-node traffic crosses only links of its own rail and intra-node traffic
+  // none of any rail: a rail-optimized fabric, one NIC per GPU, NVLink inside the node (on PCIe-only
+  // nodes intra-node traffic shares the PCIe tree with the NICs).
+  bool separate_rails() const;
   const std::vector<Link>& links() const { return links_; }
   const ClusterConfig& cluster() const { return cluster_; }
 

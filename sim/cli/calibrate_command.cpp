@@ -164,9 +164,8 @@ CalibrateSubcommand::CalibrateSubcommand(CLI::App& app) {
 std::optional<int> CalibrateSubcommand::run(std::ostream& out) const {
   if (!command_->parsed()) return std::nullopt;
   CalibrateArgs args = args_;
-  for (int o = 0; o < core::COLLECTIVE_OP_COUNT; ++o) {
-    if (op_ == core::to_string(static_cast<core::CollectiveOp>(o))) args.op = static_cast<core::CollectiveOp>(o);
-  }
+  core::CollectiveOp op = core::CollectiveOp::ALL_REDUCE;
+  if (core::parse_collective_op(op_, op)) args.op = op;  // --op was checked against the names
   return calibrate_command(args, out);
 }
 

@@ -20,10 +20,8 @@ using core::InputError;
 constexpr double FLOAT_BYTES = 4;  // nccl-tests' default data type
 
 core::CollectiveOp parse_op(const std::string& text) {
-  for (auto op : {core::CollectiveOp::ALL_REDUCE, core::CollectiveOp::REDUCE_SCATTER, core::CollectiveOp::ALL_GATHER,
-                  core::CollectiveOp::BROADCAST, core::CollectiveOp::REDUCE, core::CollectiveOp::ALL_TO_ALL}) {
-    if (text == core::to_string(op)) return op;
-  }
+  core::CollectiveOp op = core::CollectiveOp::ALL_REDUCE;
+  if (core::parse_collective_op(text, op)) return op;
   throw InputError::expected("--op", "", "all_reduce, reduce_scatter, all_gather, broadcast, reduce or all_to_all",
                              fmt::format("\"{}\"", text));
 }

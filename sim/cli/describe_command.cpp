@@ -75,9 +75,7 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
     if (!args.gpu.empty()) {
       const core::GpuSpec* gpu = core::find_gpu(args.gpu);
       if (gpu == nullptr) {
-        std::vector<std::string> names;
-        for (const core::GpuSpec& g : core::gpu_catalog()) names.push_back(g.name);
-        const std::string hint = core::closest_match(args.gpu, names);
+        const std::string hint = core::closest_match(args.gpu, core::gpu_names());
         throw core::InputError("--gpu", "", fmt::format("unknown GPU \"{}\"{}; `trainsim describe gpus` lists them", args.gpu,
                                                         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
       }

@@ -91,6 +91,16 @@ std::string_view to_string(CollectiveOp op) {
   return "?";
 }
 
+bool parse_collective_op(std::string_view text, CollectiveOp& out) {
+  for (int o = 0; o < COLLECTIVE_OP_COUNT; ++o) {
+    if (text == to_string(static_cast<CollectiveOp>(o))) {
+      out = static_cast<CollectiveOp>(o);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string_view to_string(Precision p) {
   switch (p) {
     case Precision::FP32: return "fp32";

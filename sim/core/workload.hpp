@@ -109,6 +109,7 @@ std::string_view to_string(Phase p);
 enum class CollectiveOp : uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, REDUCE, ALL_TO_ALL };
 inline constexpr int COLLECTIVE_OP_COUNT = 6;
 std::string_view to_string(CollectiveOp op);  // "all_reduce", "reduce_scatter", ...
+bool parse_collective_op(std::string_view text, CollectiveOp& out);  // the inverse of to_string
 // nccl-tests' bus-bandwidth factor (busbw = algbw * factor, algbw = size / time): the fraction of
 // `size` that each rank's busiest link carries. all_reduce 2(n-1)/n; all_gather, reduce_scatter and
 // all_to_all (n-1)/n; broadcast and reduce 1 (nccl-tests doc/PERFORMANCE.md). REQUIRES: ranks >= 1.

@@ -33,15 +33,11 @@ std::vector<int> members(const CollectiveRequest& request, const network::Topolo
 // inter-node flows stand for all of `flows` (collective_simulation.hpp); if so, leaves only those.
 bool keep_one_node_and_rail(ScheduleFlows& flows, const std::vector<int>& members, const network::Topology& topology,
                             int switch_host) {
+  if (!topology.separate_rails() || !flows.batch.deps.empty()) return false;
   const network::ClusterConfig& cluster = topology.cluster();
-  const int g = cluster.gpus_per_node;
-  if (cluster.network.topology != network::TopologyKind::RAIL_OPTIMIZED || cluster.network.nics_per_node != g ||
-      topology.count(network::LinkClass::NVLINK) == 0 || !flows.batch.deps.empty()) {
-    return false;
-  }
-  // The same local GPUs on every node of the group.
+  // The same local GPUs (hence rails) on every node of the group.
   std::vector<std::vector<int>> locals(static_cast<size_t>(cluster.nodes));
-  for (int r : members) locals[static_cast<size_t>(topology.node_of(r))].push_back(r % g);
+  for (int r : members) locals[static_cast<size_t>(topology.node_of(r))].push_back(topology.rail_of(r));
   const std::vector<int>* pattern = nullptr;
   for (const std::vector<int>& l : locals) {
     if (l.empty()) continue;
@@ -49,16 +45,16 @@ bool keep_one_node_and_rail(ScheduleFlows& flows, const std::vector<int>& member
     if (l != *pattern) return false;
   }
   const int first_node = topology.node_of(members.front());
-  const int first_rail = members.front() % g;
+  const int first_rail = topology.rail_of(members.front());
   std::vector<size_t> per_node(static_cast<size_t>(cluster.nodes), 0);
-  std::vector<size_t> per_rail(static_cast<size_t>(g), 0);
+  std::vector<size_t> per_rail(static_cast<size_t>(cluster.gpus_per_node), 0);
   for (const FlowSpec& f : flows.batch.flows) {
     if (f.src == switch_host || f.dst == switch_host) return false;
     const int node = topology.node_of(f.src);
     if (node == topology.node_of(f.dst)) {
       ++per_node[static_cast<size_t>(node)];
-    } else if (f.src % g == f.dst % g) {
-      ++per_rail[static_cast<size_t>(f.src % g)];
+    } else if (topology.rail_of(f.src) == topology.rail_of(f.dst)) {
+      ++per_rail[static_cast<size_t>(topology.rail_of(f.src))];
     } else {
       return false;  // crosses rails
     }
@@ -73,7 +69,7 @@ bool keep_one_node_and_rail(ScheduleFlows& flows, const std::vector<int>& member
   for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
     const FlowSpec& f = flows.batch.flows[i];
     const bool in_first_node = topology.node_of(f.src) == first_node && topology.node_of(f.dst) == first_node;
-    const bool on_first_rail = topology.node_of(f.src) != topology.node_of(f.dst) && f.src % g == first_rail;
+    const bool on_first_rail = topology.node_of(f.src) != topology.node_of(f.dst) && topology.rail_of(f.src) == first_rail;
     if (!in_first_node && !on_first_rail) continue;
     kept.batch.flows.push_back(f);
     kept.tail_s.push_back(flows.tail_s[i]);

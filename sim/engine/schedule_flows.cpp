@@ -29,12 +29,18 @@ const std::vector<uint32_t>& RoutePlanner::links(int from, int to, bool one_node
   }
   uint64_t& declared = declared_[pair];
   if (declared != key + 1) {
-    const bool intra = via_switch ? one_node_group : topology_.node_of(from) == topology_.node_of(to);
+    const bool intra = intra_node(from, to, one_node_group);
     const Seconds software = from == sw ? Seconds(0) : (intra ? profile_.intra_node : profile_.inter_node).step_latency;
     platform_.set_route(from, to, out, software);
     declared = key + 1;
   }
   return out;
+}
+
+bool RoutePlanner::intra_node(int from, int to, bool one_node_group) const {
+  const int sw = platform_.switch_host();
+  if (from == sw || to == sw) return one_node_group;
+  return topology_.node_of(from) == topology_.node_of(to);
 }
 
 ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm, core::Bytes size, Fidelity fidelity,
@@ -52,15 +58,13 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
   const core::NetworkProfile& profile = planner.profile();
   const double intra_weight = profile.intra_node.bandwidth_efficiency / profile.intra_node.efficiency(op, size);
   const double inter_weight = profile.inter_node.bandwidth_efficiency / profile.inter_node.efficiency(op, size);
-  const int sw = platform.switch_host();
   // Adds a flow's bytes to its route's links; returns the bytes the flow carries on the platform.
   auto add = [&](int src, int dst, double bytes) {
     const std::vector<uint32_t>& route = planner.links(src, dst, one_node);
     if (link_bytes != nullptr) {
       for (uint32_t l : route) (*link_bytes)[l] += bytes;
     }
-    const bool intra = one_node || (src != sw && dst != sw && topology.node_of(src) == topology.node_of(dst));
-    return bytes * (intra ? intra_weight : inter_weight);
+    return bytes * (planner.intra_node(src, dst, one_node) ? intra_weight : inter_weight);
   };
   ScheduleFlows out;
   if (fidelity == Fidelity::STEP) {

@@ -41,6 +41,9 @@ class RoutePlanner {
   // The links of the route between two hosts (GPU indices or platform.switch_host()) for a group
   // that lies in one node or not.
   const std::vector<uint32_t>& links(int from, int to, bool one_node_group);
+  // Whether the route between two hosts is intra-node (NVLink, the intra-node profile): both GPUs
+  // on one node, or the NVSwitch of a group that lies in one node.
+  bool intra_node(int from, int to, bool one_node_group) const;
   const network::Topology& topology() const { return topology_; }
   const core::NetworkProfile& profile() const { return profile_; }
 

@@ -163,14 +163,10 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // such an axis can be left out (the Llama 3 405B scenario: 8x fewer pipeline and data-parallel
   // images).
   void choose_rail_axes() {
-    if (!options_.use_symmetry || cluster_.network.topology != network::TopologyKind::RAIL_OPTIMIZED ||
-        cluster_.network.nics_per_node != cluster_.gpus_per_node || topology_.count(network::LinkClass::NVLINK) == 0) {
-      return;  // (on PCIe-only nodes, intra-node traffic shares the PCIe tree with every rail)
-    }
+    if (!options_.use_symmetry || !topology_.separate_rails()) return;
     const RankTable& table = executor_.table();
-    const int g = cluster_.gpus_per_node;
     for (const SimulatedRank& sr : table.ranks()) {
-      if (sr.rank % g != table.ranks().front().rank % g) return;  // representatives on several rails
+      if (topology_.rail_of(sr.rank) != topology_.rail_of(table.ranks().front().rank)) return;  // several rails
     }
     for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
       const core::Axis axis = static_cast<core::Axis>(a);
@@ -200,12 +196,15 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     auto in_node = [&](const std::vector<int>& call) {
       return std::all_of(call.begin(), call.end(), [&](int r) { return topology_.node_of(r) == node; });
     };
+    const bool local = in_node(ranks);
     // Rails only separate inter-node traffic: a call inside the node keeps its same-node mirrors,
     // which may share NVLink ports with it.
-    if (!in_node(ranks)) own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
+    if (!local) own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
     std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
-    if (in_node(ranks)) images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
-                                     images.end());
+    if (local) {
+      images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
+                   images.end());
+    }
     return images;
   }
 

@@ -54,3 +54,22 @@ TEST(Workload, ValidateRejectsForwardDependency) {
 
 }  // namespace
 }  // namespace trainsim::core
+
+namespace trainsim::core {
+namespace {
+
+TEST(CollectiveOpNames, ParseIsTheInverseOfToString) {
+  for (int o = 0; o < COLLECTIVE_OP_COUNT; ++o) {
+    const auto op = static_cast<CollectiveOp>(o);
+    CollectiveOp parsed = op == CollectiveOp::ALL_REDUCE ? CollectiveOp::ALL_TO_ALL : CollectiveOp::ALL_REDUCE;
+    EXPECT_TRUE(parse_collective_op(to_string(op), parsed)) << to_string(op);
+    EXPECT_EQ(parsed, op);
+  }
+  CollectiveOp untouched = CollectiveOp::REDUCE;
+  EXPECT_FALSE(parse_collective_op("allreduce", untouched));
+  EXPECT_FALSE(parse_collective_op("", untouched));
+  EXPECT_EQ(untouched, CollectiveOp::REDUCE);
+}
+
+}  // namespace
+}  // namespace trainsim::core
