@@ -127,7 +127,7 @@ std::vector<CollectiveSample> traced_collectives(const TraceSet& traces) {
   return out;
 }
 
-double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
+using core::ring_steps;
 
 // Fits t = c0 + c1·x; the category is left unfitted (with a note) when that is not possible.
 LinearFit fit_affine(const std::vector<Sample>& samples, size_t min_samples, FitCategory& cat) {

@@ -17,7 +17,7 @@ bool has_tree(CollectiveOp op) {
   return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::BROADCAST || op == CollectiveOp::REDUCE;
 }
 
-double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
+using core::ring_steps;
 
 Seconds ring_time(CollectiveOp op, Bytes size, int n, const LinkScope& scope) {
   if (n <= 1) return Seconds(0);

@@ -112,6 +112,8 @@ std::string_view to_string(Precision p) {
   return "?";
 }
 
+double ring_steps(CollectiveOp op, int ranks) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (ranks - 1); }
+
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {
   TRAINSIM_CHECK(ranks >= 1, "a communicator has at least one rank");
   const double n = ranks;

@@ -114,6 +114,9 @@ bool parse_collective_op(std::string_view text, CollectiveOp& out);  // the inve
 // `size` that each rank's busiest link carries. all_reduce 2(n-1)/n; all_gather, reduce_scatter and
 // all_to_all (n-1)/n; broadcast and reduce 1 (nccl-tests doc/PERFORMANCE.md). REQUIRES: ranks >= 1.
 double bus_bandwidth_factor(CollectiveOp op, int ranks);
+// Steps of NCCL's ring on `ranks` members, each paying one per-step latency: 2(n-1) for all_reduce
+// (reduce-scatter then all-gather), n-1 for the others.
+double ring_steps(CollectiveOp op, int ranks);
 
 enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
 

@@ -29,10 +29,11 @@ struct Truth {
   core::LinkEfficiency link;
 };
 
-double ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
+// Written out here, not core::ring_steps: the truth does not come from the code under test.
+double truth_ring_steps(CollectiveOp op, int n) { return (op == CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * (n - 1); }
 
 double true_time(const Truth& truth, double hop, double bandwidth, CollectiveOp op, int n, double bytes) {
-  return ring_steps(op, n) * (hop + truth.step_latency_s) +
+  return truth_ring_steps(op, n) * (hop + truth.step_latency_s) +
          core::bus_bandwidth_factor(op, n) * bytes / (bandwidth * truth.link.efficiency(op, core::Bytes(bytes)));
 }
 
