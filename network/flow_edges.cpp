@@ -89,60 +89,11 @@ uint32_t ring_phase(EdgeList& edges, int base, int stride, int count, double ste
   return steps;
 }
 
-// A rooted tree over positions 0 .. size-1 (parent -1 at the root, NOT_IN_TREE outside) with each
-// position's depth (edges up to the root) and height (edges down to its deepest descendant).
-struct Tree {
-  std::vector<int> parent;
-  std::vector<int> depth;
-  std::vector<int> height;
-  int max_depth = 0;  // tree_height
-};
-
-// O(size), whatever the shape (the ring's chain is a tree of depth n-1): each depth is computed once,
-// heights deepest first.
-Tree analyse(std::vector<int> parent) {
-  Tree t;
-  t.parent = std::move(parent);
-  const size_t count = t.parent.size();
-  t.depth.assign(count, -1);
-  std::vector<int> path;
-  for (size_t i = 0; i < count; ++i) {
-    if (t.parent[i] == detail::NOT_IN_TREE || t.depth[i] >= 0) continue;
-    int j = static_cast<int>(i);
-    for (; t.depth[at(j)] < 0 && t.parent[at(j)] >= 0; j = t.parent[at(j)]) path.push_back(j);
-    int d = std::max(0, t.depth[at(j)]);
-    t.depth[at(j)] = d;
-    for (auto p = path.rbegin(); p != path.rend(); ++p) t.depth[at(*p)] = ++d;
-    path.clear();
-  }
-  t.max_depth = std::max(0, *std::max_element(t.depth.begin(), t.depth.end()));
-  std::vector<size_t> begin(at(t.max_depth) + 2, 0);
-  for (int d : t.depth) {
-    if (d >= 0) ++begin[at(d + 1)];
-  }
-  std::partial_sum(begin.begin(), begin.end(), begin.begin());
-  std::vector<int> by_depth(begin.back());
-  t.height.assign(count, -1);
-  for (size_t i = 0; i < count; ++i) {
-    if (t.depth[i] < 0) continue;
-    by_depth[begin[at(t.depth[i])]++] = static_cast<int>(i);
-    t.height[i] = 0;
-  }
-  for (auto i = by_depth.rbegin(); i != by_depth.rend(); ++i) {
-    const int up = t.parent[at(*i)];
-    if (up >= 0) t.height[at(up)] = std::max(t.height[at(up)], t.height[at(*i)] + 1);
-  }
-  return t;
-}
-
-uint32_t pipelined_steps(uint32_t pieces, int height) {
-  return height > 0 ? pieces + static_cast<uint32_t>(height) - 1 : 0;
-}
 
 // tree_reduce (toward the root) or tree_broadcast (away from it) of `pieces` pieces of `piece_bytes`
 // over `tree`, position x being member base + x*stride: piece p crosses the edge of member x in
 // step first_step + p + height(x) (reduce) or + depth(x) - 1 (broadcast). Returns the steps used.
-uint32_t tree_phase(EdgeList& edges, const Tree& tree, bool reduce, int base, int stride, uint32_t pieces,
+uint32_t tree_phase(EdgeList& edges, const detail::Tree& tree, bool reduce, int base, int stride, uint32_t pieces,
                     double piece_bytes, uint32_t first_step) {
   for (size_t x = 0; x < tree.parent.size(); ++x) {
     const int up = tree.parent[x];
@@ -155,7 +106,7 @@ uint32_t tree_phase(EdgeList& edges, const Tree& tree, bool reduce, int base, in
       edges.add(parent, member, pieces * piece_bytes, first_step + static_cast<uint32_t>(tree.depth[x] - 1), pieces);
     }
   }
-  return pipelined_steps(pieces, tree.max_depth);
+  return detail::pipelined_steps(pieces, tree.max_depth);
 }
 
 bool reduces(CollectiveOp op) { return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER; }
@@ -169,7 +120,8 @@ std::vector<FlowEdge> ring_edges(CollectiveOp op, double size, int n) {
     std::vector<int> parent(at(n));
     for (int i = 0; i < n; ++i)
       parent[at(i)] = op == CollectiveOp::BROADCAST ? i - 1 : (i == 0 ? -1 : (i + 1) % n);
-    tree_phase(edges, analyse(std::move(parent)), op == CollectiveOp::REDUCE, 0, 1, pieces, size / pieces, 0);
+    tree_phase(edges, detail::analyse_tree(std::move(parent)), op == CollectiveOp::REDUCE, 0, 1, pieces, size / pieces,
+               0);
     return edges.finish();
   }
   uint32_t step = 0;
@@ -205,7 +157,8 @@ std::vector<FlowEdge> hierarchical_edges(CollectiveOp op, double size, int k, in
       const std::array<uint32_t, 2> chunks{static_cast<uint32_t>((m + 1) / 2), static_cast<uint32_t>(m / 2)};
       std::array<uint32_t, 2> pieces{};
       for (size_t t = 0; t < 2; ++t) pieces[t] = chunks[t] > 0 ? detail::pipeline_pieces(chunks[t] * chunk, chunks[t]) : 0;
-      const std::array<Tree, 2> trees{analyse(detail::binary_tree(m, 0, m, 0)), analyse(detail::binary_tree(m, 0, m, 1))};
+      const std::array<detail::Tree, 2> trees{detail::analyse_tree(detail::binary_tree(m, 0, m, 0)),
+                                              detail::analyse_tree(detail::binary_tree(m, 0, m, 1))};
       for (bool reduce : {true, false}) {
         uint32_t used = 0;
         for (int l = 0; l < k; ++l) {
@@ -237,14 +190,14 @@ std::vector<FlowEdge> hierarchical_edges(CollectiveOp op, double size, int k, in
 // broadcast and reduce both span members 1 .. n-1 and hang below member 0.
 std::vector<FlowEdge> tree_edges(CollectiveOp op, double size, int n) {
   const bool rooted = op != CollectiveOp::ALL_REDUCE;
-  std::array<Tree, 2> trees;
+  std::array<detail::Tree, 2> trees;
   for (int t = 0; t < 2; ++t) {
     std::vector<int> parent = rooted ? detail::binary_tree(n, 1, n - 1, t) : detail::binary_tree(n, 0, n, t);
     if (rooted) {
       for (int& p : parent) p = p == -1 ? 0 : p;
       parent[0] = -1;
     }
-    trees[at(t)] = analyse(std::move(parent));
+    trees[at(t)] = detail::analyse_tree(std::move(parent));
   }
   const uint32_t pieces =
       detail::pipeline_pieces(size / 2, static_cast<uint32_t>(std::max({1, trees[0].max_depth, trees[1].max_depth})));
@@ -253,11 +206,11 @@ std::vector<FlowEdge> tree_edges(CollectiveOp op, double size, int n) {
   uint32_t step = 0;
   if (op != CollectiveOp::BROADCAST) {
     uint32_t used = 0;
-    for (const Tree& tree : trees) used = std::max(used, tree_phase(edges, tree, true, 0, 1, pieces, piece_bytes, step));
+    for (const detail::Tree& tree : trees) used = std::max(used, tree_phase(edges, tree, true, 0, 1, pieces, piece_bytes, step));
     step += used;
   }
   if (op != CollectiveOp::REDUCE) {
-    for (const Tree& tree : trees) tree_phase(edges, tree, false, 0, 1, pieces, piece_bytes, step);
+    for (const detail::Tree& tree : trees) tree_phase(edges, tree, false, 0, 1, pieces, piece_bytes, step);
   }
   return edges.finish();
 }

@@ -79,6 +79,17 @@ uint32_t pipeline_pieces(double bytes, uint32_t at_most);
 std::vector<std::vector<uint32_t>> group_pieces(const std::vector<uint32_t>& chunks, uint32_t pieces);
 // Edges from the root to the deepest member.
 int tree_height(const std::vector<int>& parent);
+// A rooted tree over members (parent as above) with each member's depth (edges up to the root) and
+// height (edges down to its deepest descendant), -1 outside the tree; O(members) whatever the shape.
+struct Tree {
+  std::vector<int> parent;
+  std::vector<int> depth;
+  std::vector<int> height;
+  int max_depth = 0;  // tree_height
+};
+Tree analyse_tree(std::vector<int> parent);
+// Steps of `pieces` pieces pipelined through a tree of `height`: one piece leaves each member per step.
+uint32_t pipelined_steps(size_t pieces, int height);
 // NCCL's double binary tree over members first .. first+count-1 (src/graph/trees.cc): tree 0 is the
 // in-order binary tree rooted at `first`, tree 1 its mirror (count even) or its shift by one (count
 // odd), so that no member is an inner node of both. Entries outside the range are NOT_IN_TREE.

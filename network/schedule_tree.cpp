@@ -12,17 +12,7 @@ namespace {
 
 using core::CollectiveOp;
 
-// Edges from each member to the root (-1 outside the tree).
-std::vector<int> depths(const std::vector<int>& parent) {
-  std::vector<int> depth(parent.size(), -1);
-  for (size_t i = 0; i < parent.size(); ++i) {
-    if (parent[i] == NOT_IN_TREE) continue;
-    int d = 0;
-    for (int j = static_cast<int>(i); parent[static_cast<size_t>(j)] >= 0; j = parent[static_cast<size_t>(j)]) ++d;
-    depth[i] = d;
-  }
-  return depth;
-}
+size_t at(int i) { return static_cast<size_t>(i); }
 
 // Members of the tree ordered by `key`, ties by member index.
 std::vector<int> ordered_by(const std::vector<int>& key) {
@@ -33,25 +23,6 @@ std::vector<int> ordered_by(const std::vector<int>& key) {
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return key[static_cast<size_t>(a)] < key[static_cast<size_t>(b)]; });
   return order;
-}
-
-// Edges from each member down to its deepest descendant (-1 outside the tree).
-std::vector<int> heights(const std::vector<int>& parent) {
-  const std::vector<int> depth = depths(parent);
-  std::vector<int> height(parent.size(), -1);
-  for (size_t i = 0; i < parent.size(); ++i) height[i] = depth[i] >= 0 ? 0 : -1;
-  std::vector<int> deepest_first = ordered_by(depth);
-  std::reverse(deepest_first.begin(), deepest_first.end());
-  for (int i : deepest_first) {
-    const int p = parent[static_cast<size_t>(i)];
-    if (p >= 0)
-      height[static_cast<size_t>(p)] = std::max(height[static_cast<size_t>(p)], height[static_cast<size_t>(i)] + 1);
-  }
-  return height;
-}
-
-uint32_t pipelined_steps(size_t pieces, int height) {
-  return height > 0 ? static_cast<uint32_t>(pieces) + static_cast<uint32_t>(height) - 1 : 0;
 }
 
 // NCCL's in-order binary tree over 0 .. count-1 (ncclGetBtree): the parent of x clears x's lowest
@@ -65,10 +36,46 @@ int btree_parent(int x, int count) {
 
 }  // namespace
 
-int tree_height(const std::vector<int>& parent) {
-  const std::vector<int> depth = depths(parent);
-  return std::max(0, *std::max_element(depth.begin(), depth.end()));
+Tree analyse_tree(std::vector<int> parent) {
+  Tree t;
+  t.parent = std::move(parent);
+  const size_t count = t.parent.size();
+  t.depth.assign(count, -1);
+  std::vector<int> path;
+  for (size_t i = 0; i < count; ++i) {
+    if (t.parent[i] == NOT_IN_TREE || t.depth[i] >= 0) continue;
+    int j = static_cast<int>(i);
+    for (; t.depth[at(j)] < 0 && t.parent[at(j)] >= 0; j = t.parent[at(j)]) path.push_back(j);
+    int d = std::max(0, t.depth[at(j)]);
+    t.depth[at(j)] = d;
+    for (auto p = path.rbegin(); p != path.rend(); ++p) t.depth[at(*p)] = ++d;
+    path.clear();
+  }
+  t.max_depth = std::max(0, *std::max_element(t.depth.begin(), t.depth.end()));
+  std::vector<size_t> begin(at(t.max_depth) + 2, 0);
+  for (int d : t.depth) {
+    if (d >= 0) ++begin[at(d + 1)];
+  }
+  std::partial_sum(begin.begin(), begin.end(), begin.begin());
+  std::vector<int> by_depth(begin.back());
+  t.height.assign(count, -1);
+  for (size_t i = 0; i < count; ++i) {
+    if (t.depth[i] < 0) continue;
+    by_depth[begin[at(t.depth[i])]++] = static_cast<int>(i);
+    t.height[i] = 0;
+  }
+  for (auto i = by_depth.rbegin(); i != by_depth.rend(); ++i) {
+    const int up = t.parent[at(*i)];
+    if (up >= 0) t.height[at(up)] = std::max(t.height[at(up)], t.height[at(*i)] + 1);
+  }
+  return t;
 }
+
+uint32_t pipelined_steps(size_t pieces, int height) {
+  return height > 0 ? static_cast<uint32_t>(pieces) + static_cast<uint32_t>(height) - 1 : 0;
+}
+
+int tree_height(const std::vector<int>& parent) { return analyse_tree(parent).max_depth; }
 
 uint32_t pipeline_pieces(double bytes, uint32_t at_most) {
   const double wanted = std::ceil(bytes / TREE_PIPELINE_CHUNK_BYTES);
@@ -90,7 +97,8 @@ std::vector<std::vector<uint32_t>> group_pieces(const std::vector<uint32_t>& chu
 
 uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<std::vector<uint32_t>>& pieces,
                      uint32_t first_step) {
-  const std::vector<int> height = heights(parent);
+  const Tree tree = analyse_tree(parent);
+  const std::vector<int>& height = tree.height;
   const std::vector<int> leaves_first = ordered_by(height);
   for (size_t p = 0; p < pieces.size(); ++p) {
     for (int i : leaves_first) {
@@ -102,12 +110,13 @@ uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const s
       }
     }
   }
-  return pipelined_steps(pieces.size(), tree_height(parent));
+  return pipelined_steps(pieces.size(), tree.max_depth);
 }
 
 uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent,
                         const std::vector<std::vector<uint32_t>>& pieces, uint32_t first_step) {
-  const std::vector<int> depth = depths(parent);
+  const Tree tree = analyse_tree(parent);
+  const std::vector<int>& depth = tree.depth;
   const std::vector<int> root_first = ordered_by(depth);
   for (size_t p = 0; p < pieces.size(); ++p) {
     for (int i : root_first) {
@@ -119,7 +128,7 @@ uint32_t tree_broadcast(ScheduleBuilder& b, const std::vector<int>& parent,
       }
     }
   }
-  return pipelined_steps(pieces.size(), tree_height(parent));
+  return pipelined_steps(pieces.size(), tree.max_depth);
 }
 
 uint32_t tree_reduce(ScheduleBuilder& b, const std::vector<int>& parent, const std::vector<uint32_t>& chunks,

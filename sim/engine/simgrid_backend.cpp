@@ -180,7 +180,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
           const bool spans = kind.axis == axis || std::find(kind.extra_axes.begin(), kind.extra_axes.end(), axis) !=
                                                       kind.extra_axes.end();
           if (!inside || !spans || !kind.contains(w_.layout, sr.rank)) continue;
-          for (int member : kind.ranks_of(w_.layout, sr.rank)) inside = inside && cluster_.node_of(member) == cluster_.node_of(sr.rank);
+          for (int member : kind.ranks_of(w_.layout, sr.rank)) {
+            inside = inside && cluster_.node_of(member) == cluster_.node_of(sr.rank);
+          }
         }
       }
       if (inside) rail_axes_.push_back(axis);
