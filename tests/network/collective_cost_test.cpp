@@ -6,14 +6,15 @@
 #include <gtest/gtest.h>
 #include <utility>
 
+#include "tests/network/fixtures.hpp"
+
 namespace trainsim::network {
 namespace {
 
 using core::Bytes;
 using core::CollectiveOp;
 
-constexpr CollectiveOp ALL_OPS[] = {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
-                                    CollectiveOp::BROADCAST,  CollectiveOp::REDUCE,         CollectiveOp::ALL_TO_ALL};
+using testing::ALL_OPS;
 
 ClusterConfig cluster(int nodes, int gpus_per_node) {
   ClusterConfig c;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "network/schedule.hpp"
+#include "tests/network/fixtures.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::network {
@@ -17,21 +18,10 @@ namespace {
 using core::Bytes;
 using core::CollectiveOp;
 
-constexpr CollectiveOp ALL_OPS[] = {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
-                                    CollectiveOp::BROADCAST,  CollectiveOp::REDUCE,         CollectiveOp::ALL_TO_ALL};
+using testing::ALL_OPS;
 
-// NVLS inside the node and in-network reduction across, so that every algorithm can apply.
 ClusterConfig cluster(int nodes, int gpus_per_node, TopologyKind kind) {
-  ClusterConfig c;
-  c.gpu_spec = *core::find_gpu(c.gpu);
-  c.nodes = nodes;
-  c.gpus_per_node = gpus_per_node;
-  c.intra_node.bandwidth = core::BytesPerSecond(300e9);
-  c.intra_node.nvls = true;
-  c.network.topology = kind;
-  c.network.nics_per_node = gpus_per_node;
-  c.network.in_network_reduction = true;
-  return c;
+  return testing::every_algorithm_cluster(nodes, gpus_per_node, kind);
 }
 
 struct Group {

@@ -8,27 +8,17 @@
 #include <memory>
 #include <set>
 
+#include "tests/network/fixtures.hpp"
+
 namespace trainsim::network {
 namespace {
 
 using core::Bytes;
 using core::CollectiveOp;
 
-constexpr CollectiveOp ALL_OPS[] = {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
-                                    CollectiveOp::BROADCAST,  CollectiveOp::REDUCE,         CollectiveOp::ALL_TO_ALL};
+using testing::ALL_OPS;
 
-// A cluster where every algorithm can apply: NVLS inside the node, in-network reduction across.
-ClusterConfig cluster(int nodes, int gpus_per_node) {
-  ClusterConfig c;
-  c.gpu_spec = *core::find_gpu(c.gpu);
-  c.nodes = nodes;
-  c.gpus_per_node = gpus_per_node;
-  c.intra_node.bandwidth = core::BytesPerSecond(300e9);
-  c.intra_node.nvls = true;
-  c.network.nics_per_node = gpus_per_node;
-  c.network.in_network_reduction = true;
-  return c;
-}
+ClusterConfig cluster(int nodes, int gpus_per_node) { return testing::every_algorithm_cluster(nodes, gpus_per_node); }
 
 // A group: `nodes` nodes, the first `per_node` GPUs of each.
 struct Placed {
