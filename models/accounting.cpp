@@ -23,8 +23,8 @@ struct Shape {
   double experts = 1;
   double local_experts = 1;
   double top_k = 1;
-  double g = 2;      // GEMM operand element bytes
   double e = 2;      // activation element bytes
+  core::Precision precision = core::Precision::BF16;  // training precision
   bool swiglu = false;
   bool moe = false;
   bool flash = false;  // FlashAttention
@@ -46,8 +46,8 @@ Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismCon
   x.experts = m.experts;
   x.local_experts = static_cast<double>(m.experts) / p.expert;
   x.top_k = m.top_k;
-  x.g = element_bytes(t.precision);
   x.e = activation_element_bytes(t.precision);
+  x.precision = t.precision;
   x.swiglu = m.activation == Activation::SWIGLU;
   x.moe = m.is_moe();
   return x;
@@ -63,11 +63,42 @@ OpCost gemm(std::string name, OpKind kind, double rows, double inner, double col
   c.name = std::move(name);
   c.kind = kind;
   c.op_class = core::OpClass::GEMM;
+  c.precision = gemm_precision(kind, x.precision);
+  const double g = element_bytes(c.precision);
   c.forward_flops = core::Flops(2.0 * rows * inner * cols);
   c.backward_flops = core::Flops(4.0 * rows * inner * cols);
-  c.forward_bytes = core::Bytes(in * x.g + w * x.g + out * x.e);
-  c.backward_bytes = core::Bytes((out * x.e + w * x.g + in * x.e) + (in * x.g + out * x.e + w * MAIN_GRAD_ACCUMULATE_BYTES));
+  c.forward_bytes = core::Bytes(in * g + w * g + out * x.e);
+  c.backward_bytes = core::Bytes((out * x.e + w * g + in * x.e) + (in * g + out * x.e + w * MAIN_GRAD_ACCUMULATE_BYTES));
+  c.gemm = {static_cast<float>(rows / weight_sets), static_cast<float>(cols), static_cast<float>(inner),
+            static_cast<uint32_t>(weight_sets)};
   return c;
+}
+
+// The stand-alone FP8 cast_transpose kernels of a layer (accounting.hpp, FP8_CAST_BYTES): added to
+// the memory-bound ops named there, since only the per-layer sum of serial kernel time matters.
+void add_fp8_casts(std::vector<OpCost>& ops) {
+  double forward = 0, projection_dy = 0, mlp_dy = 0, qkv_dy = 0;
+  for (const OpCost& op : ops) {
+    if (op.op_class != core::OpClass::GEMM || op.precision != core::Precision::FP8) continue;
+    const double inputs = static_cast<double>(op.gemm.m) * op.gemm.k * op.gemm.count;
+    const double outputs = static_cast<double>(op.gemm.m) * op.gemm.n * op.gemm.count;
+    if (op.kind == OpKind::PROJECTION) {
+      forward += inputs * FP8_CAST_BYTES;
+      projection_dy += outputs * FP8_CAST_BYTES;
+    }
+    if (op.kind == OpKind::MLP_DOWN) mlp_dy += outputs * FP8_CAST_BYTES;
+    if (op.kind == OpKind::QKV) qkv_dy += outputs * FP8_CAST_BYTES;
+  }
+  for (OpCost& op : ops) {
+    if (op.name == "attn_bda") {
+      op.forward_bytes += core::Bytes(forward);
+      op.backward_bytes += core::Bytes(projection_dy);
+    } else if (op.name == "mlp_bda") {
+      op.backward_bytes += core::Bytes(mlp_dy);
+    } else if (op.name == "ln1") {
+      op.backward_bytes += core::Bytes(qkv_dy);
+    }
+  }
 }
 
 OpCost memory_bound(std::string name, OpKind kind, core::OpClass op_class, double forward_bytes, double backward_bytes) {
@@ -102,7 +133,8 @@ OpCost core_attention(const Shape& x) {
   OpCost c;
   c.name = "attention";
   c.kind = OpKind::ATTENTION;
-  c.op_class = core::OpClass::ATTENTION;
+  c.op_class = x.flash ? core::OpClass::FLASH_ATTENTION : core::OpClass::ATTENTION;
+  c.precision = gemm_precision(OpKind::ATTENTION, x.precision);
   c.forward_flops = core::Flops(4.0 * x.b * x.sl * x.s * x.h / x.t);
   c.backward_flops = core::Flops(8.0 * x.b * x.sl * x.s * x.h / x.t);
   if (x.flash) {
@@ -163,6 +195,17 @@ double element_bytes(core::Precision p) {
   return 2;
 }
 
+core::Precision gemm_precision(OpKind kind, core::Precision p) {
+  if (p != core::Precision::FP8) return p;
+  switch (kind) {
+    case OpKind::QKV:
+    case OpKind::PROJECTION:
+    case OpKind::MLP_UP:
+    case OpKind::MLP_DOWN: return core::Precision::FP8;
+    default: return core::Precision::BF16;
+  }
+}
+
 double activation_element_bytes(core::Precision p) {
   return p == core::Precision::FP32 || p == core::Precision::TF32 ? 4 : 2;
 }
@@ -191,6 +234,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const
     ops.push_back(gemm("mlp_down", OpKind::MLP_DOWN, tokens, x.f / x.t, x.h, x));
   }
   ops.push_back(bias_dropout_add("mlp_bda", split_hidden, x));
+  add_fp8_casts(ops);
   return ops;
 }
 
@@ -200,10 +244,10 @@ std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, c
   // Each rank reads the rows of its vocabulary shard and writes the whole (partial) output, which
   // the tensor group then sums; learned positions add a read of their rows. Backward scatters the
   // output gradient into the fp32 main gradients of the rows.
-  double fwd = out / x.t * x.g + out * x.e;
+  double fwd = out / x.t * x.e + out * x.e;  // 16-bit (fp32) embedding rows, FP8 training included
   double bwd = out * x.e + out / x.t * MAIN_GRAD_ACCUMULATE_BYTES;
   if (m.learned_positions) {
-    fwd += out * x.g;
+    fwd += out * x.e;
     bwd += out * MAIN_GRAD_ACCUMULATE_BYTES;
   }
   std::vector<OpCost> ops;

@@ -59,13 +59,33 @@ struct OpCost {
   core::Bytes backward_bytes;
   bool recomputed_selective = false;  // recomputed under selective recompute (attention core)
   OpKind kind = OpKind::LAYER_NORM;
+  core::GemmShape gemm;               // GEMM ops: the products' shape (core::GemmShape); count 0 otherwise
+  core::Precision precision = core::Precision::BF16;  // operand precision of GEMMs and attention
+                                                      // (gemm_precision(): FP8 training keeps some in BF16)
 };
 
 // Bytes of one element of GEMM operands: 4 (fp32, tf32), 2 (bf16, fp16), 1 (fp8).
 double element_bytes(core::Precision p);
+// The precision an op's tensor-core work runs in under training precision p. FP8 training as
+// Transformer Engine runs it (TE docs, "Using FP8 with Transformer Engine"; Megatron-core with
+// --fp8-format hybrid): the linear layers of every transformer layer (QKV, projection, MLP / expert
+// GEMMs) run in FP8, forward and backward (E4M3 activations and weights, E5M2 gradients); core
+// attention (cuDNN / FlashAttention), the MoE router and the output layer (a plain
+// ColumnParallelLinear, not a TE module) stay in BF16. Other training precisions run everything in p.
+core::Precision gemm_precision(OpKind kind, core::Precision p);
 // Bytes of one element of activations, stored tensors and communicated tensors: 4 (fp32, tf32),
 // 2 (bf16, fp16, and fp8, whose GEMMs take fp8 inputs but whose activations stay 16-bit).
 double activation_element_bytes(core::Precision p);
+
+// FP8 casts. Each FP8 GEMM needs its inputs in FP8 plus a transposed copy for the other GEMM of its
+// backward (TE's cast_transpose: read 2 bytes, write 1 + 1 per element). Where TE fuses the cast into
+// the kernel that produces the input (LayerNormLinear for QKV and MLP-up, the GeLU/SwiGLU for MLP-down,
+// dgelu for MLP-up's output gradient) it costs no extra traffic; the remaining stand-alone casts are
+// the projection's input (the attention output) in forward and the output gradients of the
+// projection, MLP-down and QKV in backward: FP8_CAST_BYTES per element, counted in the bytes of the
+// neighbouring memory-bound op of the same layer (attn_bda forward, attn_bda / mlp_bda / ln1
+// backward). Weight casts happen once per iteration (none with FP8 parameters) and are neglected.
+inline constexpr double FP8_CAST_BYTES = 4.0;
 
 // Ops of one transformer layer, in forward order:
 //   dense: ln1 qkv attention proj attn_bda ln2 mlp_up mlp_act mlp_down mlp_bda

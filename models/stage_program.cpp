@@ -209,6 +209,11 @@ class StageEmitter {
     t.op_class = op.op_class;
     t.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
     t.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
+    t.gemm = op.gemm;
+    if (op.precision != workload_.precision) {
+      t.precision = op.precision;
+      t.has_precision = true;
+    }
     last_compute_ = prog().add(t, pending_);
     pending_.clear();
   }

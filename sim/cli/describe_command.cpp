@@ -24,21 +24,22 @@ int describe_gpus(Format format, std::ostream& out) {
                       {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth.value()},
                       {"nvlink_bandwidth_bytes_per_s", g.nvlink_bandwidth.value()},
                       {"pcie_bandwidth_bytes_per_s", g.pcie_bandwidth.value()},
+                      {"sm_count", g.sm_count},
                       {"source", g.source}});
     }
     out << list.dump(2) << "\n";
     return 0;
   }
-  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}\n", "gpu", "fp32", "tf32", "bf16",
-                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw");
+  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}\n", "gpu", "fp32", "tf32", "bf16",
+                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms");
   out << fmt::format("{:<16}{:>40}{:>10}{:>12}{:>12}{:>12}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
   for (const core::GpuSpec& g : core::gpu_catalog()) {
-    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}\n", g.name,
+    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}\n", g.name,
                        tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                        tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                        tflops(g, core::Precision::FP8), core::format_bytes(g.hbm_capacity),
                        core::format_bandwidth(g.hbm_bandwidth), core::format_bandwidth(g.nvlink_bandwidth),
-                       core::format_bandwidth(g.pcie_bandwidth));
+                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count);
   }
   return 0;
 }

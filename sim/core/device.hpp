@@ -21,6 +21,7 @@ struct GpuSpec {
   BytesPerSecond hbm_bandwidth;
   BytesPerSecond nvlink_bandwidth;                    // per GPU, per direction
   BytesPerSecond pcie_bandwidth;                      // per direction
+  int sm_count = 0;                                   // streaming multiprocessors (GEMM wave quantization)
   std::string source;                                 // where the numbers come from
 
   FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
@@ -47,16 +48,39 @@ struct OpEfficiency {
   }
 };
 
+// An output tile of a CUTLASS/cuBLAS-style GEMM kernel: one thread block computes tile m x n of the
+// output, and blocks run in waves over the SMs.
+struct GemmTile {
+  int m = 128;
+  int n = 128;
+};
+
+// Turns a compute task's FLOPs and bytes into time (sim/engine/compute_model.hpp has the formula).
+// Every constant of a built-in profile says where it comes from in `sources` (shown by `trainsim
+// describe profile --gpu NAME`).
 struct DeviceProfile {
-  std::string source = "datasheet defaults";  // "datasheet defaults", or the profile file
+  std::string source = "datasheet defaults";  // "datasheet defaults", a built-in profile, or the profile file
   std::array<OpEfficiency, OP_CLASS_COUNT> ops{};  // by OpClass
   Seconds kernel_overhead;                    // fixed cost added to every compute task (launch, tails)
+  // GEMM and FlashAttention tasks of precision p reach max_efficiency x gemm_precision_scale[p]
+  // (e.g. FP8 cuBLAS GEMMs reach a smaller fraction of the FP8 peak than BF16 ones of theirs).
+  std::array<double, PRECISION_COUNT> gemm_precision_scale{1, 1, 1, 1, 1};
+  // Tiles a GEMM may run with; a shaped GEMM (Task::gemm) takes the one with the best utilization.
+  // Empty: no tile or wave quantization (profiles fitted on traces without shapes).
+  std::vector<GemmTile> gemm_tiles;
+  // Tiles with fewer output elements per operand element than this one (m·n/(m+n) below it) are
+  // starved by shared-memory/L2 operand traffic: their efficiency scales with that ratio.
+  GemmTile gemm_full_tile{128, 128};
+  // (constant, where its value comes from), in the order `describe profile` prints them.
+  std::vector<std::pair<std::string, std::string>> sources;
 
   const OpEfficiency& op(OpClass c) const { return ops[static_cast<size_t>(c)]; }
+  OpEfficiency& op(OpClass c) { return ops[static_cast<size_t>(c)]; }
   // Documented defaults for current NVIDIA data-center GPUs (see device.cpp for each value's basis).
   static DeviceProfile defaults();
-  // The built-in profile of a catalog GPU: defaults(), except where published training runs on that
-  // GPU measured lower effective efficiencies (A100: see device.cpp, and docs/validation.md).
+  // The built-in profile of a catalog GPU: the GPU's measured kernel ceilings (public
+  // microbenchmarks) times the training-stack efficiencies fitted on published runs
+  // (docs/validation.md). Unknown names get defaults().
   static DeviceProfile defaults_for(std::string_view gpu_name);
 };
 

@@ -65,6 +65,7 @@ std::string_view to_string(OpClass c) {
     case OpClass::NORM: return "norm";
     case OpClass::EMBEDDING: return "embedding";
     case OpClass::OPTIMIZER: return "optimizer";
+    case OpClass::FLASH_ATTENTION: return "flash_attention";
   }
   return "?";
 }

@@ -97,8 +97,10 @@ Stream comm_stream(Axis a);
 bool axis_of(Stream s, Axis& out);
 
 // What a compute task is, for choosing its efficiency (sim/engine's compute model).
-enum class OpClass : uint8_t { GEMM = 0, ATTENTION, ELEMENTWISE, NORM, EMBEDDING, OPTIMIZER };
-inline constexpr int OP_CLASS_COUNT = 6;
+// ATTENTION is an unfused core attention (score matrix through HBM); FLASH_ATTENTION a fused
+// FlashAttention-style kernel (tensor-core bound, its own efficiency).
+enum class OpClass : uint8_t { GEMM = 0, ATTENTION, ELEMENTWISE, NORM, EMBEDDING, OPTIMIZER, FLASH_ATTENTION };
+inline constexpr int OP_CLASS_COUNT = 7;
 std::string_view to_string(OpClass c);
 
 // Which part of training a task belongs to, for the report's breakdown.
@@ -117,6 +119,19 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks);
 // Steps of NCCL's ring on `ranks` members, each paying one per-step latency: 2(n-1) for all_reduce
 // (reduce-scatter then all-gather), n-1 for the others.
 double ring_steps(CollectiveOp op, int ranks);
+
+// The matrix products a GEMM compute task runs, for the compute model's tile and wave quantization
+// (sim/engine/compute_model.hpp): `count` independent products [m x k]·[k x n] (a grouped GEMM of
+// `count` local experts, m rows each). A forward (or recompute) task runs them; the backward task of
+// the same op runs each one's data gradient ([m x n]·[n x k], output m x k) and weight gradient
+// ([k x m]·[m x n], output k x n), half of its FLOPs each. count == 0: no shape is known (the
+// efficiency then depends on the FLOPs only). The task's `flops` stay the FLOP count of record.
+struct GemmShape {
+  float m = 0;
+  float n = 0;
+  float k = 0;
+  uint32_t count = 0;
+};
 
 enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
 
@@ -144,6 +159,10 @@ struct Task {
   double bytes = 0;                             // COMPUTE: HBM traffic; COLLECTIVE: buffer size per rank
                                                 // (nccl-tests' "size"); SEND/RECV/COPY: payload;
                                                 // MEMORY: allocation (> 0) or free (< 0)
+  GemmShape gemm;                               // COMPUTE, GEMM class: its shape (count 0: unknown)
+  Precision precision = Precision::BF16;        // COMPUTE: operand precision, when has_precision; else the
+  bool has_precision = false;                   // workload's (FP8 training keeps attention and the
+                                                // output layer in BF16: Transformer Engine)
   uint32_t dep_begin = 0;                       // dependencies: Program::deps[dep_begin, +dep_count)
   uint32_t dep_count = 0;
 };

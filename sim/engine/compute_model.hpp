@@ -1,7 +1,23 @@
 #pragma once
-// Time of a compute task on a GPU: the slower of its FLOPs at the op class's efficiency of the
-// precision's dense peak and its HBM bytes at the op class's memory efficiency, plus a fixed kernel
-// overhead:  t = max(F / (peak · eff(F)), bytes / (HBM · mem_eff)) + overhead.
+// Time of a compute task on a GPU: the slower of its math and its HBM traffic, plus a fixed kernel
+// overhead:
+//   t = max(math, bytes / (HBM · mem_eff)) + overhead
+// with, for F FLOPs at precision p (the task's own, else the workload's) of peak P_p and the op
+// class's efficiency (max_eff, half_flops h):
+//   math = (F / u + h) / (P_p · max_eff · s_p)          GEMM and FlashAttention (s_p: gemm_precision_scale)
+//   math = (F + h) / (P_p · max_eff)                    other classes (the saturating eff(F) form)
+// u is the GEMM's tile and wave utilization (below) when the task carries a shape, else 1: a forward
+// product [m x k]·[k x n] is one GEMM with an m x n output; a backward task runs the data gradient
+// (m x k output) and the weight gradient (k x n output), half of its FLOPs each, and u is their
+// FLOP-weighted harmonic mean. FlashAttention executes half of the attention FLOPs a task counts
+// (causal mask: blocks above the diagonal are skipped), so its F is halved.
+//
+// Tile and wave quantization (the usual GEMM performance model; NVIDIA "Matrix Multiplication
+// Background User's Guide"): with a tile of tm x tn output elements, `count` products need
+//   tiles = count · ceil(m/tm) · ceil(n/tn),   waves = ceil(tiles / SMs)
+// and reach u = count·m·n / (waves · SMs · tm · tn) of the GPU, times min(1, r(tile) / r(full_tile))
+// where r(t) = tm·tn/(tm + tn) is the tile's output per operand element (smaller tiles are starved by
+// operand traffic). The profile's best tile for the shape is taken, as cuBLAS's heuristics would.
 
 #include "sim/core/device.hpp"
 #include "sim/core/units.hpp"
@@ -9,7 +25,18 @@
 
 namespace trainsim::engine {
 
-// REQUIRES: task.kind == COMPUTE and gpu.peak(precision) > 0.
+struct TileChoice {
+  core::GemmTile tile;
+  double tiles = 0;        // thread blocks
+  double waves = 0;        // ceil(tiles / SMs)
+  double utilization = 1;  // u above, operand factor included
+};
+
+// The best of the profile's tiles for `count` products with an m x n output each.
+// REQUIRES: m, n, count > 0, sms > 0, !profile.gemm_tiles.empty().
+TileChoice best_tile(double m, double n, double count, int sms, const core::DeviceProfile& profile);
+
+// REQUIRES: task.kind == COMPUTE and gpu.peak(the task's precision) > 0.
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,
                            const core::DeviceProfile& profile);
 

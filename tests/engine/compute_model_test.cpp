@@ -34,6 +34,90 @@ TEST(ComputeTime, IsTheSlowerOfMathAndMemoryPlusOverhead) {
   EXPECT_DOUBLE_EQ(compute_time(task(0, 0), core::Precision::BF16, gpu, profile).value(), 3e-6);
 }
 
+// Tile and wave quantization (compute_model.hpp). GPT-3 175B's QKV GEMM under TP8 with one 2048-token
+// micro-batch: m = 2048 tokens, n = 3·12288/8 = 4608, k = 12288.
+TEST(GemmTiles, CountsTilesAndWavesOfTheBestTile) {
+  core::DeviceProfile p = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
+  // On 108 SMs: 256x128 gives 8·36 = 288 tiles, 3 waves (324 slots): u = 2048·4608 / (324·32768) = 0.8889;
+  // 128x128 gives 16·36 = 576 tiles, 6 waves (648): the same 0.8889; 128x64 has 1152 tiles, 11 waves
+  // (1188 slots, 0.9697 full) but its operand ratio 42.67 of 64 caps it at 0.6465. The first best wins.
+  TileChoice c = best_tile(2048, 4608, 1, 108, p);
+  EXPECT_EQ(c.tile.m, 256);
+  EXPECT_EQ(c.tile.n, 128);
+  EXPECT_DOUBLE_EQ(c.tiles, 288);
+  EXPECT_DOUBLE_EQ(c.waves, 3);
+  EXPECT_NEAR(c.utilization, 2048.0 * 4608 / (324.0 * 256 * 128), 1e-12);
+  // On H100's 132 SMs the same 288 tiles need 3 waves of 132 (396 slots): u = 288/396 = 0.7273,
+  // while 128x128's 576 tiles fill 5 waves (660 slots): u = 576/660 = 0.8727.
+  c = best_tile(2048, 4608, 1, 132, p);
+  EXPECT_EQ(c.tile.m, 128);
+  EXPECT_EQ(c.tile.n, 128);
+  EXPECT_DOUBLE_EQ(c.waves, 5);
+  EXPECT_NEAR(c.utilization, 576.0 / 660, 1e-12);
+  // A grouped GEMM of 4 experts with 100 x 1536 outputs each: 128x128 tiles: 4·1·12 = 48 tiles, one
+  // wave of 132: u = 4·100·1536 / (132·16384) = 0.2841; 64x128 (operand ratio 42.67/64 = 2/3):
+  // 4·2·12 = 96 tiles, one wave: 4·100·1536/(132·8192) · 2/3 = 0.3788; 64x64: 4·2·24 = 192 tiles,
+  // 2 waves: 614400/(264·4096) · 32/64 = 0.2841; 128x64 ties with 64x128 (4·1·24 = 96 tiles, same
+  // operand ratio) and, listed first, wins.
+  c = best_tile(100, 1536, 4, 132, p);
+  EXPECT_EQ(c.tile.m, 128);
+  EXPECT_EQ(c.tile.n, 64);
+  EXPECT_DOUBLE_EQ(c.tiles, 96);
+  EXPECT_NEAR(c.utilization, 4.0 * 100 * 1536 / (132.0 * 8192) * (2.0 / 3), 1e-12);
+}
+
+TEST(ComputeTime, ShapedGemmPaysItsQuantizationAndBackwardRunsTwoProducts) {
+  const core::GpuSpec& gpu = *core::find_gpu("H100-SXM5-80GB");
+  core::DeviceProfile p = core::DeviceProfile::defaults();
+  p.gemm_tiles = {{128, 128}};
+  p.op(core::OpClass::GEMM) = {0.8, 0, 0.8};
+  p.kernel_overhead = core::Seconds(0);
+  core::Task t = task(2.0 * 2048 * 4608 * 12288, 0);
+  t.gemm = {2048, 4608, 12288, 1};
+  // Forward: output 2048 x 4608 at u = 576/660 (above).
+  const double peak = 989e12 * 0.8;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, gpu, p).value(), t.flops / (576.0 / 660) / peak, 1e-12);
+  // Backward (twice the FLOPs): data gradient 2048 x 12288 output = 16·96 = 1536 tiles, 12 waves
+  // (1584 slots): u = 1536/1584; weight gradient 12288 x 4608 = 96·36 = 3456 tiles, 27 waves (3564):
+  // u = 3456/3564.
+  t.phase = core::Phase::BACKWARD;
+  t.flops *= 2;
+  const double expected = (0.5 * t.flops / (1536.0 / 1584) + 0.5 * t.flops / (3456.0 / 3564)) / peak;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, gpu, p).value(), expected, 1e-12);
+  // FP8 runs at the FP8 peak times the profile's FP8 scale; a task's own precision wins over the
+  // workload's.
+  p.gemm_precision_scale[static_cast<size_t>(core::Precision::FP8)] = 0.9;
+  t.precision = core::Precision::FP8;
+  t.has_precision = true;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, gpu, p).value(), expected * 989 / (1979 * 0.9), 1e-12);
+}
+
+TEST(ComputeTime, FlashAttentionExecutesHalfItsCountedFlopsUnderTheCausalMask) {
+  const core::GpuSpec& gpu = *core::find_gpu("H100-SXM5-80GB");
+  core::DeviceProfile p = core::DeviceProfile::defaults();
+  p.op(core::OpClass::FLASH_ATTENTION) = {0.5, 0, 0.8};
+  p.kernel_overhead = core::Seconds(0);
+  EXPECT_NEAR(compute_time(task(1e12, 0, core::OpClass::FLASH_ATTENTION), core::Precision::BF16, gpu, p).value(),
+              0.5e12 / (989e12 * 0.5), 1e-15);
+}
+
+TEST(DeviceProfile, BuiltInProfilesNameTheSourceOfEveryConstant) {
+  for (const std::string name : {"A100-SXM4-80GB", "H100-SXM5-80GB", "B200", "V100-SXM2-32GB"}) {
+    const core::DeviceProfile p = core::DeviceProfile::defaults_for(name);
+    EXPECT_FALSE(p.gemm_tiles.empty()) << name;
+    EXPECT_GE(p.sources.size(), 8u) << name;
+    for (const auto& [key, source] : p.sources) EXPECT_FALSE(source.empty()) << name << " " << key;
+  }
+  // H100: the MAMF ratio of FP8 (73.4%) to BF16 (80.3%) efficiency.
+  const core::DeviceProfile h100 = core::DeviceProfile::defaults_for("H100-SXM5-80GB");
+  EXPECT_NEAR(h100.gemm_precision_scale[static_cast<size_t>(core::Precision::FP8)], (1453.4 / 1979) / (794.5 / 989), 1e-12);
+  // A100's GEMM ceiling is its MAMF (267.9 of 312) times the training-stack efficiency, which every
+  // GPU shares: the ratio of two GPUs' GEMM efficiencies is the ratio of their MAMF figures.
+  const core::DeviceProfile a100 = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
+  EXPECT_NEAR(a100.op(core::OpClass::GEMM).max_efficiency / h100.op(core::OpClass::GEMM).max_efficiency,
+              (267.9 / 312) / (794.5 / 989), 1e-12);
+}
+
 TEST(ComputeTime, UnsupportedPrecisionIsABug) {
   EXPECT_THROW(compute_time(task(1e9, 0), core::Precision::BF16, *core::find_gpu("V100-SXM2-32GB"),
                             core::DeviceProfile::defaults()),

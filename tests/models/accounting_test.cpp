@@ -251,3 +251,73 @@ TEST(ModelStateMemory, MixedPrecisionAdamAndZeroSharding) {
 
 }  // namespace
 }  // namespace trainsim::models
+
+namespace trainsim::models {
+namespace {
+
+const OpCost& op_named(const std::vector<OpCost>& ops, const std::string& name) {
+  for (const OpCost& op : ops) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << "no op " << name;
+  return ops.front();
+}
+
+// FP8 as Transformer Engine runs it (accounting.hpp, gemm_precision and FP8_CAST_BYTES), on a GPT
+// layer with h = 1024, 16 heads, ffn 4096, b = 2, s = 512, TP 4 with sequence parallelism: 1024 tokens.
+TEST(Fp8, LinearLayersRunInFp8AttentionAndOutputLayerStayBf16AndStandAloneCastsAreCounted) {
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden = 4096;
+  m.vocab = 32000;
+  TrainingConfig t;
+  t.sequence_length = 512;
+  t.micro_batch = 2;
+  t.global_batch = 8;
+  t.attention = Attention::FLASH;
+  ParallelismConfig p;
+  p.tensor = 4;
+  p.sequence_parallel = true;
+  t.precision = core::Precision::BF16;
+  const std::vector<OpCost> bf16 = layer_ops(m, t, p);
+  t.precision = core::Precision::FP8;
+  const std::vector<OpCost> fp8 = layer_ops(m, t, p);
+
+  for (const char* name : {"qkv", "proj", "mlp_up", "mlp_down"}) {
+    EXPECT_EQ(op_named(fp8, name).precision, core::Precision::FP8) << name;
+    EXPECT_EQ(op_named(bf16, name).precision, core::Precision::BF16) << name;
+    // The same FLOPs; operands read at 1 byte instead of 2.
+    EXPECT_EQ(op_named(fp8, name).forward_flops.value(), op_named(bf16, name).forward_flops.value()) << name;
+    EXPECT_LT(op_named(fp8, name).forward_bytes.value(), op_named(bf16, name).forward_bytes.value()) << name;
+  }
+  EXPECT_EQ(op_named(fp8, "attention").precision, core::Precision::BF16);
+  EXPECT_EQ(op_named(fp8, "attention").op_class, core::OpClass::FLASH_ATTENTION);
+  EXPECT_EQ(head_ops(m, t, p)[1].precision, core::Precision::BF16);  // logits
+  EXPECT_EQ(head_ops(m, t, p)[1].name, "logits");
+
+  // Shapes: QKV is [1024 tokens x 1024] · [1024 x 3·1024/4 = 768]: m = 1024, n = 768, k = 1024.
+  const core::GemmShape qkv = op_named(fp8, "qkv").gemm;
+  EXPECT_EQ(qkv.m, 1024.0f);
+  EXPECT_EQ(qkv.n, 768.0f);
+  EXPECT_EQ(qkv.k, 1024.0f);
+  EXPECT_EQ(qkv.count, 1u);
+
+  // Casts, 4 bytes per element: the projection's input 1024 x 256 in forward (attn_bda); in backward
+  // its output gradient 1024 x 1024 (attn_bda), MLP-down's 1024 x 1024 (mlp_bda), QKV's 1024 x 768 (ln1).
+  auto extra = [&](const char* name, bool backward) {
+    const OpCost& a = op_named(fp8, name);
+    const OpCost& b = op_named(bf16, name);
+    return backward ? a.backward_bytes.value() - b.backward_bytes.value() : a.forward_bytes.value() - b.forward_bytes.value();
+  };
+  EXPECT_DOUBLE_EQ(extra("attn_bda", false), 1024.0 * 256 * 4);
+  EXPECT_DOUBLE_EQ(extra("attn_bda", true), 1024.0 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(extra("mlp_bda", true), 1024.0 * 1024 * 4);
+  EXPECT_DOUBLE_EQ(extra("ln1", true), 1024.0 * 768 * 4);
+  EXPECT_DOUBLE_EQ(extra("ln2", true), 0.0);
+}
+
+}  // namespace
+}  // namespace trainsim::models
