@@ -199,6 +199,16 @@ void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
   }
   if (best_samples == 0) return;
   out.profile.device.ops[static_cast<size_t>(OpClass::GEMM)] = fitted[best];
+  // Fitted on FLOPs alone, the efficiency already holds the traced shapes' tile and wave losses: no
+  // quantization on top of it, and the other precisions keep their ratio to the fitted one.
+  core::DeviceProfile& dev = out.profile.device;
+  dev.gemm_tiles.clear();
+  const double fitted_scale = dev.gemm_precision_scale[static_cast<size_t>(best)];
+  for (double& scale : dev.gemm_precision_scale) scale /= fitted_scale;
+  for (auto& [key, source] : dev.sources) {
+    if (key == "ops.gemm.max_efficiency") source = fmt::format("fitted on traced {} GEMMs (trainsim calibrate)", core::to_string(best));
+    if (key == "gemm_tiles") source = "none: the fitted efficiency already includes the traced shapes' quantization";
+  }
   for (FitCategory& c : out.categories) {
     if (c.name == fmt::format("gemm {}", core::to_string(best))) {
       c.in_profile = true;
