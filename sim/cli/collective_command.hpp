@@ -5,7 +5,7 @@
 //   trainsim collective --op all_reduce --gpus 1024 --gpu H100-SXM5-80GB --nic-bandwidth "400 Gb/s"
 //       --topology rail-optimized --fidelity flow --sizes 1G --format json         (one command line)
 //   trainsim collective --scenario scenarios/gpt3-175b-a100-1024.json --gpus 64 --sizes 1M:1G
-//   trainsim collective --gpus 8 --sizes 32K:16G --compare ../shared/validation/collectives/nccl-tests.json
+//   trainsim collective --gpus 8 --sizes 32K:16G --compare validation/collectives/nccl-tests.json
 //
 // The cluster comes from the options (nodes = gpus / gpus-per-node, one NIC per GPU, every other
 // value the scenario default, see network/cluster.hpp) or from a scenario's "cluster" section and
@@ -14,7 +14,7 @@
 // algorithm used; then the most utilized links at the largest size (step and flow fidelities).
 //
 // --compare FILE reads nccl-tests measurements in the form of
-// ../shared/validation/collectives/nccl-tests.json (an array of cases with "collective": {"collective",
+// validation/collectives/nccl-tests.json (an array of cases with "collective": {"collective",
 // "ranks"} and "measured": {"busbw_GBps_by_size": {"1MiB": 18.0, ...}}) and prints predicted vs
 // measured bus bandwidth and the signed error at every measured size among --sizes. The cases are
 // measured on one 8 x A100 NVSwitch node: the run must be that (op all_reduce, 8 GPUs in one node, an

@@ -9,7 +9,9 @@
 
 namespace trainsim::cli {
 
-enum class Format { TABLE, JSON };
+// Output formats. CSV: `validate` only (one row per compared figure); the other commands take table
+// and json.
+enum class Format { TABLE, JSON, CSV };
 
 struct RunArgs {
   std::string scenario;
@@ -35,10 +37,11 @@ struct DescribeArgs {
 };
 int describe_command(const DescribeArgs& args, std::ostream& out);
 
+// `trainsim validate`: sim/cli/validate_command.hpp.
 struct ValidateArgs {
   std::vector<std::string> paths;    // files, or folders searched for *.json
-  std::optional<double> tolerance;   // relative, e.g. 0.10; exit 3 when a case is outside it
-  Format format = Format::TABLE;
+  std::optional<double> tolerance;   // relative, e.g. 0.10; exit 3 when a judged figure is outside it
+  Format format = Format::TABLE;     // table | json | csv
   std::vector<std::string> overrides;
   std::string backend;
 };

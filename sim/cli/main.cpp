@@ -18,9 +18,12 @@ using trainsim::cli::Format;
 
 const std::map<std::string, Format> FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}};
 
-void add_format(CLI::App* cmd, Format& format) {
-  cmd->add_option("--format", format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(FORMATS, CLI::ignore_case))
+// validate also writes CSV (one row per compared figure).
+const std::map<std::string, Format> VALIDATE_FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}};
+
+void add_format(CLI::App* cmd, Format& format, const std::map<std::string, Format>& formats = FORMATS) {
+  cmd->add_option("--format", format, formats.size() > 2 ? "Output format: table, json or csv" : "Output format: table or json")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
       ->default_str("table");
 }
 
@@ -67,10 +70,10 @@ int main(int argc, char** argv) {
   CLI::App* validate_cmd =
       app.add_subcommand("validate", "Run validation cases (scenarios with an \"expect\" block) against measurements");
   validate_cmd->add_option("cases", validate.paths, "Case files, or folders of *.json cases")->required();
-  validate_cmd->add_option("--tolerance", tolerance_pct, "Exit 3 when a case's |error| exceeds PCT percent")
+  validate_cmd->add_option("--tolerance", tolerance_pct, "Exit 3 when a case's judged |error| exceeds PCT percent")
       ->check(CLI::PositiveNumber)
       ->type_name("PCT");
-  add_format(validate_cmd, validate.format);
+  add_format(validate_cmd, validate.format, VALIDATE_FORMATS);
   add_overrides(validate_cmd, validate.overrides);
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
       ->check(CLI::IsMember({"analytic", "simgrid"}));

@@ -29,17 +29,26 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
 
 Expectation read_expectation(core::ObjectReader& r) {
   Expectation e;
-  auto opt = [&](std::string_view key) -> std::optional<double> {
-    if (!r.has(key)) {
-      r.raw(key);
+  // A measurement is positive; mfu is a fraction of the peak, so at most 1 (45% is written 0.45).
+  auto measured = [&](std::string_view key, std::optional<double> max) -> std::optional<double> {
+    const core::Json* v = r.raw(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number() || !(v->get<double>() > 0)) {
+      r.problem(key, fmt::format("expected a measured value (a positive number), found {}", core::describe_json(*v)));
       return std::nullopt;
     }
-    return r.number(key, 0, 1e-12, 1e12);
+    if (max && v->get<double>() > *max) {
+      r.problem(key, fmt::format("expected a fraction of the peak in (0, {:g}] (45% is 0.45), found {}", *max,
+                                 core::describe_json(*v)));
+      return std::nullopt;
+    }
+    return v->get<double>();
   };
-  e.iteration_time_s = opt("iteration_time_s");
-  e.hardware_tflops_per_gpu = opt("hardware_tflops_per_gpu");
-  e.model_tflops_per_gpu = opt("model_tflops_per_gpu");
-  e.mfu = opt("mfu");
+  e.iteration_time_s = measured("iteration_time_s", std::nullopt);
+  e.model_tflops_per_gpu = measured("model_tflops_per_gpu", std::nullopt);
+  e.tokens_per_s = measured("tokens_per_s", std::nullopt);
+  e.mfu = measured("mfu", 1.0);
+  e.hardware_tflops_per_gpu = measured("hardware_tflops_per_gpu", std::nullopt);
   e.source = r.string("source", "");
   e.note = r.string("note", "");
   r.finish();
@@ -65,6 +74,19 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
 
 }  // namespace
 
+std::vector<MeasuredFigure> Expectation::figures() const {
+  std::vector<MeasuredFigure> out;
+  auto add = [&out](const char* metric, const std::optional<double>& v) {
+    if (v) out.push_back({metric, *v});
+  };
+  add("iteration_time_s", iteration_time_s);
+  add("model_tflops_per_gpu", model_tflops_per_gpu);
+  add("tokens_per_s", tokens_per_s);
+  add("mfu", mfu);
+  add("hardware_tflops_per_gpu", hardware_tflops_per_gpu);
+  return out;
+}
+
 core::Json SimulationConfig::to_json() const {
   core::Json j;
   j["backend"] = backend;
@@ -87,10 +109,7 @@ core::Json Scenario::to_json() const {
   j["profile"] = profile.to_json();
   if (expect) {
     core::Json e = core::Json::object();
-    if (expect->iteration_time_s) e["iteration_time_s"] = *expect->iteration_time_s;
-    if (expect->hardware_tflops_per_gpu) e["hardware_tflops_per_gpu"] = *expect->hardware_tflops_per_gpu;
-    if (expect->model_tflops_per_gpu) e["model_tflops_per_gpu"] = *expect->model_tflops_per_gpu;
-    if (expect->mfu) e["mfu"] = *expect->mfu;
+    for (const MeasuredFigure& f : expect->figures()) e[f.metric] = f.value;
     if (!expect->source.empty()) e["source"] = expect->source;
     if (!expect->note.empty()) e["note"] = expect->note;
     j["expect"] = e;

@@ -29,14 +29,28 @@ struct SimulationConfig {
   core::Json to_json() const;
 };
 
-// The "expect" block of a validation case: measured values from a real run and their source.
+// One measured figure of a validation case, named like the report field it is compared with.
+struct MeasuredFigure {
+  std::string metric;  // "iteration_time_s", "model_tflops_per_gpu", ...
+  double value = 0;
+};
+
+// The "expect" block of a validation case: measured values from a real run and their source. Each
+// figure is optional and, when given, positive; each is compared with the report field of the same
+// name (DESIGN.md, "trainsim.report/1"). `trainsim validate` needs at least one.
 struct Expectation {
-  std::optional<double> iteration_time_s;
-  std::optional<double> hardware_tflops_per_gpu;
-  std::optional<double> model_tflops_per_gpu;
-  std::optional<double> mfu;
+  std::optional<double> iteration_time_s;         // seconds per iteration (lower is faster)
+  std::optional<double> model_tflops_per_gpu;     // model FLOPs (6N-style, no recompute) / time / GPUs / 1e12
+  std::optional<double> tokens_per_s;             // tokens of the global batch / iteration time
+  std::optional<double> mfu;                      // model TFLOP/s per GPU / the GPU's peak, a fraction in (0, 1]
+  std::optional<double> hardware_tflops_per_gpu;  // FLOPs executed (recompute included) / time / GPUs / 1e12
   std::string source;
   std::string note;
+
+  // The figures given, in the order that decides which one a case is judged on: iteration_time_s,
+  // then model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu. The first is judged; the
+  // others are shown beside it. Empty when the block gives none.
+  std::vector<MeasuredFigure> figures() const;
 };
 
 struct Scenario {

@@ -1,25 +1,34 @@
+#include "sim/cli/validate_command.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <string>
 
 #include "calibrate/accuracy.hpp"
-#include "sim/cli/commands.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
 namespace {
 
+// A path named on the command line, or found in a named folder; `problem` is set when it names
+// nothing to run (it becomes an error row like any unreadable case).
+struct CasePath {
+  std::string file;
+  std::string problem;
+};
+
 // Files named on the command line, plus every *.json under named folders, each folder sorted.
-std::vector<std::string> collect_cases(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
+std::vector<CasePath> collect_cases(const std::vector<std::string>& paths) {
+  std::vector<CasePath> cases;
   for (const std::string& p : paths) {
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
@@ -27,50 +36,295 @@ std::vector<std::string> collect_cases(const std::vector<std::string>& paths) {
       for (const auto& e : std::filesystem::recursive_directory_iterator(p, ec)) {
         if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
       }
-      if (ec) throw core::InputError(p, "", fmt::format("cannot list the folder: {}", ec.message()));
+      if (ec) {
+        cases.push_back({p, fmt::format("cannot list the folder: {}", ec.message())});
+        continue;
+      }
+      if (found.empty()) cases.push_back({p, "no *.json validation case in this folder"});
       std::sort(found.begin(), found.end());
-      if (found.empty()) throw core::InputError(p, "", "no *.json validation case in this folder");
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(p, ec)) {
-      files.push_back(p);
+      for (const std::string& f : found) cases.push_back({f, ""});
     } else {
-      throw core::InputError(p, "", "no such file or folder");
+      cases.push_back({p, ""});  // a missing file is reported by load_scenario, like an unreadable one
     }
   }
-  return files;
+  return cases;
 }
+
+// Only the iteration time is lower when faster; every other figure is a throughput.
+bool lower_is_faster(const std::string& metric) { return metric == "iteration_time_s"; }
+
+// "slower" / "faster" / "exact": how the prediction compares with the measurement.
+std::string direction(const std::string& metric, double error) {
+  if (error == 0) return "exact";
+  return (error > 0) == lower_is_faster(metric) ? "slower" : "faster";
+}
+
+struct Figure {
+  std::string metric;
+  double predicted = 0;
+  double measured = 0;
+  double error = 0;  // predicted / measured - 1
+};
+
+enum class Outcome { COMPARED, INPUT_ERROR, INTERNAL_ERROR };
 
 struct CaseResult {
   std::string name;
   std::string file;
-  double predicted_s = 0;
-  double measured_s = 0;
-  double error = 0;
-  std::string failure;  // non-empty when the case could not be run
+  Outcome outcome = Outcome::COMPARED;
+  std::vector<Figure> figures;               // COMPARED: the judged figure first
+  std::vector<core::InputProblem> problems;  // INPUT_ERROR
+  std::string internal;                      // INTERNAL_ERROR: the message
+
+  const Figure& judged() const { return figures.front(); }
 };
 
-// The predicted iteration time of a case. SimGrid builds one platform per process and the cases'
-// clusters differ, so a SimGrid case runs in a child process of its own, which sends back the time
-// or the error it threw, which the parent throws again as the same kind (InputError or InternalError).
-double predicted_iteration(const Scenario& s, const std::string& backend) {
+// The measured figures of a loaded case, or an InputError saying that it has none to compare.
+std::vector<MeasuredFigure> measured_figures(const Scenario& s) {
+  const std::vector<MeasuredFigure> figures = s.expect ? s.expect->figures() : std::vector<MeasuredFigure>{};
+  if (figures.empty()) {
+    throw core::InputError(s.file, "/expect",
+                           s.expect ? "gives no measured figure: a validation case needs at least one of "
+                                      "iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu"
+                                    : "missing: a validation case is a scenario with an \"expect\" block of measured "
+                                      "figures (iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu, "
+                                      "hardware_tflops_per_gpu)");
+  }
+  return figures;
+}
+
+// The report's figure of this name. The report is ours: a missing or non-positive figure is a bug.
+double predicted_figure(const core::Json& report, const std::string& metric) {
+  TRAINSIM_CHECK(report.contains(metric) && report[metric].is_number(),
+                 fmt::format("the report has no number \"{}\"", metric));
+  const double v = report[metric].get<double>();
+  TRAINSIM_CHECK(std::isfinite(v) && v > 0, fmt::format("the report's {} is {}, not a positive number", metric, v));
+  return v;
+}
+
+CaseResult run_case(const CasePath& path, const ValidateArgs& args, const CasePredictor& predictor, std::ostream& err) {
+  CaseResult c;
+  c.file = path.file;
+  c.name = std::filesystem::path(path.file).stem().string();
+  if (c.name.empty()) c.name = path.file;
+  try {
+    if (!path.problem.empty()) throw core::InputError(path.file, "", path.problem);
+    const Scenario s = load_scenario(path.file, args.overrides);
+    c.name = s.name;
+    const std::vector<MeasuredFigure> measured = measured_figures(s);
+    const core::Json report = predictor(s, args.backend);
+    for (const MeasuredFigure& m : measured) {
+      const double predicted = predicted_figure(report, m.metric);
+      c.figures.push_back({m.metric, predicted, m.value, calibrate::signed_error(predicted, m.value)});
+    }
+  } catch (const core::InputError& e) {
+    c.outcome = Outcome::INPUT_ERROR;
+    c.figures.clear();
+    c.problems = e.problems();
+    for (const core::InputProblem& p : c.problems) err << "error: " << p.to_string() << "\n";
+  } catch (const std::exception& e) {
+    // InternalError, or anything else thrown from inside the simulation: a bug, never a silent pass.
+    c.outcome = Outcome::INTERNAL_ERROR;
+    c.figures.clear();
+    c.internal = e.what();
+    err << "trainsim: internal error in " << path.file << ": " << e.what() << "\n";
+  }
+  return c;
+}
+
+// One InputProblem as JSON, and back (the SimGrid child sends its InputError to the parent).
+core::Json problem_json(const core::InputProblem& p) {
+  return {{"file", p.file}, {"pointer", p.pointer}, {"message", p.message}};
+}
+
+struct Totals {
+  std::vector<double> errors;  // the judged figures' errors, in case order
+  std::vector<std::string> names;
+  size_t input_errors = 0;
+  size_t internal_errors = 0;
+  size_t outside = 0;
+};
+
+bool outside_tolerance(const ValidateArgs& args, const Figure& f) {
+  return args.tolerance && std::abs(f.error) > *args.tolerance;
+}
+
+Totals totals_of(const std::vector<CaseResult>& results, const ValidateArgs& args) {
+  Totals t;
+  for (const CaseResult& c : results) {
+    if (c.outcome == Outcome::INPUT_ERROR) ++t.input_errors;
+    if (c.outcome == Outcome::INTERNAL_ERROR) ++t.internal_errors;
+    if (c.outcome != Outcome::COMPARED) continue;
+    t.errors.push_back(c.judged().error);
+    t.names.push_back(c.name);
+    if (outside_tolerance(args, c.judged())) ++t.outside;
+  }
+  return t;
+}
+
+core::Json figure_json(const Figure& f) {
+  return {{"metric", f.metric},
+          {"predicted", f.predicted},
+          {"measured", f.measured},
+          {"signed_error", f.error},
+          {"prediction", direction(f.metric, f.error)}};
+}
+
+void write_json(const std::vector<CaseResult>& results, const Totals& t, const ValidateArgs& args, std::ostream& out) {
+  core::Json j;
+  j["schema"] = "trainsim.validation/1";
+  j["signed_error"] = "predicted / measured - 1 (+: iteration_time_s predicted slower, throughputs predicted faster)";
+  core::Json cases = core::Json::array();
+  for (const CaseResult& c : results) {
+    core::Json row{{"case", c.name}, {"file", c.file}};
+    if (c.outcome == Outcome::COMPARED) {
+      const Figure& f = c.judged();
+      row["metric"] = f.metric;
+      row["predicted"] = f.predicted;
+      row["measured"] = f.measured;
+      row["signed_error"] = f.error;
+      row["prediction"] = direction(f.metric, f.error);
+      if (f.metric == "iteration_time_s") {
+        row["predicted_s"] = f.predicted;
+        row["measured_s"] = f.measured;
+      }
+      if (args.tolerance) row["within_tolerance"] = !outside_tolerance(args, f);
+      core::Json others = core::Json::array();
+      for (size_t i = 1; i < c.figures.size(); ++i) others.push_back(figure_json(c.figures[i]));
+      row["not_judged"] = others;
+    } else if (c.outcome == Outcome::INPUT_ERROR) {
+      row["error"] = core::InputError(c.problems).what();
+      row["error_kind"] = "input";
+      core::Json problems = core::Json::array();
+      for (const core::InputProblem& p : c.problems) problems.push_back(problem_json(p));
+      row["problems"] = problems;
+    } else {
+      row["error"] = c.internal;
+      row["error_kind"] = "internal";
+    }
+    cases.push_back(row);
+  }
+  j["cases"] = cases;
+  if (!t.errors.empty()) {
+    const calibrate::ErrorSummary s = calibrate::summarize(t.errors);
+    j["summary"] = {{"cases", s.cases},          {"median_abs_error", s.median_abs}, {"mean_abs_error", s.mean_abs},
+                    {"max_abs_error", s.max_abs}, {"worst", t.names[s.worst]},         {"failed", t.input_errors + t.internal_errors},
+                    {"input_errors", t.input_errors}, {"internal_errors", t.internal_errors}};
+    if (args.tolerance) j["summary"]["outside_tolerance"] = t.outside;
+  } else {
+    j["summary"] = {{"cases", 0}, {"failed", t.input_errors + t.internal_errors},
+                    {"input_errors", t.input_errors}, {"internal_errors", t.internal_errors}};
+  }
+  if (args.tolerance) j["tolerance"] = *args.tolerance;
+  out << j.dump(2) << "\n";
+}
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+void write_csv(const std::vector<CaseResult>& results, const ValidateArgs& args, std::ostream& out) {
+  out << "case,file,metric,judged,predicted,measured,signed_error,prediction,within_tolerance,status,message\n";
+  for (const CaseResult& c : results) {
+    const std::string lead = csv_field(c.name) + "," + csv_field(c.file) + ",";
+    if (c.outcome != Outcome::COMPARED) {
+      const bool input = c.outcome == Outcome::INPUT_ERROR;
+      const std::string message = input ? core::InputError(c.problems).what() : c.internal;
+      out << lead << ",,,,,,," << (input ? "input_error" : "internal_error") << "," << csv_field(message) << "\n";
+      continue;
+    }
+    for (size_t i = 0; i < c.figures.size(); ++i) {
+      const Figure& f = c.figures[i];
+      const std::string within = i == 0 && args.tolerance ? (outside_tolerance(args, f) ? "false" : "true") : "";
+      out << lead << fmt::format("{},{},{:.17g},{:.17g},{:.17g},{},{},ok,\n", f.metric, i == 0 ? "true" : "false",
+                                 f.predicted, f.measured, f.error, direction(f.metric, f.error), within);
+    }
+  }
+}
+
+// Digits that suit each figure's magnitude: seconds to the millisecond, TFLOP/s to 0.1, tokens/s whole.
+std::string figure_text(const std::string& metric, double v) {
+  if (metric == "tokens_per_s") return fmt::format("{:.0f}", v);
+  if (metric == "mfu") return fmt::format("{:.4f}", v);
+  if (metric == "iteration_time_s") return fmt::format("{:.3f}", v);
+  return fmt::format("{:.1f}", v);
+}
+
+void write_table(const std::vector<CaseResult>& results, const Totals& t, const ValidateArgs& args, std::ostream& out) {
+  const std::string extra = "  (not judged)";
+  size_t width = std::max<size_t>(4, extra.size());
+  for (const CaseResult& c : results) width = std::max(width, c.name.size());
+  const size_t metric_width = std::string("hardware_tflops_per_gpu").size();
+  out << "error = predicted / measured - 1 (\"+\": iteration_time_s predicted slower, throughputs predicted faster; "
+         "the last column says which)\n";
+  out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>12}  {:>8}  {}\n", "case", width, "metric", metric_width, "predicted",
+                     "measured", "error", "prediction");
+  for (const CaseResult& c : results) {
+    if (c.outcome == Outcome::INPUT_ERROR) {
+      out << fmt::format("{:<{}}  {:<{}}  input error: the case could not be read or run\n", c.name, width, "-",
+                         metric_width);
+      for (const core::InputProblem& p : c.problems) out << "    " << p.to_string() << "\n";
+      continue;
+    }
+    if (c.outcome == Outcome::INTERNAL_ERROR) {
+      out << fmt::format("{:<{}}  {:<{}}  internal error (a bug in trainsim, please report it with the case)\n",
+                         c.name, width, "-", metric_width);
+      out << "    " << c.file << ": " << c.internal << "\n";
+      continue;
+    }
+    for (size_t i = 0; i < c.figures.size(); ++i) {
+      const Figure& f = c.figures[i];
+      const bool bad = i == 0 && outside_tolerance(args, f);
+      out << fmt::format("{:<{}}  {:<{}}  {:>12}  {:>12}  {:>+7.1f}%  {}{}\n", i == 0 ? c.name : extra, width, f.metric,
+                         metric_width, figure_text(f.metric, f.predicted), figure_text(f.metric, f.measured),
+                         100 * f.error, direction(f.metric, f.error), bad ? "  outside tolerance" : "");
+    }
+  }
+  if (!t.errors.empty()) {
+    const calibrate::ErrorSummary s = calibrate::summarize(t.errors);
+    out << fmt::format("{} cases: median |error| {:.1f}%, mean {:.1f}%, max {:.1f}% ({})", s.cases, 100 * s.median_abs,
+                       100 * s.mean_abs, 100 * s.max_abs, t.names[s.worst]);
+    if (args.tolerance) out << fmt::format("; {} outside tolerance {:.1f}%", t.outside, 100 * *args.tolerance);
+    out << "\n";
+  } else {
+    out << "0 cases compared\n";
+  }
+  if (t.input_errors > 0) out << fmt::format("{} case(s) could not be read or run (input errors)\n", t.input_errors);
+  if (t.internal_errors > 0) {
+    out << fmt::format("{} case(s) hit an internal error (a bug in trainsim)\n", t.internal_errors);
+  }
+}
+
+}  // namespace
+
+core::Json predict_report(const Scenario& s, const std::string& backend) {
   const std::string chosen = backend.empty() ? s.simulation.backend : backend;
-  if (chosen != "simgrid") return predict(s, backend).iteration_time_s();
+  if (chosen != "simgrid") return report_json(s, predict(s, backend));
+  // The child sends back one JSON document: {"report": ...}, {"input_error": [problems]} or
+  // {"internal_error": message}, which the parent throws again as the same kind.
   std::array<int, 2> pipe_fd{};
   TRAINSIM_CHECK(pipe(pipe_fd.data()) == 0, fmt::format("pipe: {}", std::strerror(errno)));
   const pid_t child = fork();
   TRAINSIM_CHECK(child >= 0, fmt::format("fork: {}", std::strerror(errno)));
   if (child == 0) {
     close(pipe_fd[0]);
-    std::string message;
+    core::Json message;
     try {
-      message = fmt::format("ok {:.17g}", predict(s, backend).iteration_time_s());
+      message["report"] = report_json(s, predict(s, backend));
     } catch (const core::InputError& e) {
-      message = fmt::format("input {}", e.what());
+      core::Json problems = core::Json::array();
+      for (const core::InputProblem& p : e.problems()) problems.push_back(problem_json(p));
+      message["input_error"] = problems;
     } catch (const std::exception& e) {
-      message = fmt::format("internal {}", e.what());
+      message["internal_error"] = e.what();
     }
-    const char* p = message.data();
-    size_t left = message.size();
+    const std::string text = message.dump();
+    const char* p = text.data();
+    size_t left = text.size();
     while (left > 0) {
       const ssize_t n = write(pipe_fd[1], p, left);
       if (n <= 0) break;
@@ -80,109 +334,46 @@ double predicted_iteration(const Scenario& s, const std::string& backend) {
     _exit(0);  // no atexit handlers, no flush of the parent's buffered output
   }
   close(pipe_fd[1]);
-  std::string message;
+  std::string text;
   std::array<char, 4096> buffer{};
   ssize_t n = 0;
-  while ((n = read(pipe_fd[0], buffer.data(), buffer.size())) > 0) message.append(buffer.data(), static_cast<size_t>(n));
+  while ((n = read(pipe_fd[0], buffer.data(), buffer.size())) > 0) text.append(buffer.data(), static_cast<size_t>(n));
   close(pipe_fd[0]);
   int status = 0;
   waitpid(child, &status, 0);
-  if (message.rfind("ok ", 0) == 0) return std::stod(message.substr(3));
-  if (message.rfind("input ", 0) == 0) throw core::InputError("", "", message.substr(6));  // names its file
-  if (message.rfind("internal ", 0) == 0) throw core::InternalError(message.substr(9));
-  throw core::InternalError(fmt::format("{}: the simulation process ended without a result (wait status {})", s.file, status));
+  const core::Json message = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (message.is_object() && message.contains("report")) return message["report"];
+  if (message.is_object() && message.contains("input_error")) {
+    std::vector<core::InputProblem> problems;
+    for (const core::Json& p : message["input_error"]) {
+      problems.push_back({p["file"].get<std::string>(), p["pointer"].get<std::string>(), p["message"].get<std::string>()});
+    }
+    throw core::InputError(problems);
+  }
+  if (message.is_object() && message.contains("internal_error")) {
+    throw core::InternalError(message["internal_error"].get<std::string>());
+  }
+  throw core::InternalError(
+      fmt::format("{}: the simulation process ended without a result (wait status {})", s.file, status));
 }
 
-}  // namespace
+int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err) {
+  std::vector<CaseResult> results;
+  for (const CasePath& path : collect_cases(args.paths)) results.push_back(run_case(path, args, predictor, err));
+  const Totals t = totals_of(results, args);
+  switch (args.format) {
+    case Format::JSON: write_json(results, t, args, out); break;
+    case Format::CSV: write_csv(results, args, out); break;
+    case Format::TABLE: write_table(results, t, args, out); break;
+  }
+  if (t.internal_errors > 0) return 1;
+  if (t.input_errors > 0) return 2;
+  if (t.outside > 0) return 3;
+  return 0;
+}
 
 int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err) {
-  std::vector<CaseResult> results;
-  for (const std::string& file : collect_cases(args.paths)) {
-    CaseResult c;
-    c.file = file;
-    c.name = std::filesystem::path(file).stem().string();
-    try {
-      const Scenario s = load_scenario(file, args.overrides);
-      c.name = s.name;
-      if (!s.expect || !s.expect->iteration_time_s) {
-        throw core::InputError(file, "/expect/iteration_time_s", "a validation case needs a measured iteration_time_s");
-      }
-      c.measured_s = *s.expect->iteration_time_s;
-      c.predicted_s = predicted_iteration(s, args.backend);
-      c.error = calibrate::signed_error(c.predicted_s, c.measured_s);
-    } catch (const core::InputError& e) {
-      c.failure = e.what();
-      err << "error: " << e.what() << "\n";
-    }
-    results.push_back(c);
-  }
-
-  std::vector<double> errors;
-  size_t failures = 0, outside = 0;
-  for (const CaseResult& c : results) {
-    if (!c.failure.empty()) {
-      ++failures;
-      continue;
-    }
-    errors.push_back(c.error);
-    if (args.tolerance && std::abs(c.error) > *args.tolerance) ++outside;
-  }
-
-  if (args.format == Format::JSON) {
-    core::Json j;
-    j["schema"] = "trainsim.validation/1";
-    core::Json cases = core::Json::array();
-    for (const CaseResult& c : results) {
-      core::Json row{{"case", c.name}, {"file", c.file}};
-      if (c.failure.empty()) {
-        row["predicted_s"] = c.predicted_s;
-        row["measured_s"] = c.measured_s;
-        row["signed_error"] = c.error;
-        if (args.tolerance) row["within_tolerance"] = std::abs(c.error) <= *args.tolerance;
-      } else {
-        row["error"] = c.failure;
-      }
-      cases.push_back(row);
-    }
-    j["cases"] = cases;
-    if (!errors.empty()) {
-      const calibrate::ErrorSummary s = calibrate::summarize(errors);
-      j["summary"] = {{"cases", s.cases}, {"median_abs_error", s.median_abs}, {"mean_abs_error", s.mean_abs},
-                      {"max_abs_error", s.max_abs}, {"failed", failures}};
-    }
-    if (args.tolerance) j["tolerance"] = *args.tolerance;
-    out << j.dump(2) << "\n";
-  } else {
-    size_t width = 4;
-    for (const CaseResult& c : results) width = std::max(width, c.name.size());
-    out << fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}\n", "case", width, "predicted_s", "measured_s", "error");
-    for (const CaseResult& c : results) {
-      if (!c.failure.empty()) {
-        out << fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}\n", c.name, width, "-", "-", "failed");
-        continue;
-      }
-      const bool bad = args.tolerance && std::abs(c.error) > *args.tolerance;
-      out << fmt::format("{:<{}}  {:>12.3f}  {:>12.3f}  {:>+7.1f}%{}\n", c.name, width, c.predicted_s, c.measured_s,
-                         100 * c.error, bad ? "  outside tolerance" : "");
-    }
-    if (!errors.empty()) {
-      const calibrate::ErrorSummary s = calibrate::summarize(errors);
-      std::string worst;
-      size_t k = 0;
-      for (const CaseResult& c : results) {
-        if (!c.failure.empty()) continue;
-        if (k++ == s.worst) worst = c.name;
-      }
-      out << fmt::format("{} cases: median |error| {:.1f}%, mean {:.1f}%, max {:.1f}% ({})", s.cases,
-                         100 * s.median_abs, 100 * s.mean_abs, 100 * s.max_abs, worst);
-      if (args.tolerance) out << fmt::format("; {} outside tolerance {:.1f}%", outside, 100 * *args.tolerance);
-      out << "\n";
-    }
-    if (failures > 0) out << fmt::format("{} case(s) could not be run\n", failures);
-  }
-  if (failures > 0) return 2;
-  if (outside > 0) return 3;
-  return 0;
+  return validate_command(args, predict_report, out, err);
 }
 
 }  // namespace trainsim::cli

@@ -58,6 +58,14 @@ expect validate-ok 0 "$bin" validate "$src/tests/data/validation"
 contains validate-ok "$tmp/out" "median |error|"
 expect validate-off 3 "$bin" validate "$tmp/off.json" --tolerance 10
 contains validate-off "$tmp/out" "outside tolerance"
+# A folder with a time case, a throughput case, an unreadable case and one with no measured figure:
+# every case is a row, then exit 2; CSV is one row per figure.
+expect validate-mixed 2 "$bin" validate "$src/tests/data/validate-command"
+contains validate-mixed "$tmp/out" "model_tflops_per_gpu"
+contains validate-mixed "$tmp/out" "3-unknown-key.json: /parallelism/tensr"
+contains validate-mixed "$tmp/out" "2 cases: median |error|"
+expect validate-csv 2 "$bin" validate "$src/tests/data/validate-command" --format csv
+contains validate-csv "$tmp/out" "throughput-case,"
 # Cases on clusters of different shapes with the SimGrid backend (one platform per process: each
 # case runs in a child process), and a case whose parallelism does not fit its cluster.
 sed -e 's/"nodes": 1, "gpus_per_node": 8/"nodes": 2, "gpus_per_node": 4/' -e 's/"name": "tiny-case"/"name": "two-nodes"/' \
@@ -68,7 +76,8 @@ contains validate-simgrid "$tmp/out" "two-nodes"
 contains validate-simgrid "$tmp/out" "2 cases: median"
 expect validate-misfit 2 "$bin" validate "$tmp/misfit.json" "$tmp/two-nodes.json" --backend simgrid
 contains validate-misfit "$tmp/err" "misfit.json: /parallelism"
-contains validate-misfit "$tmp/out" "1 case(s) could not be run"
+contains validate-misfit "$tmp/out" "1 case(s) could not be read or run"
+contains validate-misfit "$tmp/out" "misfit.json: /parallelism"   # the row carries the problem too
 
 # replay of the two-rank Kineto fixtures, on both backends: every rank simulated, no shared link,
 # so they agree.
