@@ -134,7 +134,7 @@ KernelCeilings ceilings_of(std::string_view gpu) {
 // Training-stack efficiencies: the fraction of the kernels' own ceilings that published Megatron-LM
 // and NeMo runs reached once launch gaps, unfused framework kernels, sustained clocks under the power
 // cap and stream synchronization are paid. One pair for every GPU, chosen on
-// ../shared/validation/training (docs/validation.md: how, and cross-validated figures).
+// validation/training (docs/validation.md: how, and cross-validated figures).
 constexpr double TRAINING_GEMM_EFFICIENCY = 0.91;
 constexpr double TRAINING_MEMORY_EFFICIENCY = 0.667;
 constexpr const char* TRAINING_SOURCE = "x training-stack efficiency fitted on the published runs of validation/training";
@@ -183,7 +183,7 @@ DeviceProfile DeviceProfile::defaults_for(std::string_view gpu_name) {
 NetworkProfile NetworkProfile::defaults() {
   NetworkProfile n;
   // nccl-tests all_reduce on one 8xA100 node reaches 235 GB/s bus bandwidth of 300 GB/s NVLink (78%)
-  // for large messages (../shared/validation/collectives/nccl-tests.json); ~5 us per ring step is what
+  // for large messages (validation/collectives/nccl-tests.json); ~5 us per ring step is what
   // its 1-8 MiB points leave after the bandwidth term.
   n.intra_node = {0.78, Seconds(5e-6)};
   // InfiniBand HDR/NDR: NCCL's inter-node bus bandwidth is ~90% of line rate; network and proxy

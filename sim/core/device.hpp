@@ -27,7 +27,7 @@ struct GpuSpec {
   FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
 };
 
-// The built-in catalog, in a fixed order. Values: ../shared/validation/hardware-specs.json
+// The built-in catalog, in a fixed order. Values: validation/hardware-specs.json
 // (NVIDIA datasheets via ml-engineering), dense (non-sparse) tensor-core rates.
 const std::vector<GpuSpec>& gpu_catalog();
 // REQUIRES nothing; returns nullptr for an unknown name.
