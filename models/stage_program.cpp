@@ -336,7 +336,10 @@ class StageEmitter {
       compute(op, phase, true, layer, mb, 0.5);
     } else {
       const Comm gather = tensor_comm(CollectiveOp::ALL_GATHER);
-      const uint32_t input = collective(gather, gather.bytes, phase, layer, mb, op.name + " input", pending_);
+      // Launched with the dgrad GEMM, not before: it waits for what dgrad waits for.
+      std::vector<uint32_t> with_dgrad = pending_;
+      if (last_compute_) with_dgrad.push_back(*last_compute_);
+      const uint32_t input = collective(gather, gather.bytes, phase, layer, mb, op.name + " input", with_dgrad);
       const uint32_t dgrad = compute(op, phase, true, layer, mb, 0.5);
       const Comm reduce = tensor_comm(CollectiveOp::REDUCE_SCATTER);
       const uint32_t scatter = collective(reduce, reduce.bytes, phase, layer, mb, op.name, {dgrad});
