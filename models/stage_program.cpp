@@ -383,7 +383,13 @@ class StageEmitter {
   //   FSDP2 (torch.distributed.fsdp.fully_shard docs; pytorch#128884): implicit forward prefetch of
   //     one unit, backward prefetch of one unit in reverse post-forward order.
   //   DeepSpeed ZeRO-3: messages of at most stage3_prefetch_bucket_size elements.
+  //   FSDP and FSDP2 do not reshard the root's parameters after forward (FSDP1 _post_forward_reshard;
+  //     fully_shard's reshard_after_forward: "the root FSDP state has its value specially set to
+  //     False"): the embedding and the output head, the root's own parameters when the layers are
+  //     the wrapped units, are not gathered again for backward.
   void gather_unit(const Unit& u, size_t index, Phase phase, int mb) {
+    const bool root = u.kind != UnitKind::LAYER;
+    if (phase == Phase::BACKWARD && root && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
     std::vector<uint32_t> deps;
     const size_t reuse = static_cast<size_t>(plan_.prefetch) + 1;
     if (index >= reuse) {

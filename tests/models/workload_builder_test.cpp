@@ -291,7 +291,8 @@ TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
   const int m = 3;
   const BuiltWorkload w = c.build(m);
   const Program& p = w.workload.programs[0];  // embedding + 4 layers
-  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_GATHER)), static_cast<size_t>(5 * m * 2));
+  // FSDP keeps the root's parameters (the embedding) gathered from forward to backward.
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_GATHER)), static_cast<size_t>(5 * m + 4 * m));
   EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::REDUCE_SCATTER)), static_cast<size_t>(5 * m));
   EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_REDUCE)), 0u);
   EXPECT_GT(w.memory[0].buffers.value(), 0);
@@ -299,7 +300,8 @@ TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
                    (w.memory[0].weights + w.memory[0].gradients + w.memory[0].optimizer_states + w.memory[0].buffers).value());
   // Prefetch 1: the gather of the third unit of a pass waits for the first unit's compute only; the
   // first two gathers of every pass but the first wait for the previous pass's last compute. Stage 0
-  // runs 2m passes of 5 units: 3 x 2m + 2 x (2m - 1) dependencies, each on one compute.
+  // runs m forward passes of 5 units (3m + 2(m - 1) dependencies) and m backward passes of 4 layers
+  // and the embedding, which is not gathered again (2m + 2m), each on one compute.
   int gathers_with_compute_dep = 0;
   for (const Task& t : p.tasks) {
     if (!collective_on(w, "data", CollectiveOp::ALL_GATHER)(t)) continue;
@@ -308,7 +310,7 @@ TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
       ++gathers_with_compute_dep;
     }
   }
-  EXPECT_EQ(gathers_with_compute_dep, (5 - 2) * m * 2 + 2 * (2 * m - 1));
+  EXPECT_EQ(gathers_with_compute_dep, 3 * m + 2 * (m - 1) + 2 * m + 2 * m);
   expect_runs_to_completion(w);
 }
 
@@ -348,7 +350,8 @@ TEST(BuildWorkload, OverlapParamGatherGathersBeforeTheFirstForward) {
 // 12h² + 13h = 12·256² + 13·256 = 789,760 parameters (QKV 3h² + 3h, projection h² + h, MLP 8h² + 5h,
 // two norms 4h). Per micro-batch each layer all-gathers 789,760 x 2 bytes = 1,579,520 bytes before
 // its forward and again before its backward, and reduce-scatters its gradients in the param dtype
-// (FSDP MixedPrecision reduce_dtype defaults to param_dtype): 1,579,520 bytes.
+// (FSDP MixedPrecision reduce_dtype defaults to param_dtype): 1,579,520 bytes. The root's own
+// parameters (embedding, head) are gathered before the forward only (not resharded after it).
 TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
   Config c;
   c.par.data = 2;
@@ -367,8 +370,14 @@ TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
         if (name(w, t) == "parameter all_gather") (t.phase == Phase::FORWARD ? forward_gather : backward_gather) += t.bytes;
         if (name(w, t) == "gradient reduce_scatter") scatter += t.bytes;
       }
-      // Layer 0 shares its layer number with the embedding and head units (layer 0 in tasks).
-      if (layer == 0) continue;
+      // Layer 0 shares its layer number with the embedding and head units (layer 0 in tasks): the
+      // root's word embedding (V·h + s·h = 1024·256 + 128·256 = 294,912 parameters, tied with the
+      // head) is gathered once per micro-batch, before its forward.
+      if (layer == 0) {
+        EXPECT_DOUBLE_EQ(forward_gather - 1579520.0, 294912.0 * 2 + 2 * 256 * 2) << "embedding + final norm";
+        EXPECT_DOUBLE_EQ(backward_gather, 1579520.0) << "layer 0 only";
+        continue;
+      }
       EXPECT_DOUBLE_EQ(forward_gather, 1579520.0) << "layer " << layer << " mb " << mb;
       EXPECT_DOUBLE_EQ(backward_gather, 1579520.0);
       EXPECT_DOUBLE_EQ(scatter, 1579520.0);
@@ -379,6 +388,22 @@ TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
   c.par.prefetch = 3;
   EXPECT_DOUBLE_EQ(c.build(m).memory[0].buffers.value(), 4 * 1579520.0);
   expect_runs_to_completion(w);
+
+  // overlap_grad_reduce false: each micro-batch's reduce-scatters (10 units) wait for the last compute
+  // of its backward pass, the embedding's, instead of their own unit's.
+  c.par.prefetch = 1;
+  c.par.overlap_grad_reduce = false;
+  const BuiltWorkload late = c.build(m);
+  const Program& q = late.workload.programs[0];
+  size_t after_pass = 0;
+  for (const Task& t : q.tasks) {
+    if (!collective_on(late, "data", CollectiveOp::REDUCE_SCATTER)(t)) continue;
+    const Task& producer = q.tasks[q.deps_of(t)[0]];
+    EXPECT_EQ(producer.micro_batch, t.micro_batch);
+    after_pass += name(late, producer) == "embedding" ? 1 : 0;
+  }
+  EXPECT_EQ(after_pass, static_cast<size_t>(10 * m)) << "embedding, 8 layers, head per micro-batch";
+  expect_runs_to_completion(late);
 }
 
 // FSDP2 has FSDP's message pattern; DeepSpeed ZeRO-3 reduces per reduce bucket (5e8 elements: one
@@ -405,7 +430,9 @@ TEST(BuildWorkload, Fsdp2AndDeepSpeedZeroThree) {
   const Program& p = ds.workload.programs[0];
   EXPECT_EQ(count(p, rs), static_cast<size_t>(m)) << "one reduce bucket per micro-batch";
   EXPECT_DOUBLE_EQ(sum_bytes(p, rs), sum_bytes(fsdp.workload.programs[0], rs));
-  EXPECT_DOUBLE_EQ(sum_bytes(p, ag), sum_bytes(fsdp.workload.programs[0], ag));
+  // DeepSpeed gathers the embedding and the final norm again for backward, FSDP does not (its root
+  // stays gathered): m x (294,912 + 512) parameters x 2 bytes more.
+  EXPECT_DOUBLE_EQ(sum_bytes(p, ag) - sum_bytes(fsdp.workload.programs[0], ag), m * 295424.0 * 2);
   EXPECT_DOUBLE_EQ(ds.memory[0].buffers.value(), 64 * 1579520.0);
   expect_runs_to_completion(ds);
 }
