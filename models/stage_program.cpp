@@ -1,6 +1,7 @@
 #include "models/stage_program.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ struct Unit {
 struct Bucket {
   double parameters = 0;
   bool expert = false;
+  int id = 0;  // index into StageEmitter::buckets_by_id_
 };
 
 struct Comm {
@@ -111,11 +113,13 @@ class StageEmitter {
     result_.program.name = fmt::format("stage {}", stage);
     build_units();
     build_buckets();
+    forward_seen_.assign(units_.size(), false);
   }
 
   StageResult run() {
+    if (plan_.overlap_param_gather) emit_parameter_prefetch();
     emit_schedule();
-    if (!par_.overlap_grad_reduce) {
+    if (!par_.overlap_grad_reduce && !plan_.zero3) {
       for (size_t c = 0; c < units_.size(); ++c) {
         for (const auto& ready : buckets_[c]) {
           for (const Bucket& b : ready) reduce_bucket(b, 0, plan_.micro_batches - 1);
@@ -130,7 +134,7 @@ class StageEmitter {
       const double word_embedding = static_cast<double>(plan_.model->vocab) * static_cast<double>(plan_.model->hidden) /
                                     par_.tensor;
       gradient_collective(CollectiveOp::ALL_REDUCE, static_cast<uint16_t>(plan_.groups.embedding),
-                          word_embedding * gradient_bytes_per_parameter(), 0, plan_.micro_batches - 1,
+                          word_embedding * plan_.gradient_reduce_bytes, 0, plan_.micro_batches - 1,
                           "embedding gradient all_reduce", *embedding_gradient_);
     }
     emit_optimizer();
@@ -156,32 +160,47 @@ class StageEmitter {
     }
   }
 
-  // Buckets fill in backward order (Megatron-LM's DDP); buckets_[chunk][i] lists those completed by
-  // the i-th unit in backward order.
+  // Buckets fill in backward order (Megatron-LM's DDP; DeepSpeed's reduce buckets); buckets_[chunk][i]
+  // lists those completed by the i-th unit in backward order, and bucket_units_[chunk][u] the buckets
+  // holding the parameters of the u-th unit in forward order.
   void build_buckets() {
     buckets_.resize(units_.size());
-    if (plan_.zero3) return;  // gradients are reduce-scattered unit by unit instead
-    const double capacity = par_.bucket_size.value() / gradient_bytes_per_parameter();
+    bucket_units_.resize(units_.size());
+    // FSDP reduce-scatters unit by unit instead; DeepSpeed ZeRO-3 keeps its reduce buckets.
+    if (plan_.zero3 && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
+    const double capacity = par_.bucket_elements();
     for (size_t c = 0; c < units_.size(); ++c) {
       const std::vector<Unit>& units = units_[c];
       std::vector<std::vector<Bucket>>& ready = buckets_[c];
       ready.assign(units.size(), {});
+      bucket_units_[c].assign(units.size(), {});
       double dense = 0, expert = 0;
+      std::vector<size_t> dense_units, expert_units;  // forward indices of the open buckets' units
+      auto close = [&](size_t i, double& count, std::vector<size_t>& members, bool is_expert) {
+        const Bucket b{count, is_expert, static_cast<int>(buckets_by_id_.size())};
+        buckets_by_id_.push_back(b);
+        bucket_chunk_.push_back(static_cast<int>(c));
+        ready[i].push_back(b);
+        for (size_t u : members) bucket_units_[c][u].push_back(b.id);
+        count = 0;
+        members.clear();
+      };
       for (size_t i = 0; i < units.size(); ++i) {
-        const Unit& u = units[units.size() - 1 - i];
-        if (plan_.reduce_dense) dense += u.params.dense;
-        if (plan_.reduce_expert) expert += u.params.expert;
-        if (dense > 0 && dense >= capacity) {
-          ready[i].push_back({dense, false});
-          dense = 0;
+        const size_t forward_index = units.size() - 1 - i;
+        const Unit& u = units[forward_index];
+        if (plan_.reduce_dense && u.params.dense > 0) {
+          dense += u.params.dense;
+          dense_units.push_back(forward_index);
         }
-        if (expert > 0 && expert >= capacity) {
-          ready[i].push_back({expert, true});
-          expert = 0;
+        if (plan_.reduce_expert && u.params.expert > 0) {
+          expert += u.params.expert;
+          expert_units.push_back(forward_index);
         }
+        if (dense > 0 && dense >= capacity) close(i, dense, dense_units, false);
+        if (expert > 0 && expert >= capacity) close(i, expert, expert_units, true);
       }
-      if (dense > 0) ready.back().push_back({dense, false});
-      if (expert > 0) ready.back().push_back({expert, true});
+      if (dense > 0) close(units.size() - 1, dense, dense_units, false);
+      if (expert > 0) close(units.size() - 1, expert, expert_units, true);
     }
   }
 
@@ -204,30 +223,54 @@ class StageEmitter {
     return t;
   }
 
-  void compute(const OpCost& op, Phase phase, bool backward, int layer, int mb) {
+  // A compute task for `fraction` of an op's forward or backward work: the one place where an op is
+  // cut into pieces (tensor-parallel overlap chunks, the dgrad / wgrad halves of a GEMM's backward).
+  // FLOPs and HBM bytes scale with the fraction: a chunk is that fraction of the GEMM's rows, and
+  // dgrad and wgrad are each 2·m·n·k of the backward's 4·m·n·k FLOPs (their bytes are taken as half
+  // each too), and the GEMM shape with them. The task waits for pending_
+  // and `also`.
+  uint32_t compute(const OpCost& op, Phase phase, bool backward, int layer, int mb, double fraction = 1.0,
+                   std::initializer_list<uint32_t> also = {}) {
     Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, phase, layer, mb, op.name);
     t.op_class = op.op_class;
-    t.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
-    t.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
+    t.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value() * fraction;
+    t.bytes = (backward ? op.backward_bytes : op.forward_bytes).value() * fraction;
+    // A piece runs the GEMM on a fraction of its rows: 1/t of them for a forward chunk; a backward
+    // piece is half the pass (dgrad or wgrad), on all rows or, chunked, on 2·fraction of them.
     t.gemm = op.gemm;
+    t.gemm.m = static_cast<float>(op.gemm.m * (backward ? std::min(1.0, 2 * fraction) : fraction));
     if (op.precision != workload_.precision) {
       t.precision = op.precision;
       t.has_precision = true;
     }
+    pending_.insert(pending_.end(), also.begin(), also.end());
     last_compute_ = prog().add(t, pending_);
     pending_.clear();
+    return *last_compute_;
+  }
+
+  uint32_t collective(const Comm& c, double bytes, Phase phase, int layer, int mb, const std::string& op_name,
+                      const std::vector<uint32_t>& deps) {
+    Task t = make(TaskKind::COLLECTIVE, c.stream, phase, layer, mb, fmt::format("{} {}", op_name, core::to_string(c.op)));
+    t.collective = c.op;
+    t.group = c.group;
+    t.bytes = bytes;
+    return prog().add(t, deps);
+  }
+
+  // What the next task on the critical path waits for: pending_ and the last compute.
+  std::vector<uint32_t> take_critical() {
+    std::vector<uint32_t> deps = std::move(pending_);
+    pending_.clear();
+    if (last_compute_) deps.push_back(*last_compute_);
+    return deps;
   }
 
   // A collective on the critical path: it waits for the compute that produced its input, and the
   // next compute waits for it.
   void blocking(const Comm& c, Phase phase, int layer, int mb, const std::string& op_name) {
-    std::vector<uint32_t> deps = pending_;
-    if (last_compute_) deps.push_back(*last_compute_);
-    Task t = make(TaskKind::COLLECTIVE, c.stream, phase, layer, mb, fmt::format("{} {}", op_name, core::to_string(c.op)));
-    t.collective = c.op;
-    t.group = c.group;
-    t.bytes = c.bytes;
-    pending_ = {prog().add(t, deps)};
+    const std::vector<uint32_t> deps = take_critical();
+    pending_ = {collective(c, c.bytes, phase, layer, mb, op_name, deps)};
   }
 
   // A collective off the critical path (gradient reduction): only the optimizer waits for it.
@@ -248,8 +291,77 @@ class StageEmitter {
     peak_ = std::max(peak_, live_);
   }
 
+  // Transformer Engine's userbuffers overlap (Megatron-LM / NeMo --tp-comm-overlap; TE
+  // CommOverlap "pipeline" / "ring_exchange" and "bulk" methods, Megatron-Bridge docs
+  // "Communication Overlap"): the layer's four sequence-parallel GEMMs. Output layer and embedding
+  // stay blocking (not TE userbuffers layers), and so do MoE expert GEMMs.
+  bool tp_overlapped(OpKind kind) const {
+    if (!par_.tp_overlap_active()) return false;
+    if (kind == OpKind::QKV || kind == OpKind::PROJECTION) return true;
+    return !plan_.model->is_moe() && (kind == OpKind::MLP_UP || kind == OpKind::MLP_DOWN);
+  }
+  bool column(OpKind kind) const { return kind == OpKind::QKV || kind == OpKind::MLP_UP; }
+  Comm tensor_comm(CollectiveOp op) const { return {op, plan_.groups.tensor, Stream::TENSOR_COMM, plan_.tensor_bytes}; }
+
+  // Forward of an overlapped GEMM in `tensor` chunks. Column-parallel: all-gather chunk k (1/t of the
+  // sequence) -> GEMM chunk k, the chunks' all-gathers back to back on TENSOR_COMM, so only the first
+  // one is exposed. Row-parallel: GEMM chunk k -> reduce-scatter chunk k; the next op waits for the
+  // last reduce-scatter, so only that one is exposed.
+  void overlapped_forward(const OpCost& op, Phase phase, int layer, int mb) {
+    const int n = par_.tensor;
+    const double part = 1.0 / n;
+    if (column(op.kind)) {
+      const Comm c = tensor_comm(CollectiveOp::ALL_GATHER);
+      const std::vector<uint32_t> deps = take_critical();
+      std::vector<uint32_t> chunks;
+      for (int k = 0; k < n; ++k) chunks.push_back(collective(c, c.bytes * part, phase, layer, mb, op.name, deps));
+      for (int k = 0; k < n; ++k) compute(op, phase, false, layer, mb, part, {chunks[static_cast<size_t>(k)]});
+    } else {
+      const Comm c = tensor_comm(CollectiveOp::REDUCE_SCATTER);
+      uint32_t last = 0;
+      for (int k = 0; k < n; ++k) {
+        const uint32_t gemm = compute(op, phase, false, layer, mb, part);
+        last = collective(c, c.bytes * part, phase, layer, mb, op.name, {gemm});
+      }
+      pending_ = {last};
+    }
+  }
+
+  // Backward of an overlapped GEMM. Row-parallel: the all-gather of the output gradient pipelined
+  // with the dgrad GEMM in `tensor` chunks, then the wgrad GEMM. Column-parallel (bulk overlap): the
+  // all-gather of the sequence-parallel input that wgrad needs runs under the dgrad GEMM, and the
+  // reduce-scatter of dgrad's output under the wgrad GEMM; the previous op waits for that
+  // reduce-scatter.
+  void overlapped_backward(const OpCost& op, int layer, int mb) {
+    const Phase phase = Phase::BACKWARD;
+    const int n = par_.tensor;
+    if (!column(op.kind)) {
+      const Comm c = tensor_comm(CollectiveOp::ALL_GATHER);
+      const std::vector<uint32_t> deps = take_critical();
+      std::vector<uint32_t> chunks;
+      for (int k = 0; k < n; ++k) chunks.push_back(collective(c, c.bytes / n, phase, layer, mb, op.name, deps));
+      for (int k = 0; k < n; ++k) compute(op, phase, true, layer, mb, 0.5 / n, {chunks[static_cast<size_t>(k)]});
+      compute(op, phase, true, layer, mb, 0.5);
+    } else {
+      const Comm gather = tensor_comm(CollectiveOp::ALL_GATHER);
+      // Launched with the dgrad GEMM, not before: it waits for what dgrad waits for.
+      std::vector<uint32_t> with_dgrad = pending_;
+      if (last_compute_) with_dgrad.push_back(*last_compute_);
+      const uint32_t input = collective(gather, gather.bytes, phase, layer, mb, op.name + " input", with_dgrad);
+      const uint32_t dgrad = compute(op, phase, true, layer, mb, 0.5);
+      const Comm reduce = tensor_comm(CollectiveOp::REDUCE_SCATTER);
+      const uint32_t scatter = collective(reduce, reduce.bytes, phase, layer, mb, op.name, {dgrad});
+      compute(op, phase, true, layer, mb, 0.5, {input});
+      pending_ = {scatter};
+    }
+  }
+
   void ops_forward(const std::vector<OpCost>& ops, Phase phase, int layer, int mb) {
     for (const OpCost& op : ops) {
+      if (tp_overlapped(op.kind)) {
+        overlapped_forward(op, phase, layer, mb);
+        continue;
+      }
       for (const Comm& c : comms_around(plan_, op.kind, Side::FORWARD_BEFORE)) blocking(c, phase, layer, mb, op.name);
       compute(op, phase, false, layer, mb);
       for (const Comm& c : comms_around(plan_, op.kind, Side::FORWARD_AFTER)) blocking(c, phase, layer, mb, op.name);
@@ -258,6 +370,10 @@ class StageEmitter {
 
   void ops_backward(const std::vector<OpCost>& ops, bool selective_recompute, int layer, int mb) {
     for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+      if (tp_overlapped(op->kind)) {
+        overlapped_backward(*op, layer, mb);
+        continue;
+      }
       for (const Comm& c : comms_around(plan_, op->kind, Side::BACKWARD_BEFORE)) blocking(c, Phase::BACKWARD, layer, mb, op->name);
       if (selective_recompute && op->recomputed_selective) compute(*op, Phase::RECOMPUTE, false, layer, mb);
       compute(*op, Phase::BACKWARD, true, layer, mb);
@@ -265,26 +381,69 @@ class StageEmitter {
     }
   }
 
-  // ZeRO-3: gather the unit's parameters before each use. The gather of the i-th unit of a pass waits
-  // only for the compute of unit i - 2, so it overlaps unit i - 1 (one unit of prefetch, two gathered
-  // units resident).
-  void gather_parameters(const Unit& u, size_t index, Phase phase, int mb) {
-    if (!plan_.zero3) return;
+  // ZeRO-3: the all-gathers of the unit at position `index` of the current pass (forward or
+  // backward order). Issued `prefetch` units ahead of their use (gather_parameters), each waits for
+  // the compute of the unit `prefetch` + 1 places before it, whose buffer it reuses:
+  //   FSDP1 (docs.pytorch.org FullyShardedDataParallel, "FSDP Notes": prefetch nuances): forward
+  //     all-gathers run on a separate stream, implicitly one ahead, with limit_all_gathers allowing
+  //     two in flight; backward_prefetch=BACKWARD_PRE issues the next unit's all-gather before the
+  //     current unit's gradient computation, i.e. ahead of its reduce-scatter on the same stream.
+  //   FSDP2 (torch.distributed.fsdp.fully_shard docs; pytorch#128884): implicit forward prefetch of
+  //     one unit, backward prefetch of one unit in reverse post-forward order.
+  //   DeepSpeed ZeRO-3: messages of at most stage3_prefetch_bucket_size elements.
+  //   FSDP and FSDP2 do not reshard the root's parameters after forward (FSDP1 _post_forward_reshard;
+  //     fully_shard's reshard_after_forward: "the root FSDP state has its value specially set to
+  //     False"): the embedding and the output head, the root's own parameters when the layers are
+  //     the wrapped units, are not gathered again for backward.
+  void gather_unit(const Unit& u, size_t index, Phase phase, int mb) {
+    const bool root = u.kind != UnitKind::LAYER;
+    if (phase == Phase::BACKWARD && root && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
     std::vector<uint32_t> deps;
-    if (index >= 2) deps.push_back(unit_done_[index - 2]);
+    const size_t reuse = static_cast<size_t>(plan_.prefetch) + 1;
+    if (index >= reuse) {
+      deps.push_back(unit_done_[index - reuse]);
+    } else if (pass_start_) {
+      // The first gathers of a pass reuse the buffers of the previous pass's last units: they wait
+      // for its last compute (FSDP issues them from the pass's pre-hooks, under the same limit).
+      deps.push_back(*pass_start_);
+    }
+    std::vector<uint32_t>& ids = unit_gathers_[index];
     auto gather = [&](double params, uint16_t group) {
-      Task t = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, phase, u.layer, mb, "parameter all_gather");
-      t.collective = CollectiveOp::ALL_GATHER;
-      t.group = group;
-      t.bytes = params * plan_.weight_bytes;
-      pending_.push_back(prog().add(t, deps));
+      const int messages = plan_.gather_message_elements > 0
+                               ? std::max(1, static_cast<int>(std::ceil(params / plan_.gather_message_elements)))
+                               : 1;
+      for (int k = 0; k < messages; ++k) {
+        Task t = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, phase, u.layer, mb, "parameter all_gather");
+        t.collective = CollectiveOp::ALL_GATHER;
+        t.group = group;
+        t.bytes = params / messages * plan_.weight_bytes;
+        ids.push_back(prog().add(t, deps));
+      }
     };
     if (plan_.reduce_dense && u.params.dense > 0) gather(u.params.dense, plan_.groups.data);
     if (plan_.reduce_expert && u.params.expert > 0) gather(u.params.expert, plan_.groups.expert_data);
   }
 
-  void unit_forward(const Unit& u, size_t index, int mb) {
-    gather_parameters(u, index, Phase::FORWARD, mb);
+  // Issues the ZeRO-3 gathers of the pass up to the unit `index` + prefetch, then makes the next
+  // compute wait for those of unit `index`.
+  void gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb) {
+    if (!plan_.zero3) return;
+    const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(plan_.prefetch));
+    for (; gathers_issued_ <= through; ++gathers_issued_) gather_unit(*order[gathers_issued_], gathers_issued_, phase, mb);
+    const std::vector<uint32_t>& mine = unit_gathers_[index];
+    pending_.insert(pending_.end(), mine.begin(), mine.end());
+  }
+
+  void unit_forward(const std::vector<const Unit*>& order, size_t index, int chunk, int mb) {
+    const Unit& u = *order[index];
+    gather_parameters(order, index, Phase::FORWARD, mb);
+    // ZeRO-1/2 with overlap_param_gather: the first forward use of a unit waits for the all-gather
+    // of every bucket holding its parameters.
+    if (plan_.overlap_param_gather && !forward_seen_[static_cast<size_t>(chunk)]) {
+      for (int id : bucket_units_[static_cast<size_t>(chunk)][index]) {
+        pending_.push_back(parameter_gather_[static_cast<size_t>(id)]);
+      }
+    }
     switch (u.kind) {
       case UnitKind::EMBEDDING: ops_forward(plan_.embedding, Phase::FORWARD, 0, mb); break;
       case UnitKind::LAYER:
@@ -299,8 +458,10 @@ class StageEmitter {
     unit_done_.push_back(*last_compute_);
   }
 
-  void unit_backward(const Unit& u, size_t index, int mb, const std::vector<Bucket>* ready) {
-    gather_parameters(u, index, Phase::BACKWARD, mb);
+  void unit_backward(const std::vector<const Unit*>& order, size_t index, int mb, const std::vector<Bucket>& ready,
+                     bool last_of_chunk) {
+    const Unit& u = *order[index];
+    gather_parameters(order, index, Phase::BACKWARD, mb);
     switch (u.kind) {
       case UnitKind::EMBEDDING: ops_backward(plan_.embedding, false, 0, mb); break;
       case UnitKind::HEAD:
@@ -316,44 +477,74 @@ class StageEmitter {
     }
     unit_done_.push_back(*last_compute_);
     if (plan_.zero3) {
-      const double grad = gradient_bytes_per_parameter();
-      if (plan_.reduce_dense && u.params.dense > 0) {
-        gradient_collective(CollectiveOp::REDUCE_SCATTER, plan_.groups.data, u.params.dense * grad, u.layer, mb,
-                            "gradient reduce_scatter", *last_compute_);
+      // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their
+      // defaults) reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync
+      // is unsupported for stages 2-3). FSDP: one reduce-scatter per unit; DeepSpeed: per reduce
+      // bucket.
+      const double grad = plan_.gradient_reduce_bytes;
+      if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
+        for (const Bucket& b : ready) {
+          zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data, b.parameters * grad, u.layer});
+        }
+      } else {
+        if (plan_.reduce_dense && u.params.dense > 0) {
+          zero3_reductions_.push_back({plan_.groups.data, u.params.dense * grad, u.layer});
+        }
+        if (plan_.reduce_expert && u.params.expert > 0) {
+          zero3_reductions_.push_back({plan_.groups.expert_data, u.params.expert * grad, u.layer});
+        }
       }
-      if (plan_.reduce_expert && u.params.expert > 0) {
-        gradient_collective(CollectiveOp::REDUCE_SCATTER, plan_.groups.expert_data, u.params.expert * grad, u.layer,
-                            mb, "gradient reduce_scatter", *last_compute_);
-      }
+      if (par_.overlap_grad_reduce) flush_zero3_reductions(mb);
     }
     if (u.kind != UnitKind::LAYER && plan_.groups.embedding >= 0) embedding_gradient_ = *last_compute_;
-    if (ready != nullptr && par_.overlap_grad_reduce) {
-      for (const Bucket& b : *ready) reduce_bucket(b, u.layer, mb);
+    if (!plan_.zero3 && last_of_chunk && par_.overlap_grad_reduce) {
+      for (const Bucket& b : ready) reduce_bucket(b, u.layer, mb);
     }
+  }
+
+  void flush_zero3_reductions(int mb) {
+    for (const Reduction& r : zero3_reductions_) {
+      gradient_collective(CollectiveOp::REDUCE_SCATTER, r.group, r.bytes, r.layer, mb, "gradient reduce_scatter",
+                          *last_compute_);
+    }
+    zero3_reductions_.clear();
   }
 
   void reduce_bucket(const Bucket& b, int layer, int mb) {
     const CollectiveOp op = par_.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
     gradient_collective(op, b.expert ? plan_.groups.expert_data : plan_.groups.data,
-                        b.parameters * gradient_bytes_per_parameter(), layer, mb,
+                        b.parameters * plan_.gradient_reduce_bytes, layer, mb,
                         fmt::format("gradient {}", core::to_string(op)), *last_compute_);
     reduced_.push_back(b);
   }
 
-  void forward_pass(int chunk, int mb) {
+  void start_pass(size_t units) {
     unit_done_.clear();
+    pass_start_ = last_compute_;
+    gathers_issued_ = 0;
+    unit_gathers_.assign(units, {});
+  }
+
+  void forward_pass(int chunk, int mb) {
     const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
-    for (size_t i = 0; i < units.size(); ++i) unit_forward(units[i], i, mb);
+    std::vector<const Unit*> order;
+    for (const Unit& u : units) order.push_back(&u);
+    start_pass(order.size());
+    for (size_t i = 0; i < order.size(); ++i) unit_forward(order, i, chunk, mb);
+    forward_seen_[static_cast<size_t>(chunk)] = true;
   }
 
   void backward_pass(int chunk, int mb, bool last_of_chunk) {
-    unit_done_.clear();
     const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
-    for (size_t i = 0; i < units.size(); ++i) {
-      const auto& chunk_buckets = buckets_[static_cast<size_t>(chunk)];
-      const std::vector<Bucket>* ready = last_of_chunk && !chunk_buckets.empty() ? &chunk_buckets[i] : nullptr;
-      unit_backward(units[units.size() - 1 - i], i, mb, ready);
+    std::vector<const Unit*> order;
+    for (auto u = units.rbegin(); u != units.rend(); ++u) order.push_back(&*u);
+    start_pass(order.size());
+    const auto& chunk_buckets = buckets_[static_cast<size_t>(chunk)];
+    static const std::vector<Bucket> none;
+    for (size_t i = 0; i < order.size(); ++i) {
+      unit_backward(order, i, mb, chunk_buckets.empty() ? none : chunk_buckets[i], last_of_chunk);
     }
+    flush_zero3_reductions(mb);
   }
 
   std::vector<Event> schedule_events() const {
@@ -440,8 +631,30 @@ class StageEmitter {
     }
   }
 
-  // The Adam step on the locally owned parameters, then (ZeRO-1/2) the all-gather of the updated
-  // parameters bucket by bucket.
+  // ZeRO-1/2 with overlap_param_gather (Megatron-LM DistributedDataParallelConfig
+  // overlap_param_gather; Megatron-Bridge "Communication Overlap": the parameter all-gather is
+  // chunked per bucket and overlapped with the forward, exposing about one chunk). In this
+  // steady-state single-iteration model the all-gathers of the previous step's update are issued at
+  // the start of the iteration on DATA_COMM, bucket by bucket in the order of their first forward
+  // use (chunk 0 first, each chunk's buckets in forward order), and the first forward of each unit
+  // waits for its buckets (unit_forward).
+  void emit_parameter_prefetch() {
+    parameter_gather_.assign(buckets_by_id_.size(), 0);
+    for (size_t c = 0; c < units_.size(); ++c) {
+      for (size_t k = buckets_by_id_.size(); k-- > 0;) {
+        if (bucket_chunk_[k] != static_cast<int>(c)) continue;
+        const Bucket& b = buckets_by_id_[k];
+        Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::FORWARD, 0, 0, "parameter all_gather");
+        g.collective = CollectiveOp::ALL_GATHER;
+        g.group = b.expert ? plan_.groups.expert_data : plan_.groups.data;
+        g.bytes = b.parameters * plan_.weight_bytes;
+        parameter_gather_[k] = prog().add(g);
+      }
+    }
+  }
+
+  // The Adam step on the locally owned parameters, then (ZeRO-1/2 without overlap_param_gather) the
+  // blocking all-gather of the updated parameters bucket by bucket.
   void emit_optimizer() {
     const bool shard = par_.zero_stage >= 1;
     const double updated = result_.parameters.dense / (shard ? par_.dense_replicas() : 1) +
@@ -452,7 +665,7 @@ class StageEmitter {
     std::vector<uint32_t> deps = gradient_collectives_;
     deps.push_back(*last_compute_);
     const uint32_t step = prog().add(t, deps);
-    if (par_.zero_stage == 0 || plan_.zero3) return;
+    if (par_.zero_stage == 0 || plan_.zero3 || plan_.overlap_param_gather) return;
     for (const Bucket& b : reduced_) {
       Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::OPTIMIZER, 0, 0, "parameter all_gather");
       g.collective = CollectiveOp::ALL_GATHER;
@@ -469,10 +682,24 @@ class StageEmitter {
   StageResult result_;
   std::vector<std::vector<Unit>> units_;                  // by chunk, forward order
   std::vector<std::vector<std::vector<Bucket>>> buckets_;  // by chunk, by unit in backward order
+  std::vector<std::vector<std::vector<int>>> bucket_units_;  // by chunk, by unit in forward order: bucket ids
+  std::vector<Bucket> buckets_by_id_;
+  std::vector<int> bucket_chunk_;                          // by bucket id
+  std::vector<uint32_t> parameter_gather_;                 // by bucket id (overlap_param_gather)
+  std::vector<bool> forward_seen_;                         // by chunk: its first forward was emitted
   std::unordered_map<std::string, uint32_t> names_;
   std::vector<uint32_t> pending_;              // what the next compute task waits for
   std::optional<uint32_t> last_compute_;
   std::vector<uint32_t> unit_done_;            // last compute of each unit of the current pass
+  std::vector<std::vector<uint32_t>> unit_gathers_;  // ZeRO-3 gathers of each unit of the current pass
+  size_t gathers_issued_ = 0;                  // units of the current pass whose gathers are issued
+  std::optional<uint32_t> pass_start_;         // the last compute before the current pass
+  struct Reduction {
+    uint16_t group = 0;
+    double bytes = 0;
+    int layer = 0;
+  };
+  std::vector<Reduction> zero3_reductions_;    // waiting for the end of the pass (no overlap_grad_reduce)
   std::vector<uint32_t> gradient_collectives_;
   std::vector<Bucket> reduced_;                // buckets in the order they were reduced
   std::optional<uint32_t> embedding_gradient_;  // backward compute that finalizes the tied embedding gradient

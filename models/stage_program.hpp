@@ -57,8 +57,21 @@ struct BuildPlan {
   ParameterCount layer_params;
   ParameterCount embedding_params;
   ParameterCount head_params;
-  double weight_bytes = 2;       // per parameter
+  // Bytes per parameter of every parameter all-gather (ZeRO-3 / FSDP gathers before use, ZeRO-1/2
+  // gathers of the updated parameters): the one place that sets it, today the 16-bit weight size of
+  // weight_bytes_per_parameter(). FP8 parameters (1 byte per parameter gathered, as in NeMo's
+  // "fp8_param") are switched on by setting this field.
+  double weight_bytes = 2;
+  // Bytes per gradient element of data-parallel gradient reductions: fp32 main gradients (4) for
+  // Megatron-LM and for no ZeRO; the 16-bit compute dtype for FSDP / FSDP2 (MixedPrecision
+  // reduce_dtype defaults to param_dtype) and DeepSpeed (communication_data_type defaults to the
+  // model's 16-bit dtype); 4 in fp32 training.
+  double gradient_reduce_bytes = 4;
   double optimizer_step_bytes = 0;
+  ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // resolved (zero_stage 3: never megatron)
+  bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gathers during the next forward
+  int prefetch = 1;                   // ZeRO-3: units whose gathers are issued ahead of the unit in use
+  double gather_message_elements = 0; // ZeRO-3 DeepSpeed: most elements per all-gather message (0: one per unit)
 
   GroupIds groups;
   bool zero3 = false;            // ZeRO-3 with more than one replica

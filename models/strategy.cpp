@@ -25,6 +25,15 @@ core::Precision parse_precision(const std::string& s) {
 
 constexpr int MAX_PARALLEL = 1 << 20;
 
+// DeepSpeed's documented default reduce_bucket_size (deepspeed.ai/docs/config-json, "ZeRO
+// Optimizations for FP16 Training": reduce_bucket_size 5e8 elements).
+constexpr double DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8;
+
+const std::vector<std::string>& zero_impl_names() {
+  static const std::vector<std::string> names = {"megatron-distributed-optimizer", "fsdp", "fsdp2", "deepspeed"};
+  return names;
+}
+
 }  // namespace
 
 std::string to_string(PipelineSchedule s) {
@@ -44,6 +53,10 @@ std::string to_string(Recompute r) {
   }
   return "?";
 }
+
+std::string to_string(ZeroImpl z) { return zero_impl_names()[static_cast<size_t>(z)]; }
+
+double ParallelismConfig::bucket_elements() const { return bucket_size.value() / 4.0; }  // fp32 gradient bytes
 
 std::string to_string(Attention a) { return a == Attention::FLASH ? "flash" : "unfused"; }
 
@@ -93,7 +106,49 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
     r.problem("bucket_size", fmt::format("expected a positive size, found \"{}\"", core::format_bytes(p.bucket_size)));
     p.bucket_size = ParallelismConfig{}.bucket_size;
   }
-  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", p.overlap_grad_reduce);
+
+  // Implementation defaults first, then the keys that override them.
+  const bool sharded = p.zero_stage >= 1;
+  const std::string default_impl = to_string(p.zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  if (r.has("zero_impl") && !sharded) {
+    r.problem("zero_impl", "zero_impl needs zero_stage 1, 2 or 3 (nothing is sharded at zero_stage 0), found zero_stage 0");
+  }
+  const std::string impl = r.choice("zero_impl", default_impl, zero_impl_names());
+  for (size_t i = 0; i < zero_impl_names().size(); ++i) {
+    if (zero_impl_names()[i] == impl) p.zero_impl = static_cast<ZeroImpl>(i);
+  }
+  if (sharded && p.zero_stage < 3 && (p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2)) {
+    r.problem("zero_impl", fmt::format("\"{}\" shards parameters (FULL_SHARD): it needs zero_stage 3, found zero_stage {}",
+                                       impl, p.zero_stage));
+  }
+  if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER) {
+    r.problem("zero_impl", "\"megatron-distributed-optimizer\" shards optimizer states and gradients only: it "
+                           "needs zero_stage 1 or 2, found zero_stage 3 (use \"fsdp\", \"fsdp2\" or \"deepspeed\")");
+  }
+  const bool deepspeed = p.zero_impl == ZeroImpl::DEEPSPEED && sharded;
+  if (deepspeed && !r.has("bucket_size")) p.bucket_size = core::Bytes(DEEPSPEED_REDUCE_BUCKET_ELEMENTS * 4.0);
+  // DeepSpeed's overlap_comm defaults to false for stages 1-2 (deepspeed.ai/docs/config-json).
+  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", !(deepspeed && p.zero_stage < 3));
+
+  const bool param_gather_stage = p.zero_stage == 1 || p.zero_stage == 2;
+  if (r.has("overlap_param_gather") && !param_gather_stage) {
+    r.problem("overlap_param_gather",
+              fmt::format("overlap_param_gather applies to zero_stage 1 or 2 (all-gather of the updated parameters), "
+                          "found zero_stage {}",
+                          p.zero_stage));
+  }
+  p.overlap_param_gather = r.boolean("overlap_param_gather", param_gather_stage && !deepspeed);
+  if (!param_gather_stage) p.overlap_param_gather = false;
+
+  if (r.has("prefetch") && p.zero_stage != 3) {
+    r.problem("prefetch", fmt::format("prefetch applies to zero_stage 3 (parameter gathers), found zero_stage {}",
+                                      p.zero_stage));
+  }
+  if (r.has("prefetch")) p.prefetch = static_cast<int>(r.integer("prefetch", 1, 0, MAX_PARALLEL));
+  if (p.zero_stage == 3 && p.prefetch < 0 && p.zero_impl != ZeroImpl::DEEPSPEED) p.prefetch = 1;
+
+  // Without sequence parallelism it is accepted and ignored (tp_overlap_active(); docs/scenario.md).
+  p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
   r.finish();
   return p;
 }
@@ -113,6 +168,10 @@ core::Json ParallelismConfig::to_json() const {
   j["zero_stage"] = zero_stage;
   j["bucket_size"] = core::format_bytes(bucket_size);
   j["overlap_grad_reduce"] = overlap_grad_reduce;
+  if (zero_stage >= 1) j["zero_impl"] = to_string(zero_impl);
+  if (zero_stage == 1 || zero_stage == 2) j["overlap_param_gather"] = overlap_param_gather;
+  if (zero_stage == 3 && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
+  j["tp_comm_overlap"] = tp_comm_overlap;
   return j;
 }
 

@@ -50,6 +50,23 @@ enum class Recompute { NONE, SELECTIVE, FULL };
 std::string to_string(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved-1f1b"
 std::string to_string(Recompute r);         // "none", "selective", "full"
 
+// Which implementation of ZeRO sharding the job runs; each has its own communication pattern
+// (stage_program.cpp cites the sources):
+//   MEGATRON_DISTRIBUTED_OPTIMIZER  Megatron-LM / NeMo --use-distributed-optimizer (zero_stage 1-2):
+//       gradients reduce-scattered per bucket once per iteration, overlapped with the backward;
+//       updated parameters all-gathered per bucket, overlapped with the next forward
+//       (overlap_param_gather) or blocking after the step.
+//   FSDP      PyTorch FullyShardedDataParallel (FSDP1), FULL_SHARD, one unit per transformer layer
+//             (zero_stage 3): all-gather per unit in forward and again in backward, BACKWARD_PRE
+//             prefetch, reduce-scatter per unit, every micro-batch.
+//   FSDP2     PyTorch fully_shard (zero_stage 3): per-parameter sharding with the same message
+//             pattern and one unit of implicit prefetch in both directions.
+//   DEEPSPEED DeepSpeed ZeRO (zero_stage 1-3): 16-bit gradient reduction in reduce_bucket_size
+//             buckets; stage 3 gathers parameters in stage3_prefetch_bucket_size messages.
+enum class ZeroImpl { MEGATRON_DISTRIBUTED_OPTIMIZER, FSDP, FSDP2, DEEPSPEED };
+// "megatron-distributed-optimizer", "fsdp", "fsdp2", "deepspeed"
+std::string to_string(ZeroImpl z);
+
 // The "parallelism" section. Keys (all optional):
 //   tensor, pipeline, data, context, expert   parallel sizes; default 1 each
 //   sequence_parallel    Megatron sequence parallelism (norms and dropouts split over the tensor
@@ -62,8 +79,31 @@ std::string to_string(Recompute r);         // "none", "selective", "full"
 //                        (every layer from its input); default "none"
 //   zero_stage           0..3: shard optimizer states (1), + gradients (2), + weights (3, FSDP) over
 //                        the data-parallel group; default 0
-//   bucket_size          fp32 gradient bytes per data-parallel bucket; default "40 MB"
-//   overlap_grad_reduce  reduce each bucket as soon as its gradients are final; default true
+//   zero_impl            "megatron-distributed-optimizer" | "fsdp" | "fsdp2" | "deepspeed": who
+//                        implements the sharding (see ZeroImpl); default "megatron-distributed-optimizer"
+//                        for zero_stage 1-2 and "fsdp" for zero_stage 3. An error with zero_stage 0
+//                        (nothing is sharded, so it would mean nothing), with fsdp / fsdp2 below
+//                        stage 3 and with megatron-distributed-optimizer at stage 3.
+//   bucket_size          fp32 gradient bytes per data-parallel bucket; default "40 MB"; with
+//                        zero_impl "deepspeed" the default is DeepSpeed's reduce_bucket_size, 5e8
+//                        elements (given: bucket_size / 4 elements)
+//   overlap_grad_reduce  reduce each bucket as soon as its gradients are final; default true, except
+//                        DeepSpeed ZeRO-1/2, whose overlap_comm defaults to false. At zero_stage 3
+//                        false means each micro-batch's reduce-scatters wait for its whole backward.
+//   overlap_param_gather zero_stage 1-2: all-gather the updated parameters bucket by bucket during
+//                        the next forward (true) or right after the optimizer step (false); default
+//                        true for megatron-distributed-optimizer (NeMo / Megatron-Bridge recipes set
+//                        it), false for deepspeed (it gathers after the step). An error at stage 0 or 3.
+//   prefetch             zero_stage 3: parameter gathers issued ahead of the unit in use (0: each
+//                        gather waits for the previous unit's compute); default 1 for fsdp / fsdp2,
+//                        and for deepspeed stage3_prefetch_bucket_size (5e7 elements) / a layer's
+//                        parameters, at least 1. An error below 0 or at stage 0-2.
+//   tp_comm_overlap      Megatron / Transformer Engine --tp-comm-overlap (userbuffers): with
+//                        sequence parallelism the QKV / MLP-up all-gathers and the projection /
+//                        MLP-down reduce-scatters run pipelined with their GEMMs in `tensor` chunks,
+//                        and in backward the input all-gather for wgrad and the dgrad reduce-scatter
+//                        overlap the other GEMM; default false. Without sequence parallelism (all-
+//                        reduce) it does not apply and is ignored, as Megatron requires SP for it.
 struct ParallelismConfig {
   int tensor = 1;
   int pipeline = 1;
@@ -81,6 +121,18 @@ struct ParallelismConfig {
                                                 // DDP default is max(40M, 1M x DP) elements; 40 MB keeps
                                                 // buckets about one large layer each
   bool overlap_grad_reduce = true;  // reduce gradient buckets during backward
+  ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // meaningful for zero_stage >= 1
+  bool overlap_param_gather = true; // zero_stage 1-2: parameter all-gathers overlap the next forward
+  int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default
+  bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
+
+  // Whether tensor-parallel communication is pipelined with the GEMMs (tp_comm_overlap with
+  // sequence parallelism and tensor > 1).
+  bool tp_overlap_active() const { return tp_comm_overlap && sequence_parallel && tensor > 1; }
+  // Gradient elements per data-parallel bucket: bucket_size / 4 (from_json sets bucket_size to
+  // DeepSpeed's reduce_bucket_size, 5e8 elements = "2 GB", when zero_impl is "deepspeed" and
+  // bucket_size is not given).
+  double bucket_elements() const;
 
   int model_parallel_size() const { return tensor * pipeline * context * expert; }
   int world_size() const { return model_parallel_size() * data; }

@@ -11,6 +11,9 @@ namespace {
 
 using core::Axis;
 
+// DeepSpeed's documented default stage3_prefetch_bucket_size (deepspeed.ai/docs/config-json).
+constexpr double DEEPSPEED_PREFETCH_BUCKET_ELEMENTS = 5e7;
+
 GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Workload& w) {
   auto add = [&](core::GroupKind g) {
     w.groups.push_back(std::move(g));
@@ -77,6 +80,25 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.head_params = head_parameters(m, p);
   plan.weight_bytes = weight_bytes_per_parameter(t.precision);
   plan.optimizer_step_bytes = optimizer_step_bytes_per_parameter(t.precision);
+  // A ParallelismConfig built in code may leave zero_impl at its default; stage 3 then means FSDP,
+  // as from_json resolves it.
+  plan.zero_impl = p.zero_stage == 3 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER ? ZeroImpl::FSDP
+                                                                                               : p.zero_impl;
+  plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2);
+  const bool framework_reduce = p.zero_stage >= 1 && plan.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+  plan.gradient_reduce_bytes = framework_reduce ? activation_element_bytes(t.precision) : gradient_bytes_per_parameter();
+  if (p.zero_stage == 3 && plan.zero_impl == ZeroImpl::DEEPSPEED) {
+    // DeepSpeed ZeRO-3 fetches parameters ahead by stage3_prefetch_bucket_size elements
+    // (deepspeed.ai/docs/config-json, default 5e7): whole layers ahead when layers are smaller than
+    // that, at least the next one (layer granularity cannot express less), in messages of at most
+    // that many elements.
+    plan.gather_message_elements = DEEPSPEED_PREFETCH_BUCKET_ELEMENTS;
+    plan.prefetch = p.prefetch >= 0 ? p.prefetch
+                                    : std::max(1, static_cast<int>(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS /
+                                                                   plan.layer_params.total()));
+  } else if (p.prefetch >= 0) {
+    plan.prefetch = p.prefetch;
+  }
 
   plan.groups = groups;
   plan.reduce_dense = p.dense_replicas() > 1;
@@ -105,11 +127,11 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   return plan;
 }
 
-// ZeRO-3 keeps the unit in use and the prefetched one gathered.
+// ZeRO-3 keeps the unit in use and the `prefetch` units gathered ahead resident.
 core::Bytes gather_buffers(const BuildPlan& plan) {
   if (!plan.zero3) return core::Bytes(0);
   const double largest = std::max({plan.layer_params.total(), plan.embedding_params.total(), plan.head_params.total()});
-  return core::Bytes(2 * largest * plan.weight_bytes);
+  return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
 }
 
 }  // namespace

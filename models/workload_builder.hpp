@@ -47,18 +47,31 @@
 // and freed after the backward; the last stage keeps head_activation_bytes from the loss's forward
 // to its backward. Program::static_memory = weights + gradients + optimizer states + buffers.
 //
-// Data parallelism. Gradients (fp32, 4 bytes per parameter) fill buckets of ~bucket_size bytes in
-// backward order, per chunk. With overlap_grad_reduce each bucket is reduced (all-reduce; with ZeRO
-// >= 1 reduce-scatter, as Megatron-LM's distributed optimizer does) on DATA_COMM once the backward of
-// its last unit has run for the chunk's last micro-batch; without it, all buckets after the last
-// backward. Tied embeddings are all-reduced on "embedding" once the embedding / head backward of the
-// last micro-batch has run, issued after every other backward task (Megatron-LM's
-// finalize_model_grads) so that this cross-stage collective never holds back a stage's DATA_COMM
-// stream. The optimizer step (OpClass OPTIMIZER, optimizer_step_bytes_per_parameter()
-// per locally updated parameter) depends on every gradient collective; ZeRO-1/2 then all-gather
-// the updated parameters per bucket. ZeRO-3 instead all-gathers every unit's (layer, embedding,
-// head) parameters before its forward and again before its backward in every micro-batch (one unit
-// of prefetch) and reduce-scatters its gradients after its backward.
+// Tensor-parallel overlap. With tp_comm_overlap and sequence parallelism the QKV, projection and
+// (dense) MLP GEMMs run Transformer Engine's userbuffers overlap: forward, `tensor` chunks with one
+// collective chunk each (all-gather chunk k -> GEMM chunk k; GEMM chunk k -> reduce-scatter chunk
+// k) on TENSOR_COMM; backward, the row-parallel GEMMs' output-gradient all-gather pipelined with
+// their dgrad in chunks, and for the column-parallel ones the input all-gather (for wgrad) under
+// dgrad and the dgrad reduce-scatter under wgrad, each backward split into dgrad and wgrad halves.
+//
+// Data parallelism. Gradients (bytes per element: BuildPlan::gradient_reduce_bytes, 4
+// for fp32 main gradients unless a framework ZeRO reduces in 16 bits) fill buckets of ~bucket_size
+// fp32 bytes in backward order, per chunk. With overlap_grad_reduce each bucket is reduced
+// (all-reduce; with ZeRO >= 1 reduce-scatter, as Megatron-LM's distributed optimizer does) on
+// DATA_COMM once the backward of its last unit has run for the chunk's last micro-batch; without
+// it, all buckets after the last backward. Tied embeddings are all-reduced on "embedding" once the
+// embedding / head backward of the last micro-batch has run, issued after every other backward task
+// (Megatron-LM's finalize_model_grads) so that this cross-stage collective never holds back a
+// stage's DATA_COMM stream. The optimizer step (OpClass OPTIMIZER, optimizer_step_bytes_per_parameter()
+// per locally updated parameter) depends on every gradient collective. ZeRO-1/2 all-gather the
+// updated parameters per bucket (BuildPlan::weight_bytes per parameter): with overlap_param_gather
+// at the start of the iteration, each unit's first forward waiting for its buckets; without, after
+// the step. ZeRO-3 (zero_impl fsdp, fsdp2, deepspeed) instead all-gathers every unit's (layer,
+// embedding, head) parameters before its forward and again before its backward in every
+// micro-batch, `prefetch` units ahead (BACKWARD_PRE order in backward: the next unit's gather is
+// issued before the current unit's reduce-scatter), and reduce-scatters its gradients after its
+// backward in every micro-batch: per unit (FSDP) or per reduce bucket (DeepSpeed, whose gathers are
+// also cut into stage3_prefetch_bucket_size messages).
 
 #include <string>
 #include <vector>
@@ -80,7 +93,7 @@ struct BuiltWorkload {
   bool balanced_split = true;             // false when stage_layers came from the scenario
   std::vector<MemoryBreakdown> memory;    // per program (pipeline stage), analytic; activations = the
                                           // peak of the running sum of the program's MEMORY tasks;
-                                          // buffers = ZeRO-3's two gathered units
+                                          // buffers = ZeRO-3's gathered units (1 + prefetch)
 };
 
 // REQUIRES: check_strategy() found no problem for these arguments.

@@ -23,6 +23,17 @@ TEST(Scenario, LoadsBundledScenarioWithDefaultsResolved) {
   EXPECT_TRUE(resolved.contains("profile"));
 }
 
+// The ZeRO sanity anchors (scenarios/sanity) load, with their implementation resolved.
+TEST(Scenario, SanityScenariosLoadWithTheirZeroImplementation) {
+  const Scenario zero = load_scenario(SCENARIOS + "sanity/zero-sc20-13b-v100-128.json");
+  EXPECT_EQ(zero.parallelism.zero_impl, models::ZeroImpl::DEEPSPEED);
+  EXPECT_FALSE(zero.parallelism.overlap_grad_reduce) << "DeepSpeed's overlap_comm default below stage 3";
+  const Scenario opt = load_scenario(SCENARIOS + "sanity/opt-175b-fsdp-a100-992.json");
+  EXPECT_EQ(opt.parallelism.zero_impl, models::ZeroImpl::FSDP);
+  EXPECT_EQ(opt.parallelism.prefetch, 1);
+  EXPECT_EQ(opt.to_json()["parallelism"]["zero_impl"], "fsdp");
+}
+
 TEST(Scenario, SetOverridesNestedValuesAndCatalogModels) {
   core::Json doc = core::load_json_file(SCENARIOS + "gpt3-175b-a100-1024.json");
   apply_override(doc, "parallelism.pipeline=16");

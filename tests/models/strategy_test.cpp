@@ -169,6 +169,67 @@ TEST(StrategyJson, ReadsEveryKeyAndRoundTrips) {
   EXPECT_TRUE(diag.empty());
 }
 
+ParallelismConfig read_parallelism(const std::string& text, core::Diagnostics& diag) {
+  const core::Json j = core::parse_json_text(text, "s.json");
+  core::ObjectReader r(j, "s.json", "/parallelism", diag);
+  return ParallelismConfig::from_json(r);
+}
+
+TEST(StrategyJson, ZeroImplementationDefaultsFollowTheStage) {
+  core::Diagnostics diag;
+  ParallelismConfig p = read_parallelism(R"({"zero_stage": 1})", diag);
+  EXPECT_EQ(p.zero_impl, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  EXPECT_TRUE(p.overlap_param_gather);
+  EXPECT_TRUE(p.overlap_grad_reduce);
+  EXPECT_EQ(p.bucket_elements(), 40e6 / 4);
+  p = read_parallelism(R"({"zero_stage": 3})", diag);
+  EXPECT_EQ(p.zero_impl, ZeroImpl::FSDP);
+  EXPECT_EQ(p.prefetch, 1);
+  EXPECT_FALSE(p.overlap_param_gather);
+  p = read_parallelism(R"({"zero_stage": 2, "zero_impl": "deepspeed"})", diag);
+  EXPECT_FALSE(p.overlap_param_gather) << "DeepSpeed gathers after the step";
+  EXPECT_FALSE(p.overlap_grad_reduce) << "DeepSpeed's overlap_comm defaults to false below stage 3";
+  EXPECT_EQ(p.bucket_elements(), 5e8) << "reduce_bucket_size";
+  p = read_parallelism(R"({"zero_stage": 3, "zero_impl": "deepspeed"})", diag);
+  EXPECT_EQ(p.prefetch, -1) << "resolved from the layer size by the workload builder";
+  EXPECT_TRUE(p.overlap_grad_reduce);
+  p = read_parallelism(R"({"zero_stage": 3, "zero_impl": "fsdp2", "prefetch": 2, "tp_comm_overlap": true})", diag);
+  EXPECT_EQ(p.prefetch, 2);
+  EXPECT_TRUE(p.tp_comm_overlap);
+  EXPECT_FALSE(p.tp_overlap_active()) << "no sequence parallelism";
+  ASSERT_TRUE(diag.empty()) << diag.problems()[0].to_string();
+  const core::Json again = p.to_json();
+  core::ObjectReader r2(again, "x", "/parallelism", diag);
+  EXPECT_EQ(ParallelismConfig::from_json(r2).to_json(), again);
+  p = read_parallelism(R"({"zero_stage": 1, "zero_impl": "deepspeed"})", diag);
+  const core::Json ds = p.to_json();
+  core::ObjectReader r3(ds, "x", "/parallelism", diag);
+  EXPECT_NEAR(ParallelismConfig::from_json(r3).bucket_elements(), 5e8, 5e8 * 1e-4);  // format_bytes rounds
+  EXPECT_TRUE(diag.empty());
+}
+
+TEST(StrategyJson, ZeroKeysThatMeanNothingForTheStageAreErrors) {
+  core::Diagnostics diag;
+  read_parallelism(R"({"zero_impl": "fsdp", "prefetch": -1, "overlap_param_gather": true})", diag);
+  read_parallelism(R"({"zero_stage": 2, "zero_impl": "fsdp2"})", diag);
+  read_parallelism(R"({"zero_stage": 3, "zero_impl": "megatron-distributed-optimizer", "overlap_param_gather": false})", diag);
+  std::vector<std::string> got;
+  for (const core::InputProblem& p : diag.problems()) got.push_back(p.to_string());
+  EXPECT_EQ(got, (Lines{
+      "s.json: /parallelism/zero_impl: zero_impl needs zero_stage 1, 2 or 3 (nothing is sharded at zero_stage 0), "
+      "found zero_stage 0",
+      "s.json: /parallelism/overlap_param_gather: overlap_param_gather applies to zero_stage 1 or 2 (all-gather of "
+      "the updated parameters), found zero_stage 0",
+      "s.json: /parallelism/prefetch: prefetch applies to zero_stage 3 (parameter gathers), found zero_stage 0",
+      "s.json: /parallelism/prefetch: expected an integer in [0, 1048576], found -1",
+      "s.json: /parallelism/zero_impl: \"fsdp2\" shards parameters (FULL_SHARD): it needs zero_stage 3, found "
+      "zero_stage 2",
+      "s.json: /parallelism/zero_impl: \"megatron-distributed-optimizer\" shards optimizer states and gradients "
+      "only: it needs zero_stage 1 or 2, found zero_stage 3 (use \"fsdp\", \"fsdp2\" or \"deepspeed\")",
+      "s.json: /parallelism/overlap_param_gather: overlap_param_gather applies to zero_stage 1 or 2 (all-gather of "
+      "the updated parameters), found zero_stage 3"}));
+}
+
 TEST(StrategyJson, TrainingRequiresGlobalBatchAndRejectsUnknownKeys) {
   const core::Json j = core::parse_json_text(R"({"sequence_length": 4096, "precision": "bf61", "micro_bach": 2})", "s.json");
   core::Diagnostics diag;

@@ -264,6 +264,7 @@ TEST(BuildWorkload, ZeroOneReduceScattersAndGathersTheParameters) {
   c.par.pipeline = 2;
   c.par.data = 4;
   c.par.zero_stage = 1;
+  c.par.overlap_param_gather = false;  // gathers after the step
   c.par.bucket_size = core::Bytes(1);
   const BuiltWorkload w = c.build(4);
   const Program& p = w.workload.programs[1];
@@ -290,13 +291,17 @@ TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
   const int m = 3;
   const BuiltWorkload w = c.build(m);
   const Program& p = w.workload.programs[0];  // embedding + 4 layers
-  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_GATHER)), static_cast<size_t>(5 * m * 2));
+  // FSDP keeps the root's parameters (the embedding) gathered from forward to backward.
+  EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_GATHER)), static_cast<size_t>(5 * m + 4 * m));
   EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::REDUCE_SCATTER)), static_cast<size_t>(5 * m));
   EXPECT_EQ(count(p, collective_on(w, "data", CollectiveOp::ALL_REDUCE)), 0u);
   EXPECT_GT(w.memory[0].buffers.value(), 0);
   EXPECT_DOUBLE_EQ(w.workload.programs[0].static_memory.value(),
                    (w.memory[0].weights + w.memory[0].gradients + w.memory[0].optimizer_states + w.memory[0].buffers).value());
-  // Prefetch: the gather of the third unit of a pass waits for the first unit's compute only.
+  // Prefetch 1: the gather of the third unit of a pass waits for the first unit's compute only; the
+  // first two gathers of every pass but the first wait for the previous pass's last compute. Stage 0
+  // runs m forward passes of 5 units (3m + 2(m - 1) dependencies) and m backward passes of 4 layers
+  // and the embedding, which is not gathered again (2m + 2m), each on one compute.
   int gathers_with_compute_dep = 0;
   for (const Task& t : p.tasks) {
     if (!collective_on(w, "data", CollectiveOp::ALL_GATHER)(t)) continue;
@@ -305,8 +310,177 @@ TEST(BuildWorkload, ZeroThreeGathersEveryUnitInEveryPass) {
       ++gathers_with_compute_dep;
     }
   }
-  EXPECT_EQ(gathers_with_compute_dep, (5 - 2) * m * 2);
+  EXPECT_EQ(gathers_with_compute_dep, 3 * m + 2 * (m - 1) + 2 * m + 2 * m);
   expect_runs_to_completion(w);
+}
+
+// Megatron's distributed optimizer with overlap_param_gather: the bucket all-gathers of the updated
+// parameters are issued first, and only the first forward of each unit waits for its bucket.
+TEST(BuildWorkload, OverlapParamGatherGathersBeforeTheFirstForward) {
+  Config c;
+  c.par.pipeline = 2;
+  c.par.data = 4;
+  c.par.zero_stage = 1;
+  c.par.bucket_size = core::Bytes(1);  // one bucket per unit
+  const int m = 3;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[1];  // 4 layers + head
+  auto ag = collective_on(w, "data", CollectiveOp::ALL_GATHER);
+  EXPECT_EQ(count(p, ag), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_TRUE(ag(p.tasks[i])) << "issued before anything else";
+    EXPECT_EQ(p.tasks[i].phase, Phase::FORWARD);
+  }
+  // Each gather is waited for by exactly one compute: the first forward of its unit (micro-batch 0).
+  std::map<uint32_t, int> waiters;
+  for (const Task& t : p.tasks) {
+    for (uint32_t d = 0; d < t.dep_count; ++d) {
+      if (ag(p.tasks[p.deps_of(t)[d]])) {
+        EXPECT_EQ(t.micro_batch, 0u);
+        EXPECT_EQ(t.phase, Phase::FORWARD);
+        ++waiters[p.deps_of(t)[d]];
+      }
+    }
+  }
+  EXPECT_EQ(waiters.size(), 5u);
+  expect_runs_to_completion(w);
+}
+
+// FSDP (FULL_SHARD, one unit per layer), data 2, bf16. A layer of small_gpt() holds
+// 12h² + 13h = 12·256² + 13·256 = 789,760 parameters (QKV 3h² + 3h, projection h² + h, MLP 8h² + 5h,
+// two norms 4h). Per micro-batch each layer all-gathers 789,760 x 2 bytes = 1,579,520 bytes before
+// its forward and again before its backward, and reduce-scatters its gradients in the param dtype
+// (FSDP MixedPrecision reduce_dtype defaults to param_dtype): 1,579,520 bytes. The root's own
+// parameters (embedding, head) are gathered before the forward only (not resharded after it).
+TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
+  Config c;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  c.par.zero_impl = ZeroImpl::FSDP;
+  c.par.prefetch = 1;
+  const int m = 2;
+  const BuiltWorkload w = c.build(m);
+  ASSERT_DOUBLE_EQ(layer_parameters(c.model, c.par).dense, 789760.0);
+  const Program& p = w.workload.programs[0];
+  for (uint32_t mb = 0; mb < static_cast<uint32_t>(m); ++mb) {
+    for (uint16_t layer = 0; layer < 8; ++layer) {
+      double forward_gather = 0, backward_gather = 0, scatter = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::COLLECTIVE || t.micro_batch != mb || t.layer != layer) continue;
+        if (name(w, t) == "parameter all_gather") (t.phase == Phase::FORWARD ? forward_gather : backward_gather) += t.bytes;
+        if (name(w, t) == "gradient reduce_scatter") scatter += t.bytes;
+      }
+      // Layer 0 shares its layer number with the embedding and head units (layer 0 in tasks): the
+      // root's word embedding (V·h + s·h = 1024·256 + 128·256 = 294,912 parameters, tied with the
+      // head) is gathered once per micro-batch, before its forward.
+      if (layer == 0) {
+        EXPECT_DOUBLE_EQ(forward_gather - 1579520.0, 294912.0 * 2 + 2 * 256 * 2) << "embedding + final norm";
+        EXPECT_DOUBLE_EQ(backward_gather, 1579520.0) << "layer 0 only";
+        continue;
+      }
+      EXPECT_DOUBLE_EQ(forward_gather, 1579520.0) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(backward_gather, 1579520.0);
+      EXPECT_DOUBLE_EQ(scatter, 1579520.0);
+    }
+  }
+  // Buffers: the unit in use and one prefetched, the largest unit being a layer.
+  EXPECT_DOUBLE_EQ(w.memory[0].buffers.value(), 2 * 1579520.0);
+  c.par.prefetch = 3;
+  EXPECT_DOUBLE_EQ(c.build(m).memory[0].buffers.value(), 4 * 1579520.0);
+  expect_runs_to_completion(w);
+
+  // overlap_grad_reduce false: each micro-batch's reduce-scatters (10 units) wait for the last compute
+  // of its backward pass, the embedding's, instead of their own unit's.
+  c.par.prefetch = 1;
+  c.par.overlap_grad_reduce = false;
+  const BuiltWorkload late = c.build(m);
+  const Program& q = late.workload.programs[0];
+  size_t after_pass = 0;
+  for (const Task& t : q.tasks) {
+    if (!collective_on(late, "data", CollectiveOp::REDUCE_SCATTER)(t)) continue;
+    const Task& producer = q.tasks[q.deps_of(t)[0]];
+    EXPECT_EQ(producer.micro_batch, t.micro_batch);
+    after_pass += name(late, producer) == "embedding" ? 1 : 0;
+  }
+  EXPECT_EQ(after_pass, static_cast<size_t>(10 * m)) << "embedding, 8 layers, head per micro-batch";
+  expect_runs_to_completion(late);
+}
+
+// FSDP2 has FSDP's message pattern; DeepSpeed ZeRO-3 reduces per reduce bucket (5e8 elements: one
+// bucket holding the whole stage per micro-batch here) and prefetches 5e7 / 789,760 = 63 layers
+// ahead (all of them): buffers (1 + 63) x 1,579,520 bytes.
+TEST(BuildWorkload, Fsdp2AndDeepSpeedZeroThree) {
+  Config c;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  const int m = 2;
+  c.par.zero_impl = ZeroImpl::FSDP;
+  c.par.prefetch = 1;
+  const BuiltWorkload fsdp = c.build(m);
+  c.par.zero_impl = ZeroImpl::FSDP2;
+  const BuiltWorkload fsdp2 = c.build(m);
+  auto rs = collective_on(fsdp, "data", CollectiveOp::REDUCE_SCATTER);
+  auto ag = collective_on(fsdp, "data", CollectiveOp::ALL_GATHER);
+  EXPECT_EQ(count(fsdp2.workload.programs[0], rs), count(fsdp.workload.programs[0], rs));
+  EXPECT_DOUBLE_EQ(sum_bytes(fsdp2.workload.programs[0], ag), sum_bytes(fsdp.workload.programs[0], ag));
+
+  c.par.zero_impl = ZeroImpl::DEEPSPEED;
+  c.par.prefetch = -1;  // the implementation's default
+  const BuiltWorkload ds = c.build(m);
+  const Program& p = ds.workload.programs[0];
+  EXPECT_EQ(count(p, rs), static_cast<size_t>(m)) << "one reduce bucket per micro-batch";
+  EXPECT_DOUBLE_EQ(sum_bytes(p, rs), sum_bytes(fsdp.workload.programs[0], rs));
+  // DeepSpeed gathers the embedding and the final norm again for backward, FSDP does not (its root
+  // stays gathered): m x (294,912 + 512) parameters x 2 bytes more.
+  EXPECT_DOUBLE_EQ(sum_bytes(p, ag) - sum_bytes(fsdp.workload.programs[0], ag), m * 295424.0 * 2);
+  EXPECT_DOUBLE_EQ(ds.memory[0].buffers.value(), 64 * 1579520.0);
+  expect_runs_to_completion(ds);
+}
+
+// tp_comm_overlap: a layer's four sequence-parallel GEMMs are cut into `tensor` chunks with one
+// collective chunk each (forward: 2 all-gathers + 2 reduce-scatters of b·s·h·2/t bytes per GEMM;
+// backward: the row-parallel GEMMs' output-gradient all-gathers in chunks, the column-parallel ones'
+// input all-gather and dgrad reduce-scatter whole); the bytes of each direction's forward
+// collectives are unchanged.
+TEST(BuildWorkload, TpCommOverlapChunksTheSequenceParallelGemms) {
+  Config c;
+  c.par.tensor = 2;
+  c.par.sequence_parallel = true;
+  const BuiltWorkload plain = c.build(1);
+  c.par.tp_comm_overlap = true;
+  const BuiltWorkload w = c.build(1);
+  const Program& p = w.workload.programs[0];
+  const Program& q = plain.workload.programs[0];
+  auto in_layer = [&](Phase phase, CollectiveOp op, const BuiltWorkload& b) {
+    return [&b, phase, op](const Task& t) {
+      return collective_on(b, "tensor", op)(t) && t.layer == 3 && t.phase == phase;
+    };
+  };
+  EXPECT_EQ(count(p, in_layer(Phase::FORWARD, CollectiveOp::ALL_GATHER, w)), 4u);
+  EXPECT_EQ(count(p, in_layer(Phase::FORWARD, CollectiveOp::REDUCE_SCATTER, w)), 4u);
+  EXPECT_EQ(count(p, in_layer(Phase::BACKWARD, CollectiveOp::ALL_GATHER, w)), 2u * 2u + 2u);
+  EXPECT_EQ(count(p, in_layer(Phase::BACKWARD, CollectiveOp::REDUCE_SCATTER, w)), 2u);
+  const double activation = 128.0 * 256 * 2;  // b·s·h bf16
+  EXPECT_DOUBLE_EQ(sum_bytes(p, in_layer(Phase::FORWARD, CollectiveOp::ALL_GATHER, w)), 2 * activation);
+  EXPECT_DOUBLE_EQ(sum_bytes(q, in_layer(Phase::FORWARD, CollectiveOp::ALL_GATHER, plain)), 2 * activation);
+  EXPECT_DOUBLE_EQ(sum_bytes(p, in_layer(Phase::FORWARD, CollectiveOp::REDUCE_SCATTER, w)), 2 * activation);
+  // Every chunk of the QKV GEMM's forward waits for its own all-gather chunk.
+  size_t qkv_chunks = 0;
+  for (const Task& t : p.tasks) {
+    if (t.kind != TaskKind::COMPUTE || name(w, t) != "qkv" || t.layer != 3 || t.phase != Phase::FORWARD) continue;
+    ++qkv_chunks;
+    ASSERT_EQ(t.dep_count, 1u);
+    EXPECT_TRUE(in_layer(Phase::FORWARD, CollectiveOp::ALL_GATHER, w)(p.tasks[p.deps_of(t)[0]]));
+  }
+  EXPECT_EQ(qkv_chunks, 2u);
+  expect_runs_to_completion(w);
+
+  // Without sequence parallelism the flag is ignored: the same program.
+  c.par.sequence_parallel = false;
+  const BuiltWorkload ignored = c.build(1);
+  c.par.tp_comm_overlap = false;
+  const BuiltWorkload reference = c.build(1);
+  EXPECT_EQ(ignored.workload.programs[0].tasks.size(), reference.workload.programs[0].tasks.size());
 }
 
 TEST(BuildWorkload, PeakActivationsFollowTheMicroBatchesInFlight) {
@@ -387,13 +561,16 @@ TEST(BuildWorkload, ComputeFlopsOfAllRanksSumToTheIterationFlops) {
     c.par.expert = k.ep;
     c.par.sequence_parallel = k.sp;
     c.par.recompute = k.recompute;
-    const BuiltWorkload w = c.build(4);
-    double flops = 0;
-    for (int r = 0; r < w.workload.layout.world_size(); ++r) {
-      for (const Task& t : w.workload.program_of(r).tasks) flops += t.flops;
+    for (bool overlap : {false, true}) {
+      c.par.tp_comm_overlap = overlap;  // chunked GEMMs and dgrad / wgrad halves keep the sum
+      const BuiltWorkload w = c.build(4);
+      double flops = 0;
+      for (int r = 0; r < w.workload.layout.world_size(); ++r) {
+        for (const Task& t : w.workload.program_of(r).tasks) flops += t.flops;
+      }
+      EXPECT_NEAR(flops / w.flops.hardware.value(), 1.0, 1e-12) << k.t << k.p << k.d << k.cp << k.ep << overlap;
+      expect_runs_to_completion(w);
     }
-    EXPECT_NEAR(flops / w.flops.hardware.value(), 1.0, 1e-12) << k.t << k.p << k.d << k.cp << k.ep;
-    expect_runs_to_completion(w);
   }
 }
 
