@@ -353,6 +353,10 @@ ParameterCount head_parameters(const ModelSpec& m, const ParallelismConfig& p) {
 
 double weight_bytes_per_parameter(core::Precision p) { return activation_element_bytes(p); }
 
+double weight_bytes_per_parameter(const TrainingConfig& t) {
+  return t.fp8_params ? element_bytes(core::Precision::FP8) : weight_bytes_per_parameter(t.precision);
+}
+
 double gradient_bytes_per_parameter() { return FP32_BYTES; }
 
 double optimizer_bytes_per_parameter(core::Precision p) { return activation_element_bytes(p) == FP32_BYTES ? 8 : 12; }
@@ -371,6 +375,12 @@ MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision 
   mem.weights = core::Bytes(sharded(3) * weight_bytes_per_parameter(precision));
   mem.gradients = core::Bytes(sharded(2) * gradient_bytes_per_parameter());
   mem.optimizer_states = core::Bytes(sharded(1) * optimizer_bytes_per_parameter(precision));
+  return mem;
+}
+
+MemoryBreakdown model_state_memory(const ParameterCount& local, const TrainingConfig& t, const ParallelismConfig& p) {
+  MemoryBreakdown mem = model_state_memory(local, t.precision, p);
+  mem.weights = core::Bytes(mem.weights.value() / weight_bytes_per_parameter(t.precision) * weight_bytes_per_parameter(t));
   return mem;
 }
 

@@ -170,6 +170,8 @@ struct MemoryBreakdown {
 //   weights: 2 (bf16/fp16/fp8 training) or 4 (fp32/tf32);  gradients: 4 (fp32 main gradients, also
 //   what is reduced);  optimizer: 12 with mixed precision (fp32 master + Adam m, v) or 8 in fp32.
 double weight_bytes_per_parameter(core::Precision p);
+// The same for a training run: 1 with FP8 parameters (TrainingConfig::fp8_params).
+double weight_bytes_per_parameter(const TrainingConfig& t);
 double gradient_bytes_per_parameter();
 double optimizer_bytes_per_parameter(core::Precision p);
 // HBM traffic of the Adam step per locally updated parameter: read the fp32 gradient once for the
@@ -180,5 +182,7 @@ double optimizer_step_bytes_per_parameter(core::Precision p);
 // Weights, gradients and optimizer states of `local` parameters (activations and buffers zero).
 // ZeRO-1 shards optimizer states over the replicas, ZeRO-2 also gradients, ZeRO-3 also weights.
 MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p);
+// The same, with FP8 parameters' 1-byte weights where the run has them.
+MemoryBreakdown model_state_memory(const ParameterCount& local, const TrainingConfig& t, const ParallelismConfig& p);
 
 }  // namespace trainsim::models

@@ -58,9 +58,8 @@ struct BuildPlan {
   ParameterCount embedding_params;
   ParameterCount head_params;
   // Bytes per parameter of every parameter all-gather (ZeRO-3 / FSDP gathers before use, ZeRO-1/2
-  // gathers of the updated parameters): the one place that sets it, today the 16-bit weight size of
-  // weight_bytes_per_parameter(). FP8 parameters (1 byte per parameter gathered, as in NeMo's
-  // "fp8_param") are switched on by setting this field.
+  // gathers of the updated parameters): the one place that sets it, weight_bytes_per_parameter() of
+  // the training run (1 with FP8 parameters).
   double weight_bytes = 2;
   // Bytes per gradient element of data-parallel gradient reductions: fp32 main gradients (4) for
   // Megatron-LM and for no ZeRO; the 16-bit compute dtype for FSDP / FSDP2 (MixedPrecision

@@ -68,6 +68,10 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   t.precision = parse_precision(r.choice("precision", std::string(core::to_string(t.precision)), precision_names()));
   t.attention = r.choice("attention", to_string(t.attention), {"unfused", "flash"}) == "flash" ? Attention::FLASH
                                                                                                 : Attention::UNFUSED;
+  t.fp8_params = r.boolean("fp8_params", t.fp8_params);
+  if (t.fp8_params && t.precision != core::Precision::FP8) {
+    r.problem("fp8_params", fmt::format("FP8 parameters need precision \"fp8\", found \"{}\"", core::to_string(t.precision)));
+  }
   r.finish();
   return t;
 }
@@ -79,6 +83,7 @@ core::Json TrainingConfig::to_json() const {
   j["micro_batch"] = micro_batch;
   j["precision"] = std::string(core::to_string(precision));
   j["attention"] = to_string(attention);
+  j["fp8_params"] = fp8_params;
   return j;
 }
 

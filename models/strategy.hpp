@@ -30,6 +30,12 @@ namespace trainsim::models {
 //                    the backward (the setting of the Megatron-LM 2021-2022 measurements). "flash":
 //                    FlashAttention (Dao et al. 2022, FA2 2023): scores stay on chip, nothing of size
 //                    s² is stored, and the backward recomputes QKᵀ (counted as hardware FLOPs only).
+//   fp8_params       with precision "fp8": keep the model weights in FP8 (Transformer Engine's
+//                    fp8_model_init, Megatron's --fp8-param-gather): 1 byte per parameter in memory
+//                    and in parameter all-gathers (distributed optimizer, FSDP), the fp32 master
+//                    copy staying in the optimizer states. Applied to every parameter (embeddings
+//                    and norms, which TE keeps in 16 bits, are under 1% of the usual models').
+//                    Default false; true with another precision is an error.
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -39,6 +45,7 @@ struct TrainingConfig {
   int64_t micro_batch = 1;      // sequences per micro-batch per data-parallel replica
   core::Precision precision = core::Precision::BF16;
   Attention attention = Attention::UNFUSED;
+  bool fp8_params = false;      // FP8 weights (see above)
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);

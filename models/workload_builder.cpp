@@ -78,7 +78,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.layer_params = layer_parameters(m, p);
   plan.embedding_params = embedding_parameters(m, t, p);
   plan.head_params = head_parameters(m, p);
-  plan.weight_bytes = weight_bytes_per_parameter(t.precision);
+  plan.weight_bytes = weight_bytes_per_parameter(t);
   plan.optimizer_step_bytes = optimizer_step_bytes_per_parameter(t.precision);
   // A ParallelismConfig built in code may leave zero_impl at its default; stage 3 then means FSDP,
   // as from_json resolves it.
@@ -160,7 +160,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
     StageResult r = build_stage_program(plan, w, stage);
-    MemoryBreakdown mem = model_state_memory(r.parameters, t.precision, p);
+    MemoryBreakdown mem = model_state_memory(r.parameters, t, p);
     mem.activations = core::Bytes(r.peak_activation_bytes);
     mem.buffers = gather_buffers(plan);
     r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers;

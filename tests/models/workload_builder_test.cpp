@@ -617,3 +617,47 @@ TEST(BuildWorkload, DeadlockFreeAcrossStrategies) {
 
 }  // namespace
 }  // namespace trainsim::models
+
+namespace trainsim::models {
+namespace {
+
+// FP8 parameters (strategy.hpp, fp8_params): the distributed optimizer gathers 1 byte per parameter
+// instead of 2, and the weights take half the memory; gradients and optimizer states do not change.
+TEST(Fp8Params, HalveParameterGathersAndWeightMemory) {
+  auto build = [](bool fp8_params) {
+    ModelSpec m;
+    m.name = "small";
+    m.layers = 4;
+    m.hidden = 256;
+    m.heads = 8;
+    m.kv_heads = 8;
+    m.ffn_hidden = 1024;
+    m.vocab = 1024;
+    TrainingConfig t;
+    t.sequence_length = 128;
+    t.global_batch = 8;
+    t.precision = core::Precision::FP8;
+    t.fp8_params = fp8_params;
+    ParallelismConfig p;
+    p.data = 4;
+    p.zero_stage = 1;
+    return build_workload(m, t, p);
+  };
+  const BuiltWorkload bf16 = build(false);
+  const BuiltWorkload fp8 = build(true);
+  auto gathered = [](const BuiltWorkload& w) {
+    double bytes = 0;
+    for (const core::Task& t : w.workload.programs[0].tasks) {
+      if (t.kind == core::TaskKind::COLLECTIVE && t.collective == core::CollectiveOp::ALL_GATHER) bytes += t.bytes;
+    }
+    return bytes;
+  };
+  ASSERT_GT(gathered(bf16), 0);
+  EXPECT_DOUBLE_EQ(gathered(fp8), gathered(bf16) / 2);
+  EXPECT_DOUBLE_EQ(fp8.memory[0].weights.value(), bf16.memory[0].weights.value() / 2);
+  EXPECT_DOUBLE_EQ(fp8.memory[0].gradients.value(), bf16.memory[0].gradients.value());
+  EXPECT_DOUBLE_EQ(fp8.memory[0].optimizer_states.value(), bf16.memory[0].optimizer_states.value());
+}
+
+}  // namespace
+}  // namespace trainsim::models
