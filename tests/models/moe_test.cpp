@@ -384,5 +384,48 @@ TEST(ParallelFolding, WorkloadGroupsCollectivesAndLayerKinds) {
   }
 }
 
+// Folding with expert_tensor = tensor is the default reading with data / expert replicas: TP2 DP4
+// EP2 folded and TP2 DP2 EP2 unfolded are both laid out {2, 1, 2, 2, 1} on 8 GPUs, consume 4
+// sequences per step, and must build the same programs and groups.
+TEST(ParallelFolding, ExpertTensorEqualToTensorIsTheDefaultReading) {
+  const ModelSpec m = deepseek_style();
+  TrainingConfig t;
+  t.sequence_length = 128;
+  t.global_batch = 8;
+  ParallelismConfig folded;
+  folded.tensor = 2;
+  folded.data = 4;
+  folded.expert = 2;
+  folded.expert_tensor = 2;
+  folded.sequence_parallel = true;
+  ParallelismConfig unfolded = folded;
+  unfolded.data = 2;
+  unfolded.expert_tensor = 0;
+  for (const ParallelismConfig& p : {folded, unfolded}) {
+    core::Diagnostics diag;
+    check_strategy(m, t, p, 8, "test", diag);
+    ASSERT_TRUE(diag.empty()) << diag.problems()[0].to_string();
+  }
+  EXPECT_EQ(folded.dense_replicas(), unfolded.dense_replicas());
+  EXPECT_EQ(folded.expert_replicas(), 2);
+  EXPECT_EQ(unfolded.expert_replicas(), 2);
+  const BuiltWorkload a = build_workload(m, t, folded);
+  const BuiltWorkload b = build_workload(m, t, unfolded);
+  EXPECT_EQ(a.workload.layout.sizes(), b.workload.layout.sizes());
+  EXPECT_EQ(a.micro_batches, b.micro_batches);
+  ASSERT_EQ(a.workload.groups.size(), b.workload.groups.size());
+  for (size_t g = 0; g < a.workload.groups.size(); ++g) {
+    EXPECT_EQ(a.workload.groups[g].ranks_of(a.workload.layout, 0), b.workload.groups[g].ranks_of(b.workload.layout, 0));
+  }
+  const core::Program& pa = a.workload.programs[0];
+  const core::Program& pb = b.workload.programs[0];
+  ASSERT_EQ(pa.tasks.size(), pb.tasks.size());
+  for (size_t i = 0; i < pa.tasks.size(); ++i) {
+    EXPECT_EQ(pa.tasks[i].flops, pb.tasks[i].flops) << i;
+    EXPECT_EQ(pa.tasks[i].bytes, pb.tasks[i].bytes) << i;
+  }
+  EXPECT_EQ(pa.static_memory, pb.static_memory);
+}
+
 }  // namespace
 }  // namespace trainsim::models
