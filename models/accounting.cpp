@@ -17,8 +17,14 @@ struct Shape {
   double t = 1;      // tensor parallelism
   double tsp = 1;    // t with sequence parallelism, else 1: the split of norms and dropouts
   double a = 0;      // heads
+  double q = 0;      // query / attention output width: heads x head_dim
   double kv = 0;     // key/value width: kv_heads x head_dim
-  double f = 0;
+  double f = 0;      // routed experts' inner size (MoE) or the MLP's (dense model)
+  double dense_f = 0;   // MLP of a dense layer
+  double shared_f = 0;  // all shared experts together (0: none)
+  double et = 1;        // tensor split of the routed experts (expert_mlp_tensor)
+  double expert_tokens = 0;  // tokens one rank routes: b·(s/c), or b·(s/c)/t when the expert group
+                             // spans the tensor group (parallel folding with expert_tensor 1)
   double vocab = 0;
   double experts = 1;
   double local_experts = 1;
@@ -40,8 +46,13 @@ Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismCon
   x.tsp = p.sequence_parallel ? p.tensor : 1;
   x.flash = t.attention == Attention::FLASH;
   x.a = m.heads;
+  x.q = static_cast<double>(m.attention_width());
   x.kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
   x.f = static_cast<double>(m.ffn_hidden);
+  x.dense_f = static_cast<double>(m.dense_ffn());
+  x.shared_f = static_cast<double>(m.shared_ffn());
+  x.et = p.expert_mlp_tensor();
+  x.expert_tokens = x.b * x.sl / (p.experts_span_tensor() ? x.tsp : 1.0);
   x.vocab = static_cast<double>(m.vocab);
   x.experts = m.experts;
   x.local_experts = static_cast<double>(m.experts) / p.expert;
@@ -127,7 +138,7 @@ OpCost bias_dropout_add(std::string name, double elements, const Shape& x) {
 // reads them and writes probabilities; dropout reads those and writes the dropped probabilities and
 // a mask; ·V reads them. Backward mirrors it: 8 score-sized passes and the mask.
 OpCost core_attention(const Shape& x) {
-  const double q = x.b * x.sl * x.h / x.t;         // queries, and the context output
+  const double q = x.b * x.sl * x.q / x.t;         // queries, and the context output
   const double kv = 2 * x.b * x.s * x.kv / x.t;    // keys and values of the whole sequence
   const double scores = x.b * (x.a / x.t) * x.sl * x.s;
   OpCost c;
@@ -135,8 +146,8 @@ OpCost core_attention(const Shape& x) {
   c.kind = OpKind::ATTENTION;
   c.op_class = x.flash ? core::OpClass::FLASH_ATTENTION : core::OpClass::ATTENTION;
   c.precision = gemm_precision(OpKind::ATTENTION, x.precision);
-  c.forward_flops = core::Flops(4.0 * x.b * x.sl * x.s * x.h / x.t);
-  c.backward_flops = core::Flops(8.0 * x.b * x.sl * x.s * x.h / x.t);
+  c.forward_flops = core::Flops(4.0 * x.b * x.sl * x.s * x.q / x.t);
+  c.backward_flops = core::Flops(8.0 * x.b * x.sl * x.s * x.q / x.t);
   if (x.flash) {
     // FlashAttention: Q, K, V read and O written once, plus the per-row softmax statistics (fp32);
     // backward reads Q, K, V, O, dO and the statistics, writes dQ, dK, dV, and recomputes QKᵀ
@@ -144,7 +155,7 @@ OpCost core_attention(const Shape& x) {
     const double stats = x.b * (x.a / x.t) * x.sl * FP32_BYTES;
     c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + stats);
     c.backward_bytes = core::Bytes((3 * q + kv) * x.e + stats + (q + kv) * x.e);
-    c.backward_recompute_flops = core::Flops(2.0 * x.b * x.sl * x.s * x.h / x.t);
+    c.backward_recompute_flops = core::Flops(2.0 * x.b * x.sl * x.s * x.q / x.t);
     return c;
   }
   c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + scores * (6 * x.e + MASK_BYTES));
@@ -210,32 +221,41 @@ double activation_element_bytes(core::Precision p) {
   return p == core::Precision::FP32 || p == core::Precision::TF32 ? 4 : 2;
 }
 
-std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, LayerKind kind) {
   const Shape x = shape_of(m, t, p);
   const double tokens = x.b * x.sl;
   const double split_hidden = tokens * x.h / x.tsp;  // elements of norms and dropouts
-  const double up_cols = (x.swiglu ? 2 : 1) * x.f / x.t;
+  const double up = x.swiglu ? 2 : 1;                // up-projection matrices
   std::vector<OpCost> ops;
   ops.push_back(norm("ln1", split_hidden, x));
-  ops.push_back(gemm("qkv", OpKind::QKV, tokens, x.h, (x.h + 2 * x.kv) / x.t, x));
+  ops.push_back(gemm("qkv", OpKind::QKV, tokens, x.h, (x.q + 2 * x.kv) / x.t, x));
   ops.push_back(core_attention(x));
-  ops.push_back(gemm("proj", OpKind::PROJECTION, tokens, x.h / x.t, x.h, x));
+  ops.push_back(gemm("proj", OpKind::PROJECTION, tokens, x.q / x.t, x.h, x));
   ops.push_back(bias_dropout_add("attn_bda", split_hidden, x));
   ops.push_back(norm("ln2", split_hidden, x));
-  if (x.moe) {
+  if (kind == LayerKind::MOE) {
+    if (x.shared_f > 0) {
+      ops.push_back(gemm("shared_up", OpKind::MLP_UP, tokens, x.h, up * x.shared_f / x.t, x));
+      ops.push_back(activation_op("shared_act", tokens * x.shared_f / x.t, x));
+      ops.push_back(gemm("shared_down", OpKind::MLP_DOWN, tokens, x.shared_f / x.t, x.h, x));
+    }
     ops.push_back(gemm("router", OpKind::ROUTER, tokens / x.tsp, x.h, x.experts, x));
-    const double routed = tokens * x.top_k;
-    ops.push_back(gemm("expert_up", OpKind::MLP_UP, routed, x.h, up_cols, x, x.local_experts));
-    ops.push_back(activation_op("expert_act", routed * x.f / x.t, x));
-    ops.push_back(gemm("expert_down", OpKind::MLP_DOWN, routed, x.f / x.t, x.h, x, x.local_experts));
+    const double routed = x.expert_tokens * x.top_k;
+    ops.push_back(gemm("expert_up", OpKind::EXPERT_UP, routed, x.h, up * x.f / x.et, x, x.local_experts));
+    ops.push_back(activation_op("expert_act", routed * x.f / x.et, x));
+    ops.push_back(gemm("expert_down", OpKind::EXPERT_DOWN, routed, x.f / x.et, x.h, x, x.local_experts));
   } else {
-    ops.push_back(gemm("mlp_up", OpKind::MLP_UP, tokens, x.h, up_cols, x));
-    ops.push_back(activation_op("mlp_act", tokens * x.f / x.t, x));
-    ops.push_back(gemm("mlp_down", OpKind::MLP_DOWN, tokens, x.f / x.t, x.h, x));
+    ops.push_back(gemm("mlp_up", OpKind::MLP_UP, tokens, x.h, up * x.dense_f / x.t, x));
+    ops.push_back(activation_op("mlp_act", tokens * x.dense_f / x.t, x));
+    ops.push_back(gemm("mlp_down", OpKind::MLP_DOWN, tokens, x.dense_f / x.t, x.h, x));
   }
   ops.push_back(bias_dropout_add("mlp_bda", split_hidden, x));
   add_fp8_casts(ops);
   return ops;
+}
+
+std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  return layer_ops(m, t, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
 }
 
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
@@ -276,18 +296,24 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
   TrainingConfig whole = t;
   whole.micro_batch = t.global_batch;
   const ParallelismConfig single;
-  const std::vector<OpCost> layer = layer_ops(m, whole, single);
-  const double layers = m.layers;
   IterationFlops f;
-  f.model = total_flops(layer) * layers + total_flops(head_ops(m, whole, single)) +
-            total_flops(embedding_ops(m, whole, single));
-  f.hardware = f.model + backward_recompute_flops(layer) * layers;
-  if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
-  if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
+  f.model = total_flops(head_ops(m, whole, single)) + total_flops(embedding_ops(m, whole, single));
+  f.hardware = f.model;
+  const double moe_layers = m.moe_layer_count();
+  for (const LayerKind kind : {LayerKind::DENSE, LayerKind::MOE}) {
+    const double layers = kind == LayerKind::MOE ? moe_layers : m.layers - moe_layers;
+    if (layers == 0) continue;
+    const std::vector<OpCost> layer = layer_ops(m, whole, single, kind);
+    f.model += total_flops(layer) * layers;
+    f.hardware += (total_flops(layer) + backward_recompute_flops(layer)) * layers;
+    if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
+    if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
+  }
   return f;
 }
 
-core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
+                                       LayerKind kind) {
   const Shape x = shape_of(m, t, p);
   const double tokens = x.b * x.sl;
   if (p.recompute == Recompute::FULL) return core::Bytes(tokens * x.h * x.e / x.tsp);
@@ -295,12 +321,16 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
   // parallel.
   const double whole = tokens * x.h * (4 * x.e + 2 * MASK_BYTES) / x.tsp;
   // Q, K, V and the projection input.
-  const double attention = tokens * (2 * x.h + 2 * x.kv) * x.e / x.t;
-  // Activation input(s) and down-projection input, per routed token; MoE also keeps the dispatched tokens.
-  const double per_token_mlp = (x.swiglu ? 3 : 2) * x.f * x.e / x.t;
-  double mlp = tokens * per_token_mlp;
-  if (x.moe) mlp = tokens * x.top_k * (per_token_mlp + x.h * x.e);
-  double bytes = whole + attention + mlp;
+  const double attention = tokens * (2 * x.q + 2 * x.kv) * x.e;
+  // Activation input(s) and down-projection input of an MLP of inner size f split `split` ways, per
+  // token it processes.
+  auto per_token_mlp = [&](double f, double split) { return (x.swiglu ? 3 : 2) * f * x.e / split; };
+  double mlp = tokens * per_token_mlp(x.dense_f, x.t);
+  if (kind == LayerKind::MOE) {
+    // The routed experts keep their tensors per routed token, plus the dispatched tokens.
+    mlp = x.expert_tokens * x.top_k * (per_token_mlp(x.f, x.et) + x.h * x.e) + tokens * per_token_mlp(x.shared_f, x.t);
+  }
+  double bytes = whole + attention / x.t + mlp;
   if (x.flash) {
     bytes += x.b * (x.a / x.t) * x.sl * FP32_BYTES;  // softmax statistics
   } else if (p.recompute == Recompute::NONE) {
@@ -309,30 +339,44 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
   return core::Bytes(bytes);
 }
 
+core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  return activation_bytes_per_layer(m, t, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
+}
+
 core::Bytes head_activation_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   const Shape x = shape_of(m, t, p);
   return core::Bytes(FP32_BYTES * x.b * x.sl * x.vocab / x.t);
 }
 
-ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p) {
+ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p, LayerKind kind) {
   const double h = static_cast<double>(m.hidden);
   const double t = p.tensor;
+  const double q = static_cast<double>(m.attention_width());
   const double kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
-  const double qkv_out = h + 2 * kv;
-  const double f = static_cast<double>(m.ffn_hidden);
+  const double qkv_out = q + 2 * kv;
   const double up_matrices = m.activation == Activation::SWIGLU ? 2 : 1;
+  // One MLP of inner size f split over `split` ranks: column-parallel weights and biases and the
+  // row-parallel weight are split, the row-parallel bias is not.
+  auto mlp = [&](double f, double split) {
+    double n = (up_matrices + 1) * h * f / split;
+    if (m.has_biases()) n += up_matrices * f / split + h;
+    return n;
+  };
   ParameterCount c;
-  c.dense = 2.0 * static_cast<double>(m.norm_parameters()) + h * qkv_out / t + h * h / t;
+  c.dense = 2.0 * static_cast<double>(m.norm_parameters()) + h * qkv_out / t + q * h / t;
   if (m.has_biases()) c.dense += qkv_out / t + h;
-  double mlp = (up_matrices + 1) * h * f / t;
-  if (m.has_biases()) mlp += up_matrices * f / t + h;
-  if (m.is_moe()) {
-    c.dense += h * m.experts;
-    c.expert = static_cast<double>(m.experts) / p.expert * mlp;
+  if (kind == LayerKind::MOE) {
+    c.dense += h * m.experts;  // router
+    if (m.shared_experts > 0) c.dense += mlp(static_cast<double>(m.shared_ffn()), t);
+    c.expert = static_cast<double>(m.experts) / p.expert * mlp(static_cast<double>(m.ffn_hidden), p.expert_mlp_tensor());
   } else {
-    c.dense += mlp;
+    c.dense += mlp(static_cast<double>(m.dense_ffn()), t);
   }
   return c;
+}
+
+ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p) {
+  return layer_parameters(m, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
 }
 
 ParameterCount embedding_parameters(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {

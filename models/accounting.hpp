@@ -4,7 +4,9 @@
 // says which.
 //
 // Notation: b micro-batch, s sequence length, s/c the tokens per context-parallel rank, h hidden,
-// a heads, k key/value heads of size d = h/a, f ffn_hidden, V vocab, t tensor parallelism, E experts.
+// a heads and k key/value heads of size d (head_dim; h/a unless given), f ffn_hidden, V vocab,
+// t tensor parallelism, E experts. Where a·d != h (Qwen3, Gemma) the formulas below that say h for
+// the attention width mean a·d.
 //
 // FLOPs are those of matrix multiplications only (GEMMs and the two attention products), as in both
 // papers and in the usual MFU definition. Norms, activations, dropouts, the softmax, the loss and the
@@ -38,9 +40,12 @@ enum class OpKind : uint8_t {
   PROJECTION,        // row-parallel attention output projection
   BIAS_DROPOUT_ADD,  // residual add with dropout (bias included for GELU models)
   ROUTER,            // MoE gate: h x E GEMM on the local tokens
-  MLP_UP,            // column-parallel first MLP GEMM (gate and up together for SwiGLU; the experts' for MoE)
+  MLP_UP,            // column-parallel first MLP GEMM (gate and up together for SwiGLU), dense
+                     // layers and shared experts
   MLP_ACTIVATION,    // GeLU or SwiGLU
-  MLP_DOWN,          // row-parallel second MLP GEMM
+  MLP_DOWN,          // row-parallel second MLP GEMM, dense layers and shared experts
+  EXPERT_UP,         // the routed experts' first GEMM, after the dispatch all-to-all
+  EXPERT_DOWN,       // the routed experts' second GEMM, before the combine all-to-all
   EMBEDDING,         // vocabulary-parallel word (+ position) embedding lookup
   LOGITS,            // column-parallel output layer
   LOSS,              // vocabulary-parallel cross-entropy
@@ -87,16 +92,25 @@ double activation_element_bytes(core::Precision p);
 // backward). Weight casts happen once per iteration (none with FP8 parameters) and are neglected.
 inline constexpr double FP8_CAST_BYTES = 4.0;
 
-// Ops of one transformer layer, in forward order:
+// Ops of one transformer layer of the given kind, in forward order:
 //   dense: ln1 qkv attention proj attn_bda ln2 mlp_up mlp_act mlp_down mlp_bda
-//   MoE:   ln1 qkv attention proj attn_bda ln2 router expert_up expert_act expert_down mlp_bda
+//   MoE:   ln1 qkv attention proj attn_bda ln2 [shared_up shared_act shared_down] router expert_up
+//          expert_act expert_down mlp_bda
 // GEMM FLOPs are 2·m·n·k forward and twice that backward (data + weight gradient). Per GPU:
-//   qkv 2·b·(s/c)·h·(h + 2·k·d)/t;  attention 4·b·(s/c)·s·h/t;  proj 2·b·(s/c)·h²/t;
-//   mlp_up 2·b·(s/c)·h·f/t (x2 for SwiGLU);  mlp_down 2·b·(s/c)·f·h/t;
-//   MoE: expert GEMMs x top_k (each token visits top_k experts; tokens are assumed balanced over
-//   the expert-parallel ranks); router 2·(b·s/c/t)·h·E with sequence parallelism (tokens are split
-//   over the tensor group there; Megatron-LM requires sequence parallelism for MoE with TP > 1).
+//   qkv 2·b·(s/c)·h·(a·d + 2·k·d)/t;  attention 4·b·(s/c)·s·a·d/t;  proj 2·b·(s/c)·a·d·h/t;
+//   mlp_up 2·b·(s/c)·h·f/t (x2 for SwiGLU);  mlp_down 2·b·(s/c)·f·h/t, with f = dense_ffn_hidden in
+//   the dense layers of an MoE model; shared experts the same with f = shared_experts x
+//   shared_expert_ffn_hidden.
+//   Routed experts: the expert GEMMs with rows = top_k x the tokens the rank routes (each token
+//   visits top_k experts; tokens are assumed balanced over the expert-parallel ranks) and f split
+//   over expert_mlp_tensor() ranks. The rank routes b·(s/c) tokens (the tensor group's tokens,
+//   gathered under sequence parallelism), or b·(s/c)/t under parallel folding with expert_tensor 1
+//   (its own sequence-parallel share; the experts are whole): the FLOPs per token are the same.
+//   router 2·(b·s/c/t)·h·E with sequence parallelism (tokens are split over the tensor group there;
+//   Megatron-LM requires sequence parallelism for MoE with TP > 1).
 // Norms and bias-dropout-adds work on b·(s/c)·h elements, divided by t with sequence parallelism.
+std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, LayerKind kind);
+// The ops of an MoE layer for an MoE model, of a dense layer otherwise.
 std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Embedding lookup (first stage): "embedding" (+ "embedding_ln" for models with an embedding norm).
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
@@ -125,10 +139,14 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
 // Those constants assume 2-byte activations and the GPT block. In general, with element size e and
 // per-rank sequence s/c: kept whole per rank (/t only with sequence parallelism): both norm inputs,
 // QKV and MLP inputs (4·e) and two dropout masks (2 bytes) per b·s·h; split over t: Q and the
-// projection input (2·e·h), K and V (2·e·k·d), the MLP's activation input (e·f, 2·e·f for SwiGLU)
-// and down-projection input (e·f), all per token (MoE: the expert tensors x top_k, plus the
-// dispatched tokens e·h·top_k); scores, softmax output and dropout mask (2·e + 1 bytes per element
+// projection input (2·e·a·d), K and V (2·e·k·d), the MLP's activation input (e·f, 2·e·f for SwiGLU)
+// and down-projection input (e·f), all per token (MoE: the routed experts' tensors, split over
+// expert_mlp_tensor(), plus the dispatched tokens e·h, per routed token, and the shared experts'
+// tensors per token); scores, softmax output and dropout mask (2·e + 1 bytes per element
 // of the (a/t)·b·(s/c)·s score matrix).
+core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
+                                       LayerKind kind);
+// For an MoE layer of an MoE model, a dense layer otherwise.
 core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Activations kept from the head's forward to its backward for one micro-batch: the fp32 softmax of
 // the vocabulary-parallel cross-entropy, 4·b·(s/c)·V/t bytes.
@@ -145,9 +163,12 @@ struct ParameterCount {
     return *this;
   }
 };
-// One transformer layer on one GPU. Column-parallel weights and biases and row-parallel weights are
-// split over t; norms, row-parallel biases and the router are replicated; experts are split over the
-// expert-parallel ranks.
+// One transformer layer of the given kind on one GPU. Column-parallel weights and biases and
+// row-parallel weights are split over t; norms, row-parallel biases and the router are replicated;
+// shared experts are split over t like a dense MLP (dense parameters); routed experts are split
+// over the expert-parallel ranks (E/expert local experts) and each over expert_mlp_tensor() ranks.
+ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p, LayerKind kind);
+// For an MoE layer of an MoE model, a dense layer otherwise.
 ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p);
 // The first stage's word embedding (split over t), learned positions (replicated) and embedding norm.
 ParameterCount embedding_parameters(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);

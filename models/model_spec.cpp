@@ -100,8 +100,17 @@ void read_fields(core::ObjectReader& r, ModelSpec& spec, bool full_spec) {
   spec.activation = r.choice("activation", to_string(spec.activation), {"gelu", "swiglu"}) == "swiglu"
                         ? Activation::SWIGLU
                         : Activation::GELU;
+  spec.head_dim_given = r.has("head_dim") ? r.integer("head_dim", 0, 1, MAX_WIDTH) : base.head_dim_given;
   spec.experts = static_cast<int>(r.integer("experts", spec.experts, 1, MAX_HEADS));
   spec.top_k = static_cast<int>(r.integer("top_k", spec.top_k, 1, MAX_HEADS));
+  spec.shared_experts = static_cast<int>(r.integer("shared_experts", spec.shared_experts, 0, MAX_HEADS));
+  spec.shared_expert_ffn_given = r.has("shared_expert_ffn_hidden")
+                                     ? r.integer("shared_expert_ffn_hidden", 0, 1, MAX_WIDTH)
+                                     : base.shared_expert_ffn_given;
+  spec.moe_layer_freq = static_cast<int>(r.integer("moe_layer_freq", spec.moe_layer_freq, 1, MAX_LAYERS));
+  spec.first_dense_layers = static_cast<int>(r.integer("first_dense_layers", spec.first_dense_layers, 0, MAX_LAYERS));
+  spec.dense_ffn_given =
+      r.has("dense_ffn_hidden") ? r.integer("dense_ffn_hidden", 0, 1, MAX_WIDTH) : base.dense_ffn_given;
   spec.tied_embeddings = r.boolean("tied_embeddings", spec.tied_embeddings);
   spec.learned_positions = r.boolean("learned_positions", spec.learned_positions);
   spec.embedding_norm = r.boolean("embedding_norm", spec.embedding_norm);
@@ -110,9 +119,9 @@ void read_fields(core::ObjectReader& r, ModelSpec& spec, bool full_spec) {
 
 // Consistency of the resolved spec; pointers name the key responsible.
 void check_shape(const ModelSpec& m, const std::string& file, const std::string& pointer, core::Diagnostics& diag) {
-  if (m.heads > 0 && m.hidden % m.heads != 0) {
+  if (m.head_dim_given == 0 && m.heads > 0 && m.hidden % m.heads != 0) {
     diag.add(file, core::append_pointer(pointer, "heads"),
-             fmt::format("heads ({}) must divide hidden ({})", m.heads, m.hidden));
+             fmt::format("heads ({}) must divide hidden ({}) unless head_dim is given", m.heads, m.hidden));
   }
   if (m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
     diag.add(file, core::append_pointer(pointer, "kv_heads"),
@@ -121,6 +130,27 @@ void check_shape(const ModelSpec& m, const std::string& file, const std::string&
   if (m.top_k > m.experts) {
     diag.add(file, core::append_pointer(pointer, "top_k"),
              fmt::format("top_k ({}) must not exceed experts ({})", m.top_k, m.experts));
+  }
+  // The MoE-only keys describe the MoE layers; on a dense model they would be silently ignored.
+  auto moe_only = [&](std::string_view key, bool set, const std::string& found) {
+    if (set && !m.is_moe()) {
+      diag.add(file, core::append_pointer(pointer, key),
+               fmt::format("{} applies to MoE models (experts > 1) only, found {} with experts 1", key, found));
+    }
+  };
+  moe_only("shared_experts", m.shared_experts != 0, std::to_string(m.shared_experts));
+  moe_only("moe_layer_freq", m.moe_layer_freq != 1, std::to_string(m.moe_layer_freq));
+  moe_only("first_dense_layers", m.first_dense_layers != 0, std::to_string(m.first_dense_layers));
+  moe_only("dense_ffn_hidden", m.dense_ffn_given != 0, std::to_string(m.dense_ffn_given));
+  if (m.shared_expert_ffn_given != 0 && m.shared_experts == 0) {
+    diag.add(file, core::append_pointer(pointer, "shared_expert_ffn_hidden"),
+             fmt::format("shared_expert_ffn_hidden ({}) needs shared_experts >= 1, found shared_experts 0",
+                         m.shared_expert_ffn_given));
+  }
+  if (m.is_moe() && m.layers > 0 && m.moe_layer_count() == 0) {
+    diag.add(file, core::append_pointer(pointer, "first_dense_layers"),
+             fmt::format("first_dense_layers {} and moe_layer_freq {} leave no MoE layer among the {} layers",
+                         m.first_dense_layers, m.moe_layer_freq, m.layers));
   }
 }
 
@@ -134,23 +164,54 @@ std::string unknown_model(const std::string& name) {
 
 std::string to_string(Activation a) { return a == Activation::SWIGLU ? "swiglu" : "gelu"; }
 
-int64_t ModelSpec::parameter_count(int64_t sequence_length) const {
-  const int64_t h = hidden;
-  const int64_t kv = static_cast<int64_t>(kv_heads) * head_dim();
-  const int64_t qkv_out = h + 2 * kv;
-  int64_t attention = h * qkv_out + h * h;  // QKV and output projection
-  if (has_biases()) attention += qkv_out + h;
+LayerKind ModelSpec::layer_kind(int layer) const {
+  return is_moe() && layer >= first_dense_layers && layer % moe_layer_freq == 0 ? LayerKind::MOE : LayerKind::DENSE;
+}
+
+int ModelSpec::moe_layer_count() const {
+  int n = 0;
+  for (int l = 0; l < layers; ++l) n += layer_kind(l) == LayerKind::MOE ? 1 : 0;
+  return n;
+}
+
+int64_t ModelSpec::mlp_parameters(int64_t ffn) const {
   const int64_t up_matrices = activation == Activation::SWIGLU ? 2 : 1;
-  int64_t mlp = (up_matrices + 1) * h * ffn_hidden;
-  if (has_biases()) mlp += up_matrices * ffn_hidden + h;
-  int64_t layer = attention + 2 * norm_parameters() + experts * mlp;
-  if (is_moe()) layer += h * experts;  // router, no bias
-  int64_t total = layers * layer + norm_parameters();  // + final norm
-  total += vocab * h;                                  // word embedding
-  if (!tied_embeddings) total += vocab * h;            // separate output layer
-  if (learned_positions) total += sequence_length * h;
-  if (embedding_norm) total += norm_parameters();
+  int64_t mlp = (up_matrices + 1) * hidden * ffn;
+  if (has_biases()) mlp += up_matrices * ffn + hidden;
+  return mlp;
+}
+
+namespace {
+
+// Parameters of the model with `routed` routed experts per MoE layer.
+int64_t count_parameters(const ModelSpec& m, int64_t sequence_length, int64_t routed) {
+  const int64_t h = m.hidden;
+  const int64_t q = m.attention_width();
+  const int64_t kv = static_cast<int64_t>(m.kv_heads) * m.head_dim();
+  const int64_t qkv_out = q + 2 * kv;
+  int64_t attention = h * qkv_out + q * h;  // QKV and output projection
+  if (m.has_biases()) attention += qkv_out + h;
+  const int64_t common = attention + 2 * m.norm_parameters();
+  const int64_t dense_layer = common + m.mlp_parameters(m.dense_ffn());
+  int64_t moe_layer = common + routed * m.mlp_parameters(m.ffn_hidden) + h * m.experts;  // router, no bias
+  if (m.shared_experts > 0) moe_layer += m.mlp_parameters(m.shared_ffn());
+  const int64_t moe_layers = m.moe_layer_count();
+  int64_t total = moe_layers * moe_layer + (m.layers - moe_layers) * dense_layer + m.norm_parameters();  // + final norm
+  total += m.vocab * h;                                // word embedding
+  if (!m.tied_embeddings) total += m.vocab * h;        // separate output layer
+  if (m.learned_positions) total += sequence_length * h;
+  if (m.embedding_norm) total += m.norm_parameters();
   return total;
+}
+
+}  // namespace
+
+int64_t ModelSpec::parameter_count(int64_t sequence_length) const {
+  return count_parameters(*this, sequence_length, experts);
+}
+
+int64_t ModelSpec::active_parameter_count(int64_t sequence_length) const {
+  return count_parameters(*this, sequence_length, is_moe() ? top_k : 1);
 }
 
 ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file, const std::string& pointer,
@@ -203,8 +264,15 @@ core::Json ModelSpec::to_json() const {
   j["ffn_hidden"] = ffn_hidden;
   j["vocab"] = vocab;
   j["activation"] = to_string(activation);
+  j["head_dim"] = head_dim();
   j["experts"] = experts;
   j["top_k"] = top_k;
+  j["shared_experts"] = shared_experts;
+  // The MoE-only sizes are printed where they apply (from_json rejects them on a dense model).
+  if (shared_experts > 0) j["shared_expert_ffn_hidden"] = shared_ffn() / shared_experts;
+  j["moe_layer_freq"] = moe_layer_freq;
+  j["first_dense_layers"] = first_dense_layers;
+  if (is_moe()) j["dense_ffn_hidden"] = dense_ffn();
   j["tied_embeddings"] = tied_embeddings;
   j["learned_positions"] = learned_positions;
   j["embedding_norm"] = embedding_norm;

@@ -17,6 +17,10 @@ namespace trainsim::models {
 enum class Activation { GELU, SWIGLU };  // GeLU MLP (2 matrices) or SwiGLU (3 matrices)
 std::string to_string(Activation a);     // "gelu", "swiglu"
 
+// What the MLP of one transformer layer is: a dense MLP, or a mixture of experts (router, routed
+// experts, optional shared experts).
+enum class LayerKind : uint8_t { DENSE, MOE };
+
 struct ModelSpec {
   std::string name;            // catalog name, or "custom"
   int layers = 0;
@@ -28,20 +32,45 @@ struct ModelSpec {
   Activation activation = Activation::GELU;
   int experts = 1;             // 1 = dense
   int top_k = 1;               // experts per token
+  int64_t head_dim_given = 0;  // "head_dim"; 0: hidden / heads (use head_dim())
+  int shared_experts = 0;      // shared expert MLPs run on every token of an MoE layer
+  int64_t shared_expert_ffn_given = 0;  // "shared_expert_ffn_hidden"; 0: ffn_hidden
+  int moe_layer_freq = 1;      // every moe_layer_freq-th layer is MoE (Megatron's --moe-layer-freq)
+  int first_dense_layers = 0;  // the first layers are dense (DeepSeek-V3's first_k_dense_replace)
+  int64_t dense_ffn_given = 0;  // "dense_ffn_hidden": MLP size of an MoE model's dense layers; 0: ffn_hidden
   bool tied_embeddings = true;  // input embedding shared with the output layer
   bool learned_positions = true;  // GPT-style learned position embeddings (false: rotary, no parameters)
   bool embedding_norm = false;    // a norm right after the word embedding (BLOOM's word_embeddings_layernorm)
   std::string source;          // where the architecture comes from (catalog entries)
 
-  int64_t head_dim() const { return hidden / heads; }
+  int64_t head_dim() const { return head_dim_given > 0 ? head_dim_given : hidden / heads; }
+  // Width of the queries and of the attention output: heads x head_dim (= hidden unless head_dim is
+  // given, e.g. Qwen3 and Gemma).
+  int64_t attention_width() const { return static_cast<int64_t>(heads) * head_dim(); }
   bool is_moe() const { return experts > 1; }
+  // Layer `layer` (0-based) is MoE when the model has experts, layer >= first_dense_layers and
+  // layer % moe_layer_freq == 0 (Megatron-core's moe_layer_freq and HF DeepSeek-V3's rule).
+  LayerKind layer_kind(int layer) const;
+  int moe_layer_count() const;
+  // MLP inner size of a dense layer: ffn_hidden for a dense model, dense_ffn_hidden for an MoE model.
+  int64_t dense_ffn() const { return is_moe() && dense_ffn_given > 0 ? dense_ffn_given : ffn_hidden; }
+  // Inner size of all shared experts of an MoE layer together (they run as one MLP):
+  // shared_experts x shared_expert_ffn_hidden; 0 without shared experts.
+  int64_t shared_ffn() const {
+    return static_cast<int64_t>(shared_experts) * (shared_expert_ffn_given > 0 ? shared_expert_ffn_given : ffn_hidden);
+  }
   bool has_biases() const { return activation == Activation::GELU; }
   // Parameters of one norm: LayerNorm weight + bias (GELU models) or RMSNorm weight (SWIGLU models).
   int64_t norm_parameters() const { return has_biases() ? 2 * hidden : hidden; }
+  // Parameters of one MLP of inner size `ffn` (weights, and biases for GELU models).
+  int64_t mlp_parameters(int64_t ffn) const;
   // Total parameters (all experts), embeddings included. `sequence_length` sizes the learned position
   // table (ignored without learned positions). Exact for the block styles above, e.g. GPT-3 175B:
   // 12·l·h² + 13·l·h + V·h + s·h + 2·h.
   int64_t parameter_count(int64_t sequence_length) const;
+  // Parameters one token goes through: parameter_count() with top_k of the routed experts of each
+  // MoE layer instead of all of them (the "A22B" of Qwen3-235B-A22B).
+  int64_t active_parameter_count(int64_t sequence_length) const;
 
   // `value` is a catalog name ("gpt3-175b"), an object {"base": name, <overrides>}, or a full spec
   // {"family": "transformer", "layers": .., "hidden": .., "heads": .., ...}. Problems are recorded in
@@ -52,7 +81,9 @@ struct ModelSpec {
   //   family             "transformer" (the only family; required without "base")
   //   name               label in reports; default "custom" (with "base": the base name, or
   //                      "<base> (modified)" when anything is overridden)
-  //   layers, hidden, heads, vocab     integers >= 1; heads must divide hidden
+  //   layers, hidden, heads, vocab     integers >= 1; heads must divide hidden unless head_dim is given
+  //   head_dim           size of one attention head; default hidden / heads. Q and the attention
+  //                      output are heads x head_dim wide, K and V kv_heads x head_dim (Qwen3, Gemma)
   //   kv_heads           key/value heads (GQA), must divide heads; default heads (with "base": the
   //                      base's, or the new heads when the base has no GQA)
   //   ffn_hidden         MLP inner size; default 4·hidden (with "base": the base's, or 4·hidden when
@@ -60,6 +91,15 @@ struct ModelSpec {
   //   activation         "gelu" | "swiglu"; default "gelu"
   //   experts            experts per MoE layer; default 1 (dense)
   //   top_k              experts per token, <= experts; default 1
+  //   shared_experts     MoE only: shared expert MLPs every token goes through (DeepSeek, Qwen2-MoE),
+  //                      tensor-parallel like a dense MLP, their gradients reduced with the dense
+  //                      ones; default 0
+  //   shared_expert_ffn_hidden   MoE only, with shared_experts >= 1: inner size of each shared
+  //                      expert; default ffn_hidden
+  //   moe_layer_freq     MoE only: every k-th layer (0, k, 2k, ...) is MoE, the others dense;
+  //                      default 1 (every layer)
+  //   first_dense_layers MoE only: the first n layers are dense (DeepSeek-V3: 3); default 0
+  //   dense_ffn_hidden   MoE only: MLP inner size of the dense layers; default ffn_hidden
   //   tied_embeddings    default true
   //   learned_positions  default true
   //   embedding_norm     default false

@@ -47,8 +47,10 @@ enum class Side { FORWARD_BEFORE, FORWARD_AFTER, BACKWARD_BEFORE, BACKWARD_AFTER
 // column-parallel GEMMs (QKV, MLP up, logits) all-gather their input under sequence parallelism and
 // all-reduce (reduce-scatter) their input gradient; row-parallel GEMMs (projection, MLP down) and the
 // vocabulary-parallel embedding all-reduce (reduce-scatter) their output and, under sequence
-// parallelism, all-gather their output gradient. MoE dispatch / combine all-to-alls sit inside the
-// tensor-parallel pair; context parallelism gathers K and V before attention and reduce-scatters
+// parallelism, all-gather their output gradient. The routed experts' GEMMs are column- and
+// row-parallel too when they are split over the tensor group (the MoE dispatch / combine
+// all-to-alls sit inside that tensor-parallel pair); under parallel folding with expert_tensor 1
+// they are whole and only the all-to-alls surround them. Context parallelism gathers K and V before attention and reduce-scatters
 // their gradients after its backward.
 std::vector<Comm> comms_around(const BuildPlan& plan, OpKind kind, Side side) {
   const ParallelismConfig& p = *plan.parallelism;
@@ -56,8 +58,11 @@ std::vector<Comm> comms_around(const BuildPlan& plan, OpKind kind, Side side) {
   const bool sp = tp && p.sequence_parallel;
   const bool ep = p.expert > 1 && plan.model->is_moe();
   const bool cp = p.context > 1;
-  const bool column = kind == OpKind::QKV || kind == OpKind::MLP_UP || kind == OpKind::LOGITS;
-  const bool row = kind == OpKind::PROJECTION || kind == OpKind::MLP_DOWN || kind == OpKind::EMBEDDING;
+  const bool experts_split = p.expert_mlp_tensor() > 1;
+  const bool column = kind == OpKind::QKV || kind == OpKind::MLP_UP || kind == OpKind::LOGITS ||
+                      (experts_split && kind == OpKind::EXPERT_UP);
+  const bool row = kind == OpKind::PROJECTION || kind == OpKind::MLP_DOWN || kind == OpKind::EMBEDDING ||
+                   (experts_split && kind == OpKind::EXPERT_DOWN);
   std::vector<Comm> out;
   auto tensor = [&](CollectiveOp op, double bytes) {
     out.push_back({op, plan.groups.tensor, Stream::TENSOR_COMM, bytes});
@@ -72,20 +77,20 @@ std::vector<Comm> comms_around(const BuildPlan& plan, OpKind kind, Side side) {
   switch (side) {
     case Side::FORWARD_BEFORE:
       if (sp && column) tensor(CollectiveOp::ALL_GATHER, plan.tensor_bytes);
-      if (ep && kind == OpKind::MLP_UP) all_to_all();
+      if (ep && kind == OpKind::EXPERT_UP) all_to_all();
       if (cp && kind == OpKind::ATTENTION) context(CollectiveOp::ALL_GATHER);
       break;
     case Side::FORWARD_AFTER:
-      if (ep && kind == OpKind::MLP_DOWN) all_to_all();
+      if (ep && kind == OpKind::EXPERT_DOWN) all_to_all();
       if (tp && row) tensor(reduce, plan.tensor_bytes);
       if (tp && kind == OpKind::LOSS) tensor(CollectiveOp::ALL_REDUCE, plan.loss_reduce_bytes);
       break;
     case Side::BACKWARD_BEFORE:
       if (sp && row) tensor(CollectiveOp::ALL_GATHER, plan.tensor_bytes);
-      if (ep && kind == OpKind::MLP_DOWN) all_to_all();
+      if (ep && kind == OpKind::EXPERT_DOWN) all_to_all();
       break;
     case Side::BACKWARD_AFTER:
-      if (ep && kind == OpKind::MLP_UP) all_to_all();
+      if (ep && kind == OpKind::EXPERT_UP) all_to_all();
       if (tp && column) tensor(reduce, plan.tensor_bytes);
       if (cp && kind == OpKind::ATTENTION) context(CollectiveOp::REDUCE_SCATTER);
       break;
@@ -153,7 +158,8 @@ class StageEmitter {
       std::vector<Unit>& units = units_[static_cast<size_t>(c)];
       if (pos == 0) units.push_back({UnitKind::EMBEDDING, 0, plan_.embedding_params});
       for (int l = 0; l < plan_.chunk_layers[static_cast<size_t>(pos)]; ++l) {
-        units.push_back({UnitKind::LAYER, plan_.first_layer[static_cast<size_t>(pos)] + l, plan_.layer_params});
+        const int layer = plan_.first_layer[static_cast<size_t>(pos)] + l;
+        units.push_back({UnitKind::LAYER, layer, plan_.layer(layer).params});
       }
       if (pos == plan_.positions - 1) units.push_back({UnitKind::HEAD, 0, plan_.head_params});
       for (const Unit& u : units) result_.parameters += u.params;
@@ -447,8 +453,8 @@ class StageEmitter {
     switch (u.kind) {
       case UnitKind::EMBEDDING: ops_forward(plan_.embedding, Phase::FORWARD, 0, mb); break;
       case UnitKind::LAYER:
-        ops_forward(plan_.layer, Phase::FORWARD, u.layer, mb);
-        memory(plan_.stored_bytes, Phase::FORWARD, u.layer, mb);
+        ops_forward(plan_.layer(u.layer).ops, Phase::FORWARD, u.layer, mb);
+        memory(plan_.layer(u.layer).stored_bytes, Phase::FORWARD, u.layer, mb);
         break;
       case UnitKind::HEAD:
         ops_forward(plan_.head, Phase::FORWARD, 0, mb);
@@ -468,12 +474,14 @@ class StageEmitter {
         ops_backward(plan_.head, false, 0, mb);
         memory(-plan_.head_bytes, Phase::BACKWARD, 0, mb);
         break;
-      case UnitKind::LAYER:
-        if (par_.recompute != Recompute::NONE) memory(plan_.recompute_bytes, Phase::RECOMPUTE, u.layer, mb);
-        if (par_.recompute == Recompute::FULL) ops_forward(plan_.layer, Phase::RECOMPUTE, u.layer, mb);
-        ops_backward(plan_.layer, par_.recompute == Recompute::SELECTIVE, u.layer, mb);
-        memory(-(plan_.stored_bytes + plan_.recompute_bytes), Phase::BACKWARD, u.layer, mb);
+      case UnitKind::LAYER: {
+        const LayerPlan& layer = plan_.layer(u.layer);
+        if (par_.recompute != Recompute::NONE) memory(layer.recompute_bytes, Phase::RECOMPUTE, u.layer, mb);
+        if (par_.recompute == Recompute::FULL) ops_forward(layer.ops, Phase::RECOMPUTE, u.layer, mb);
+        ops_backward(layer.ops, par_.recompute == Recompute::SELECTIVE, u.layer, mb);
+        memory(-(layer.stored_bytes + layer.recompute_bytes), Phase::BACKWARD, u.layer, mb);
         break;
+      }
     }
     unit_done_.push_back(*last_compute_);
     if (plan_.zero3) {

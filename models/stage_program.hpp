@@ -21,10 +21,19 @@ inline constexpr uint8_t PIPELINE_GRADIENTS_TAG = 1;
 struct GroupIds {
   uint16_t tensor = 0;
   uint16_t context = 0;
-  uint16_t expert = 0;
-  uint16_t data = 0;         // dense gradients: data x expert x context
-  uint16_t expert_data = 0;  // expert gradients: data x context
+  uint16_t expert = 0;       // MoE dispatch / combine
+  uint16_t data = 0;         // dense gradients (ParallelismConfig::dense_replicas)
+  uint16_t expert_data = 0;  // expert gradients (ParallelismConfig::expert_replicas)
   int embedding = -1;        // first and last stage (tied embeddings, pipeline > 1); -1: none
+};
+
+// What one kind of layer (dense or MoE) costs and holds, per micro-batch on one rank.
+struct LayerPlan {
+  std::vector<OpCost> ops;
+  double stored_bytes = 0;       // kept from forward to backward under the configured recompute
+  double recompute_bytes = 0;    // re-created right before the backward (score matrix under selective
+                                 // recompute, the whole layer under full recompute)
+  ParameterCount params;
 };
 
 struct BuildPlan {
@@ -37,24 +46,21 @@ struct BuildPlan {
   std::vector<int> chunk_layers;  // by model position
   std::vector<int> first_layer;   // by model position
 
-  std::vector<OpCost> layer;
+  LayerPlan dense_layer;
+  LayerPlan moe_layer;           // MoE models only
   std::vector<OpCost> embedding;
   std::vector<OpCost> head;
 
   // Payloads (bytes per rank).
   double tensor_bytes = 0;       // one micro-batch's b·(s/c)·h activations (TP collectives)
   double context_bytes = 0;      // K and V of the whole sequence (CP all-gather / reduce-scatter)
-  double all_to_all_bytes = 0;   // top_k routed copies of the local tokens (MoE dispatch / combine)
+  double all_to_all_bytes = 0;   // top_k routed copies of the tokens the rank routes (MoE dispatch /
+                                 // combine): b·(s/c)·h, /t when the expert group spans the tensor group
   double pipeline_bytes = 0;     // b·(s/c)·h/t: Megatron's scatter-gather optimization
   double loss_reduce_bytes = 0;  // vocabulary-parallel cross-entropy's three b·(s/c) fp32 reductions
 
-  // Activation memory per layer and micro-batch.
-  double stored_bytes = 0;       // kept from forward to backward under the configured recompute
-  double recompute_bytes = 0;    // re-created right before the backward (score matrix under selective
-                                 // recompute, the whole layer under full recompute)
-  double head_bytes = 0;
+  double head_bytes = 0;         // the head's stored activations per micro-batch
 
-  ParameterCount layer_params;
   ParameterCount embedding_params;
   ParameterCount head_params;
   // Bytes per parameter of every parameter all-gather (ZeRO-3 / FSDP gathers before use, ZeRO-1/2
@@ -78,6 +84,11 @@ struct BuildPlan {
   bool reduce_expert = false;    // expert gradients need one
 
   std::vector<std::vector<TimedSlot>> timed;  // by stage
+
+  // The plan of layer `layer` (0-based, model order): ModelSpec::layer_kind decides.
+  const LayerPlan& layer(int layer) const {
+    return model->layer_kind(layer) == LayerKind::MOE ? moe_layer : dense_layer;
+  }
   std::vector<double> forward_end;            // by micro_batch x positions + position
   std::vector<double> backward_end;
 };

@@ -34,6 +34,27 @@ const std::vector<std::string>& zero_impl_names() {
   return names;
 }
 
+// Megatron-core's parallel folding, in the two forms trainsim lays out with its five axes
+// (strategy.hpp).
+void check_folding(const ParallelismConfig& p, const std::string& file, core::Diagnostics& diag) {
+  const int tc = p.tensor * p.context;
+  const std::string supported = fmt::format(
+      "supported: expert_tensor 1 with expert = tensor x context x k (here {} x k) and k dividing data ({}), or "
+      "expert_tensor = tensor ({}) with expert dividing data",
+      tc, p.data, p.tensor);
+  if (p.expert_tensor != 1 && p.expert_tensor != p.tensor) {
+    diag.add(file, "/parallelism/expert_tensor",
+             fmt::format("expert_tensor {} is not supported with tensor {} ({})", p.expert_tensor, p.tensor, supported));
+    return;
+  }
+  const bool ok = p.expert_tensor == 1 ? p.expert % tc == 0 && p.data % (p.expert / tc) == 0 : p.data % p.expert == 0;
+  if (!ok) {
+    diag.add(file, "/parallelism/expert",
+             fmt::format("expert {} does not fold over tensor x context x data = {} x {} x {} with expert_tensor {} ({})",
+                         p.expert, p.tensor, p.context, p.data, p.expert_tensor, supported));
+  }
+}
+
 }  // namespace
 
 std::string to_string(PipelineSchedule s) {
@@ -94,6 +115,7 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
   p.data = static_cast<int>(r.integer("data", p.data, 1, MAX_PARALLEL));
   p.context = static_cast<int>(r.integer("context", p.context, 1, MAX_PARALLEL));
   p.expert = static_cast<int>(r.integer("expert", p.expert, 1, MAX_PARALLEL));
+  if (r.has("expert_tensor")) p.expert_tensor = static_cast<int>(r.integer("expert_tensor", 1, 1, MAX_PARALLEL));
   p.sequence_parallel = r.boolean("sequence_parallel", p.sequence_parallel);
   const std::string schedule =
       r.choice("pipeline_schedule", to_string(p.schedule), {"gpipe", "1f1b", "interleaved-1f1b"});
@@ -165,6 +187,7 @@ core::Json ParallelismConfig::to_json() const {
   j["data"] = data;
   j["context"] = context;
   j["expert"] = expert;
+  if (folded()) j["expert_tensor"] = expert_tensor;  // absent: the default reading
   j["sequence_parallel"] = sequence_parallel;
   j["pipeline_schedule"] = to_string(schedule);
   j["virtual_stages"] = virtual_stages;
@@ -178,6 +201,13 @@ core::Json ParallelismConfig::to_json() const {
   if (zero_stage == 3 && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
   j["tp_comm_overlap"] = tp_comm_overlap;
   return j;
+}
+
+std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
+  if (!folded()) return {tensor, context, expert, data, pipeline};
+  const int k = expert_tensor == 1 ? expert / (tensor * context) : expert;
+  TRAINSIM_CHECK(k >= 1 && data % k == 0, "expert does not fold over the data ranks (check_strategy)");
+  return {tensor, context, k, data / k, pipeline};
 }
 
 int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p) {
@@ -198,8 +228,23 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
   if (model.kv_heads % t != 0) {
     problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide kv_heads ({})", t, model.kv_heads));
   }
-  if (model.ffn_hidden % t != 0) {
-    problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide ffn_hidden ({})", t, model.ffn_hidden));
+  // Every MLP split over the tensor group: the dense layers', the shared experts' and, unless
+  // folded with expert_tensor 1, the routed experts'.
+  const bool has_dense_layers = model.moe_layer_count() < model.layers;
+  if (has_dense_layers && model.dense_ffn() % t != 0) {
+    problem("/parallelism/tensor",
+            fmt::format("tensor parallelism {} must divide {} ({})", t, model.is_moe() ? "dense_ffn_hidden" : "ffn_hidden",
+                        model.dense_ffn()));
+  }
+  if (model.is_moe() && model.shared_experts > 0 && model.shared_ffn() % t != 0) {
+    problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide the shared experts' inner size "
+                                               "(shared_experts x shared_expert_ffn_hidden = {})",
+                                               t, model.shared_ffn()));
+  }
+  if (model.is_moe() && model.ffn_hidden % par.expert_mlp_tensor() != 0) {
+    problem(par.folded() ? "/parallelism/expert_tensor" : "/parallelism/tensor",
+            fmt::format("{} {} must divide ffn_hidden ({}), which the expert MLPs split",
+                        par.folded() ? "expert_tensor" : "tensor parallelism", par.expert_mlp_tensor(), model.ffn_hidden));
   }
   if (training.sequence_length % par.context != 0) {
     problem("/parallelism/context", fmt::format("context parallelism {} must divide sequence_length ({})", par.context,
@@ -251,18 +296,28 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
             fmt::format("virtual_stages {} requires pipeline > 1, found pipeline 1", par.virtual_stages));
   }
 
-  if (par.world_size() != world_size) {
+  if (par.world_size() != world_size && !par.folded()) {
     problem("/parallelism",
             fmt::format("tensor x pipeline x data x context x expert = {} x {} x {} x {} x {} = {} must equal the "
                         "cluster's GPU count ({})",
                         par.tensor, par.pipeline, par.data, par.context, par.expert, par.world_size(), world_size));
   }
+  if (par.world_size() != world_size && par.folded()) {
+    problem("/parallelism",
+            fmt::format("tensor x pipeline x data x context = {} x {} x {} x {} = {} must equal the cluster's GPU "
+                        "count ({}) (with expert_tensor, expert parallelism folds over these ranks)",
+                        par.tensor, par.pipeline, par.data, par.context, par.world_size(), world_size));
+  }
+  if (par.folded()) check_folding(par, file, diag);
 
   const int64_t per_step = par.sequences_per_step(training);
   if (training.global_batch % per_step != 0) {
     problem("/training/global_batch",
-            fmt::format("global_batch {} must be divisible by micro_batch x data x expert = {} x {} x {} = {}",
-                        training.global_batch, training.micro_batch, par.data, par.expert, per_step));
+            par.folded()
+                ? fmt::format("global_batch {} must be divisible by micro_batch x data = {} x {} = {}",
+                              training.global_batch, training.micro_batch, par.data, per_step)
+                : fmt::format("global_batch {} must be divisible by micro_batch x data x expert = {} x {} x {} = {}",
+                              training.global_batch, training.micro_batch, par.data, par.expert, per_step));
   } else if (par.virtual_stages > 1 && par.pipeline > 1 && (training.global_batch / per_step) % par.pipeline != 0) {
     problem("/training/global_batch",
             fmt::format("interleaved-1f1b with virtual_stages {} needs the micro-batch count (global_batch {} / {} = "

@@ -2,13 +2,32 @@
 // The training run and its parallelization strategy: the "training" and "parallelism" sections of a
 // scenario, and the check of a whole strategy against a model and a cluster size.
 //
-// Rank layout (Megatron-LM's "tp-cp-ep-dp-pp" order): world = tensor x context x expert x data x
-// pipeline. The expert axis is separate from the data axis here; for dense layers its ranks act as
-// additional data-parallel replicas (they see different samples), exactly as when Megatron-LM or
-// DeepSpeed-MoE carve expert parallelism out of data parallelism. So a step consumes
-// micro_batch x data x expert sequences per micro-batch, and dense gradients are reduced over
-// data x expert x context ranks, expert gradients over data x context ranks.
+// Two readings of the parallel sizes, chosen by whether `expert_tensor` is given.
+//
+// Default (no expert_tensor; the layout of the first trainsim versions): world = tensor x context x
+// expert x data x pipeline, Megatron-LM's "tp-cp-ep-dp-pp" order. The expert axis is separate from
+// the data axis; for dense layers its ranks act as additional data-parallel replicas (they see
+// different samples), as when Megatron-LM or DeepSpeed-MoE carve expert parallelism out of data
+// parallelism. A step consumes micro_batch x data x expert sequences per micro-batch, dense gradients
+// are reduced over data x expert x context ranks, expert gradients over data x context ranks, and
+// the expert MLPs are split over `tensor` like a dense MLP.
+//
+// Megatron-core MoE parallel folding (expert_tensor given; Liu et al. 2025, "MoE Parallel Folding",
+// Megatron-core's --expert-tensor-parallel-size): world = tensor x context x data x pipeline, `data`
+// being the dense data-parallel degree. Inside a pipeline stage the expert layers regroup the same
+// tensor x context x data ranks as expert_tensor x expert x expert-data, expert tensor fastest
+// (Megatron-core's "tp-ep-dp" order for experts), expert-data = tensor x context x data /
+// (expert x expert_tensor). Supported:
+//   expert_tensor 1: the expert MLPs are not split; expert = tensor x context x k with k dividing
+//     data: the expert-parallel group spans the stage's tensor and context ranks and k data replicas,
+//     expert-data = data / k.
+//   expert_tensor = tensor: the expert MLPs are split over the tensor group as in the default
+//     reading; expert = k dividing data, expert-data = context x data / k.
+// Both map onto the layout axes {tensor, context, expert = k, data = data / k, pipeline}
+// (layout_sizes()), so a step consumes micro_batch x data sequences per micro-batch and dense
+// gradients are reduced over data x context ranks.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -76,6 +95,11 @@ std::string to_string(ZeroImpl z);
 
 // The "parallelism" section. Keys (all optional):
 //   tensor, pipeline, data, context, expert   parallel sizes; default 1 each
+//   expert_tensor        tensor parallelism of the expert MLPs; given, it selects Megatron-core's
+//                        parallel folding (see the top of this file: `data` is then the dense
+//                        data-parallel degree and the expert ranks fold over tensor x context x
+//                        data); 1 or tensor. Default: not given (the expert axis is separate and the
+//                        experts are split over `tensor`)
 //   sequence_parallel    Megatron sequence parallelism (norms and dropouts split over the tensor
 //                        group; all-gather / reduce-scatter instead of all-reduce); default false
 //   pipeline_schedule    "gpipe" | "1f1b" | "interleaved-1f1b"; default "1f1b"
@@ -117,6 +141,7 @@ struct ParallelismConfig {
   int data = 1;
   int context = 1;
   int expert = 1;
+  int expert_tensor = 0;            // 0: not given (default reading); >= 1: parallel folding
   bool sequence_parallel = false;   // Megatron sequence parallelism (needs tensor > 1 to matter)
   PipelineSchedule schedule = PipelineSchedule::ONE_F_ONE_B;
   int virtual_stages = 1;           // model chunks per pipeline rank (interleaved-1f1b)
@@ -141,36 +166,60 @@ struct ParallelismConfig {
   // bucket_size is not given).
   double bucket_elements() const;
 
-  int model_parallel_size() const { return tensor * pipeline * context * expert; }
-  int world_size() const { return model_parallel_size() * data; }
+  bool folded() const { return expert_tensor > 0; }  // Megatron-core parallel folding
+  // Default: tensor x context x expert x data x pipeline; folded: tensor x context x data x pipeline.
+  int world_size() const { return folded() ? tensor * context * data * pipeline : tensor * context * expert * data * pipeline; }
   int pipeline_chunks() const { return pipeline * virtual_stages; }
+  // Sizes of the layout axes {TENSOR, CONTEXT, EXPERT, DATA, PIPELINE} (core::ParallelLayout).
+  // Default: {tensor, context, expert, data, pipeline}; folded: {tensor, context, k, data / k,
+  // pipeline} with k = expert / (tensor x context) (expert_tensor 1) or expert (expert_tensor =
+  // tensor). REQUIRES: check_strategy() found no problem.
+  std::array<int, core::AXIS_COUNT> layout_sizes() const;
+  // Tensor parallelism of the expert MLPs: expert_tensor when folded, else tensor.
+  int expert_mlp_tensor() const { return folded() ? expert_tensor : tensor; }
+  // Folded with expert_tensor 1 and tensor > 1: the expert-parallel group spans the tensor group and
+  // each rank routes its own sequence-parallel share of the tokens.
+  bool experts_span_tensor() const { return folded() && expert_tensor == 1; }
   // Ranks holding the same dense (non-expert) parameters: the group that reduces dense gradients
-  // and over which ZeRO shards them.
-  int dense_replicas() const { return data * expert * context; }
-  // Ranks holding the same expert parameters.
-  int expert_replicas() const { return data * context; }
+  // and over which ZeRO shards them. Default: data x expert x context; folded: data x context.
+  int dense_replicas() const { return folded() ? data * context : data * expert * context; }
+  // Ranks holding the same expert parameters. Default: data x context; folded: expert-data =
+  // tensor x context x data / (expert x expert_tensor).
+  int expert_replicas() const {
+    return folded() ? tensor * context * data / (expert * expert_tensor) : data * context;
+  }
   // Sequences processed in one micro-batch step by all replicas together.
-  int64_t sequences_per_step(const TrainingConfig& t) const { return t.micro_batch * data * expert; }
+  int64_t sequences_per_step(const TrainingConfig& t) const {
+    return t.micro_batch * data * (folded() ? 1 : expert);
+  }
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static ParallelismConfig from_json(core::ObjectReader& r);
   core::Json to_json() const;
 };
 
-// Micro-batches per iteration: global_batch / (micro_batch x data x expert).
+// Micro-batches per iteration: global_batch / (micro_batch x data x expert), folded: global_batch /
+// (micro_batch x data).
 // REQUIRES: check_strategy() found no problem.
 int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p);
 
 // Records every impossible combination in `diag` (file `file`, pointers into the scenario), each
 // message naming the values involved:
-//   /parallelism/tensor           TP must divide heads, kv_heads and ffn_hidden; with sequence
+//   /parallelism/tensor           TP must divide heads, kv_heads and the inner size of every MLP split
+//                                 over it (dense, shared experts, and the routed experts unless
+//                                 expert_tensor is 1); with sequence
 //                                 parallelism it must divide the per-rank sequence length; an MoE
 //                                 model with TP > 1 needs sequence parallelism (as in Megatron-LM)
 //   /parallelism/pipeline         pipeline x virtual_stages model chunks must not exceed layers
 //   /parallelism/stage_layers     pipeline x virtual_stages entries, each >= 1, summing to layers
 //   /parallelism/virtual_stages   > 1 only with interleaved-1f1b and pipeline > 1
-//   /parallelism                  TP x PP x DP x CP x EP must equal `world_size`
-//   /training/global_batch        divisible by micro_batch x data x expert; with virtual_stages > 1
+//   /parallelism                  TP x PP x DP x CP x EP (folded: TP x PP x DP x CP) must equal
+//                                 `world_size`
+//   /parallelism/expert_tensor    folded: 1 or tensor; expert a multiple of tensor x context whose
+//                                 quotient divides data (expert_tensor 1), or dividing data
+//                                 (expert_tensor = tensor)
+//   /training/global_batch        divisible by micro_batch x data x expert (folded: micro_batch x
+//                                 data); with virtual_stages > 1
 //                                 the micro-batch count must be a multiple of pipeline (Megatron-LM)
 //   /parallelism/context          CP must divide sequence_length
 //   /parallelism/expert           EP must divide experts; EP > 1 needs an MoE model

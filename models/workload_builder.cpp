@@ -22,12 +22,18 @@ GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Worklo
   GroupIds ids;
   ids.tensor = add({"tensor", Axis::TENSOR, {}, {}});
   ids.context = add({"context", Axis::CONTEXT, {}, {}});
-  ids.expert = add({"expert", Axis::EXPERT, {}, {}});
+  // Under parallel folding with expert_tensor 1 the expert group also spans the stage's tensor and
+  // context ranks, and the expert-data group is what remains of the data axis.
+  const bool span = p.experts_span_tensor();
+  std::vector<Axis> expert_group_extra;
+  if (span && p.tensor > 1) expert_group_extra.push_back(Axis::TENSOR);
+  if (span && p.context > 1) expert_group_extra.push_back(Axis::CONTEXT);
+  ids.expert = add({"expert", Axis::EXPERT, {}, expert_group_extra});
   std::vector<Axis> dense_extra, expert_extra;
-  if (p.expert > 1) dense_extra.push_back(Axis::EXPERT);
+  if (w.layout.size(Axis::EXPERT) > 1) dense_extra.push_back(Axis::EXPERT);
   if (p.context > 1) {
     dense_extra.push_back(Axis::CONTEXT);
-    expert_extra.push_back(Axis::CONTEXT);
+    if (!span) expert_extra.push_back(Axis::CONTEXT);
   }
   ids.data = add({"data", Axis::DATA, {}, dense_extra});
   ids.expert_data = add({"expert-data", Axis::DATA, {}, expert_extra});
@@ -50,7 +56,6 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
     plan.first_layer.push_back(first);
     first += n;
   }
-  plan.layer = layer_ops(m, t, p);
   plan.embedding = embedding_ops(m, t, p);
   plan.head = head_ops(m, t, p);
 
@@ -62,20 +67,28 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   const double kv = static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim());
   plan.tensor_bytes = tokens * h * e;
   plan.context_bytes = 2 * b * s * kv / p.tensor * e;
-  plan.all_to_all_bytes = m.top_k * tokens * h * e;
+  const double routed_tokens = p.experts_span_tensor() && p.sequence_parallel ? tokens / p.tensor : tokens;
+  plan.all_to_all_bytes = m.top_k * routed_tokens * h * e;
   plan.pipeline_bytes = tokens * h * e / p.tensor;
   plan.loss_reduce_bytes = 3 * tokens * 4.0;
 
-  plan.stored_bytes = activation_bytes_per_layer(m, t, p).value();
   ParallelismConfig no_recompute = p;
   no_recompute.recompute = Recompute::NONE;
-  const double whole_layer = activation_bytes_per_layer(m, t, no_recompute).value();
-  plan.recompute_bytes = p.recompute == Recompute::FULL ? whole_layer
-                         : p.recompute == Recompute::SELECTIVE ? whole_layer - plan.stored_bytes
-                                                                : 0.0;
+  auto layer_plan = [&](LayerKind kind) {
+    LayerPlan l;
+    l.ops = layer_ops(m, t, p, kind);
+    l.stored_bytes = activation_bytes_per_layer(m, t, p, kind).value();
+    const double whole_layer = activation_bytes_per_layer(m, t, no_recompute, kind).value();
+    l.recompute_bytes = p.recompute == Recompute::FULL        ? whole_layer
+                        : p.recompute == Recompute::SELECTIVE ? whole_layer - l.stored_bytes
+                                                              : 0.0;
+    l.params = layer_parameters(m, p, kind);
+    return l;
+  };
+  plan.dense_layer = layer_plan(LayerKind::DENSE);
+  if (m.is_moe()) plan.moe_layer = layer_plan(LayerKind::MOE);
   plan.head_bytes = head_activation_bytes(m, t, p).value();
 
-  plan.layer_params = layer_parameters(m, p);
   plan.embedding_params = embedding_parameters(m, t, p);
   plan.head_params = head_parameters(m, p);
   plan.weight_bytes = weight_bytes_per_parameter(t);
@@ -95,7 +108,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
     plan.gather_message_elements = DEEPSPEED_PREFETCH_BUCKET_ELEMENTS;
     plan.prefetch = p.prefetch >= 0 ? p.prefetch
                                     : std::max(1, static_cast<int>(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS /
-                                                                   plan.layer_params.total()));
+                                                                   std::max(plan.dense_layer.params.total(), plan.moe_layer.params.total())));
   } else if (p.prefetch >= 0) {
     plan.prefetch = p.prefetch;
   }
@@ -130,7 +143,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 // ZeRO-3 keeps the unit in use and the `prefetch` units gathered ahead resident.
 core::Bytes gather_buffers(const BuildPlan& plan) {
   if (!plan.zero3) return core::Bytes(0);
-  const double largest = std::max({plan.layer_params.total(), plan.embedding_params.total(), plan.head_params.total()});
+  const double largest = std::max({plan.dense_layer.params.total(), plan.moe_layer.params.total(),
+                                   plan.embedding_params.total(), plan.head_params.total()});
   return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
 }
 
@@ -153,7 +167,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   built.tokens_per_iteration = t.global_batch * t.sequence_length;
 
   core::Workload& w = built.workload;
-  w.layout = core::ParallelLayout({p.tensor, p.context, p.expert, p.data, p.pipeline});
+  w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
   const BuildPlan plan = make_plan(m, t, p, add_groups(p, m, w), built.stage_layers);

@@ -4,13 +4,16 @@
 // 1F1B or interleaved 1F1B, data-parallel gradient buckets overlapped with backward, ZeRO 1-3
 // collectives, and the optimizer step.
 //
-// Layout and groups. Layout sizes {tensor, context, expert, data, pipeline}; rank r runs program
-// "stage <pipeline coordinate of r>". Group kinds, in Workload::groups order:
+// Layout and groups. Layout sizes ParallelismConfig::layout_sizes() ({tensor, context, expert,
+// data, pipeline}, or under parallel folding {tensor, context, k, data / k, pipeline}); rank r runs
+// program "stage <pipeline coordinate of r>". Group kinds, in Workload::groups order:
 //   "tensor"       TENSOR                        TP / SP collectives
 //   "context"      CONTEXT                       K/V all-gather and its gradient reduce-scatter
-//   "expert"       EXPERT                        MoE dispatch / combine all-to-all
+//   "expert"       EXPERT (+ TENSOR, CONTEXT when > 1 under folding with expert_tensor 1)
+//                                                MoE dispatch / combine all-to-all
 //   "data"         DATA (+ EXPERT, CONTEXT when > 1)  dense gradients and ZeRO shards
-//   "expert-data"  DATA (+ CONTEXT when > 1)     expert gradients and ZeRO shards (context ranks see
+//   "expert-data"  DATA (+ CONTEXT when > 1, unless the expert group spans it)
+//                                                expert gradients and ZeRO shards (context ranks see
 //                                                other tokens, so expert gradients are reduced there too)
 //   "embedding"    PIPELINE, members {0, p-1}    tied word-embedding gradients; only when p > 1 and
 //                                                embeddings are tied
@@ -24,8 +27,9 @@
 // and reduce-scatters in the same places (Korthikanti et al. 2022, Figure 5). The embedding and the
 // logits follow the same rules (vocabulary-parallel); the loss adds one small all-reduce. Context
 // parallelism all-gathers K and V before attention and reduce-scatters their gradients after it;
-// every op sees s/c tokens. MoE layers all-to-all on "expert" before and after the expert MLP in
-// both directions. Full recompute re-runs a layer's forward (with its collectives, phase RECOMPUTE)
+// every op sees s/c tokens. MoE layers all-to-all on "expert" before and after the routed expert MLP
+// in both directions; which layers are MoE is ModelSpec::layer_kind's (moe_layer_freq,
+// first_dense_layers), and each layer's ops, stored activations and parameters are its kind's. Full recompute re-runs a layer's forward (with its collectives, phase RECOMPUTE)
 // right before its backward; selective recompute re-runs the attention core.
 //
 // Pipeline. Activations b·(s/c)·h/t bytes (Megatron's scatter-gather optimization, Narayanan et al.

@@ -4,8 +4,9 @@
 The built-in profile of a GPU (sim/core/device.cpp, defaults_for) is its kernel ceilings from public
 microbenchmarks times two factors shared by every GPU: TRAINING_GEMM_EFFICIENCY (GEMM and attention
 kernels) and TRAINING_MEMORY_EFFICIENCY (memory-bound kernels). This script searches a grid of the two
-factors and reports the pair that minimizes the largest |error| on the training cases (ties: the
-median), with the errors on the held-out cases. A prediction is made with the analytic backend through
+factors and reports the pair with the smallest median |error| on the training cases among those whose
+largest |error| stays within --max-error (none: the smallest largest), with the errors on the
+held-out cases. A prediction is made with the analytic backend through
 a profile file that rescales the built-in one. Each case is predicted at three points only, and its
 time modelled as T = c + a/f_gemm + b/f_memory (compute time scales with one over an efficiency,
 communication does not); the grid is searched on that model, and the chosen pair is predicted again
@@ -124,8 +125,10 @@ def main():
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--train", action="append", default=[], help="fit on cases whose file name or GPU contains this")
     ap.add_argument("--train-not", action="append", default=[], help="fit on cases whose file name does not contain this")
-    ap.add_argument("--gemm", default="0.80:1.00:0.02", help="grid LO:HI:STEP of the GEMM factor")
-    ap.add_argument("--memory", default="0.55:0.90:0.05", help="grid LO:HI:STEP of the memory factor")
+    ap.add_argument("--gemm", default="0.70:1.00:0.01", help="grid LO:HI:STEP of the GEMM factor")
+    ap.add_argument("--memory", default="0.55:0.90:0.01", help="grid LO:HI:STEP of the memory factor")
+    ap.add_argument("--max-error", type=float, default=8.0,
+                    help="percent: among pairs whose largest |error| stays within it, take the smallest median")
     args = ap.parse_args()
 
     files = []
@@ -160,9 +163,11 @@ def main():
         for gemm, memory in grid:
             errs = {n: (None if m is None else m[0] + m[1] / gemm + m[2] / memory - 1, "") for n, m in model.items()}
             worst, median = summary(errs, train)
-            if best is None or (worst, median) < (best[0], best[1]):
-                best = (worst, median, gemm, memory)
-        _, _, gemm, memory = best
+            # Within the --max-error bound the smaller median wins; outside it, the smaller maximum.
+            key = (0, median, worst) if worst <= args.max_error / 100 else (1, worst, median)
+            if best is None or key < best[0]:
+                best = (key, gemm, memory)
+        _, gemm, memory = best
         errors = evaluate(args.trainsim, cases, profiles, gemm, memory, work)
         for n, (err, metric) in at[(g0, m0)].items():
             if err is None and errors[n][0] is None:

@@ -165,8 +165,9 @@ std::string report_table(const Scenario& s, const Prediction& p) {
 
   line(fmt::format("{}: {} x {} ({} nodes x {}), {}", s.name, s.cluster.world_size(), s.cluster.gpu,
                    s.cluster.nodes, s.cluster.gpus_per_node, s.model.name));
-  line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
+  line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
                    par.tensor, par.pipeline, par.data, par.context, par.expert,
+                   par.folded() ? fmt::format(" ETP{} (folded)", par.expert_tensor) : "",
                    par.sequence_parallel ? " +SP" : "", models::to_string(par.schedule),
                    par.virtual_stages > 1 ? fmt::format(" (v={})", par.virtual_stages) : "",
                    models::to_string(par.recompute), par.zero_stage, p.built.micro_batches, s.training.micro_batch));

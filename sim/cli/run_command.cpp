@@ -13,7 +13,7 @@ namespace {
 std::vector<int> default_timeline_ranks(const Scenario& s) {
   // The first rank (tensor, context, expert and data coordinate 0) of every pipeline stage.
   const models::ParallelismConfig& p = s.parallelism;
-  const int stage_stride = p.tensor * p.context * p.expert * p.data;
+  const int stage_stride = p.world_size() / p.pipeline;
   std::vector<int> ranks;
   for (int stage = 0; stage < p.pipeline; ++stage) ranks.push_back(stage * stage_stride);
   return ranks;

@@ -300,6 +300,50 @@ TEST(CollectiveSimulation, LinkStatisticsCountRouteBytes) {
   }
 }
 
+// An all-to-all whose group spans nodes (an MoE expert group folded over tensor and data ranks: 32
+// H100s on 4 rail-optimized nodes of 8) sends each peer S/32: the 7 peers of the node over NVLink,
+// the 24 others through the NICs. Each GPU's NIC carries 24/32·S each way. Its NVLink port carries
+// the 7 intra-node blocks and, NCCL's PXN on a rail-optimized fabric, the 21 blocks bound for other
+// rails, which first cross NVLink to the GPU on the destination's rail: 28/32·S. The NICs are the
+// bottleneck: time = 24/32·S / (50 GB/s x 0.90, the default inter-node efficiency of
+// NetworkProfile::defaults) plus per-peer latencies (< 2% at 1 GiB), in both fidelities
+// (collective_cost.hpp's DIRECT). Costing every peer on the NICs would give 31/24 of that, every
+// peer on NVLink less than a tenth.
+TEST(CollectiveSimulation, AllToAllAcrossNodesUsesNvlinkInsideAndNicsAcross) {
+  const network::ClusterConfig cluster = cluster_of(
+      {{"gpu", "H100-SXM5-80GB"},
+       {"nodes", 4},
+       {"gpus_per_node", 8},
+       {"intra_node", {{"fabric", "nvswitch"}, {"bandwidth", "450 GB/s"}}},
+       {"network", {{"topology", "rail-optimized"}, {"nics_per_node", 8}, {"nic_bandwidth", "400 Gb/s"}}}});
+  const Bytes size(1 << 30);
+  CollectiveRequest req;
+  req.op = CollectiveOp::ALL_TO_ALL;
+  req.algorithm = network::Algorithm::DIRECT;
+  req.ranks = first(32);
+  req.sizes = {size};
+  req.top_links = 1000;
+  const double nic_share = 24.0 / 32 * size.value() / (50e9 * 0.90);
+  for (Fidelity f : {Fidelity::FLOW, Fidelity::ANALYTIC}) {
+    req.fidelity = f;
+    const std::vector<CollectiveResult> r = simulate_collective(req, cluster, core::Profile{});
+    EXPECT_NEAR(r[0].time.value() / nic_share, 1.0, 0.02) << to_string(f);
+    if (f != Fidelity::FLOW) continue;
+    int nic_links = 0, nvlink_links = 0;
+    for (const LinkLoad& l : r[0].top_links) {
+      if (l.link.find(".nic") != std::string::npos) {
+        ++nic_links;
+        EXPECT_DOUBLE_EQ(l.bytes, 24.0 / 32 * size.value()) << l.link;
+      } else if (l.link.find(".nvlink") != std::string::npos) {
+        ++nvlink_links;
+        EXPECT_DOUBLE_EQ(l.bytes, 28.0 / 32 * size.value()) << l.link;
+      }
+    }
+    EXPECT_EQ(nic_links, 2 * 32);     // up and down of every GPU's NIC
+    EXPECT_EQ(nvlink_links, 2 * 32);  // and of every GPU's NVLink port
+  }
+}
+
 TEST(CollectiveSimulation, ASecondPlatformStructureIsRefused) {
   simulate_collective(ring(first(2), Fidelity::FLOW, {Bytes(1 << 20)}), one_node(), {});
   EXPECT_THROW(simulate_collective(ring(first(2), Fidelity::FLOW, {Bytes(1 << 20)}), one_gpu_nodes(), {}),

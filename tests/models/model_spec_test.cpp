@@ -108,7 +108,7 @@ TEST(ModelSpecJson, ReportsEveryProblem) {
   for (const core::InputProblem& p : diag.problems()) got.push_back(p.to_string());
   EXPECT_EQ(got, (std::vector<std::string>{
                      "s.json: /model/activaton: unknown key \"activaton\" (did you mean \"activation\"?)",
-                     "s.json: /model/heads: heads (8) must divide hidden (500)",
+                     "s.json: /model/heads: heads (8) must divide hidden (500) unless head_dim is given",
                      "s.json: /model/kv_heads: kv_heads (3) must divide heads (8)",
                      "s.json: /model/top_k: top_k (4) must not exceed experts (2)"}));
   diag = {};
