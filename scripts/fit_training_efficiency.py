@@ -53,7 +53,7 @@ def built_in_profile(trainsim, gpu):
 
 def factor_in(sources, key):
     # "... x training-stack efficiency fitted ... (0.910)"
-    m = re.search(r"training-stack efficiency[^()]*\(([0-9.]+)\)\s*$", sources.get(key, ""))
+    m = re.search(r"training-stack efficiency.*\(([0-9.]+)\)\s*$", sources.get(key, ""))
     if not m:
         sys.exit(f"cannot read the training-stack factor of {key} from `describe profile`")
     return float(m.group(1))

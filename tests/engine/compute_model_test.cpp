@@ -111,11 +111,15 @@ TEST(DeviceProfile, BuiltInProfilesNameTheSourceOfEveryConstant) {
   // H100: the MAMF ratio of FP8 (73.4%) to BF16 (80.3%) efficiency.
   const core::DeviceProfile h100 = core::DeviceProfile::defaults_for("H100-SXM5-80GB");
   EXPECT_NEAR(h100.gemm_precision_scale[static_cast<size_t>(core::Precision::FP8)], (1453.4 / 1979) / (794.5 / 989), 1e-12);
-  // A100's GEMM ceiling is its MAMF (267.9 of 312) times the training-stack efficiency, which every
-  // GPU shares: the ratio of two GPUs' GEMM efficiencies is the ratio of their MAMF figures.
+  // A GEMM ceiling is the GPU's MAMF (A100: 267.9 of 312; H100: 794.5 of 989) times its generation's
+  // training-stack efficiency (0.86 on A100, 0.84 on H100); memory-bound kernels 0.9 of HBM times
+  // 0.64 and 0.58. H200 and B200 take H100's factors, V100 A100's.
   const core::DeviceProfile a100 = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
-  EXPECT_NEAR(a100.op(core::OpClass::GEMM).max_efficiency / h100.op(core::OpClass::GEMM).max_efficiency,
-              (267.9 / 312) / (794.5 / 989), 1e-12);
+  EXPECT_NEAR(a100.op(core::OpClass::GEMM).max_efficiency, 267.9 / 312 * 0.86, 1e-12);
+  EXPECT_NEAR(h100.op(core::OpClass::GEMM).max_efficiency, 794.5 / 989 * 0.84, 1e-12);
+  EXPECT_NEAR(a100.op(core::OpClass::NORM).memory_efficiency, 0.9 * 0.64, 1e-12);
+  EXPECT_NEAR(h100.op(core::OpClass::NORM).memory_efficiency, 0.9 * 0.58, 1e-12);
+  EXPECT_NEAR(core::DeviceProfile::defaults_for("B200").op(core::OpClass::GEMM).max_efficiency, 1745.0 / 2250 * 0.84, 1e-12);
 }
 
 TEST(ComputeTime, UnsupportedPrecisionIsABug) {
