@@ -266,13 +266,7 @@ const OpCost& op_named(const std::vector<OpCost>& ops, const std::string& name) 
 // FP8 as Transformer Engine runs it (accounting.hpp, gemm_precision and FP8_CAST_BYTES), on a GPT
 // layer with h = 1024, 16 heads, ffn 4096, b = 2, s = 512, TP 4 with sequence parallelism: 1024 tokens.
 TEST(Fp8, LinearLayersRunInFp8AttentionAndOutputLayerStayBf16AndStandAloneCastsAreCounted) {
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn_hidden = 4096;
-  m.vocab = 32000;
+  const ModelSpec m = gpt(2, 1024, 16, 32000);
   TrainingConfig t;
   t.sequence_length = 512;
   t.micro_batch = 2;

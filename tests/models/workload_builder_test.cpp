@@ -625,23 +625,12 @@ namespace {
 // instead of 2, and the weights take half the memory; gradients and optimizer states do not change.
 TEST(Fp8Params, HalveParameterGathersAndWeightMemory) {
   auto build = [](bool fp8_params) {
-    ModelSpec m;
-    m.name = "small";
-    m.layers = 4;
-    m.hidden = 256;
-    m.heads = 8;
-    m.kv_heads = 8;
-    m.ffn_hidden = 1024;
-    m.vocab = 1024;
-    TrainingConfig t;
-    t.sequence_length = 128;
-    t.global_batch = 8;
-    t.precision = core::Precision::FP8;
-    t.fp8_params = fp8_params;
-    ParallelismConfig p;
-    p.data = 4;
-    p.zero_stage = 1;
-    return build_workload(m, t, p);
+    Config c;
+    c.training.precision = core::Precision::FP8;
+    c.training.fp8_params = fp8_params;
+    c.par.data = 4;
+    c.par.zero_stage = 1;
+    return c.build(2);
   };
   const BuiltWorkload bf16 = build(false);
   const BuiltWorkload fp8 = build(true);
