@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "sim/core/error.hpp"
@@ -586,6 +587,100 @@ class StageEmitter {
     return events;
   }
 
+  bool chunk_has_moe(int chunk) const {
+    const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
+    return std::any_of(units.begin(), units.end(), [&](const Unit& u) {
+      return u.kind == UnitKind::LAYER && plan_.model->layer_kind(u.layer) == LayerKind::MOE;
+    });
+  }
+
+  // moe_a2a_overlap (Megatron-core overlap_moe_expert_parallel_comm, combined_1f1b.py): in the 1F1B
+  // steady state a forward pass and a backward pass of another micro-batch run merged, layer against
+  // layer, so that each one's dispatch / combine all-to-alls run under the other's computation.
+  // pair[i] = i + 1 pairs the adjacent passes timed[i] and timed[i + 1] when both chunks hold MoE
+  // layers. With a pipeline, Megatron's interleaved schedule merges each steady-state forward with
+  // the backward after it; they are paired when the backward's input is ready by the forward's
+  // ideal end, so that it cannot depend on the forward (a path from that forward's output back to
+  // this stage passes through a pass of positive cost) and the merge cannot create a cyclic wait.
+  // Without a pipeline (combined_1f1b_schedule_for_no_pipelining) each backward is merged with the
+  // next micro-batch's forward, whose input is always ready.
+  std::vector<int> overlap_pairs(const std::vector<TimedSlot>& timed) const {
+    std::vector<int> pair(timed.size(), -1);
+    if (!par_.moe_a2a_overlap || !plan_.model->is_moe() || par_.expert <= 1) return pair;
+    const bool pipelined = plan_.positions > 1;
+    const Pass lead = pipelined ? Pass::FORWARD : Pass::BACKWARD;
+    for (size_t i = 0; i + 1 < timed.size(); ++i) {
+      const PassSlot& x = timed[i].slot;
+      const PassSlot& y = timed[i + 1].slot;
+      if (x.pass != lead || y.pass == lead || (x.micro_batch == y.micro_batch && x.chunk == y.chunk)) continue;
+      if (!chunk_has_moe(x.chunk) || !chunk_has_moe(y.chunk)) continue;
+      if (pipelined) {
+        const int pos = position(y.chunk);
+        const size_t cell = static_cast<size_t>(y.micro_batch) * static_cast<size_t>(plan_.positions);
+        const double input_ready = pos + 1 < plan_.positions ? plan_.backward_end[cell + static_cast<size_t>(pos + 1)]
+                                                             : plan_.forward_end[cell + static_cast<size_t>(pos)];
+        if (input_ready > timed[i].end) continue;
+      }
+      pair[i] = static_cast<int>(i + 1);
+      ++i;
+    }
+    return pair;
+  }
+
+  // Emits a paired forward and backward (overlap_pairs) merged: each pass is emitted on its own
+  // chain, then the new tasks are put in the order of Megatron-core's combined layer schedule,
+  // alternating between the passes at each expert-parallel all-to-all, backward first:
+  //   compute: B (up to its combine) | F attention | B experts | F experts | B attention | ...
+  //   a2a:     B combine-grad        | F dispatch  | B dispatch-grad | F combine | ...
+  // Streams run in issue order, so the all-to-all of one pass runs under the next segment of the
+  // other. Returns the last compute task of the forward and of the backward.
+  std::pair<uint32_t, uint32_t> merged_passes(const PassSlot& f, const PassSlot& b, bool b_last_of_chunk,
+                                              std::optional<uint32_t> f_recv, std::optional<uint32_t> b_recv) {
+    const uint32_t first = static_cast<uint32_t>(prog().tasks.size());
+    const std::optional<uint32_t> before = last_compute_;
+    const std::vector<uint32_t> carried = pending_;
+    if (f_recv) pending_.push_back(*f_recv);
+    forward_pass(f.chunk, f.micro_batch);
+    const uint32_t f_end = static_cast<uint32_t>(prog().tasks.size());
+    const uint32_t f_last = *last_compute_;
+    std::vector<uint32_t> f_pending = std::move(pending_);
+    last_compute_ = before;
+    pending_ = carried;
+    if (b_recv) pending_.push_back(*b_recv);
+    backward_pass(b.chunk, b.micro_batch, b_last_of_chunk);
+    const uint32_t b_last = *last_compute_;
+    const uint32_t end = static_cast<uint32_t>(prog().tasks.size());
+
+    // Segments: a pass's tasks up to and including each all-to-all over the expert group.
+    auto segments = [&](uint32_t from, uint32_t to) {
+      std::vector<std::vector<uint32_t>> out(1);
+      for (uint32_t i = from; i < to; ++i) {
+        out.back().push_back(i);
+        const Task& t = prog().tasks[i];
+        if (t.kind == TaskKind::COLLECTIVE && t.collective == CollectiveOp::ALL_TO_ALL && t.group == plan_.groups.expert) {
+          out.emplace_back();
+        }
+      }
+      return out;
+    };
+    const auto forward = segments(first, f_end);
+    const auto backward = segments(f_end, end);
+    std::vector<uint32_t> order;
+    order.reserve(end - first);
+    for (size_t k = 0; k < std::max(forward.size(), backward.size()); ++k) {
+      if (k < backward.size()) order.insert(order.end(), backward[k].begin(), backward[k].end());
+      if (k < forward.size()) order.insert(order.end(), forward[k].begin(), forward[k].end());
+    }
+    const std::vector<uint32_t> moved = prog().reorder_tail(first, order);
+    auto remap = [&](uint32_t id) { return id >= first ? moved[id - first] : id; };
+    for (uint32_t& id : gradient_collectives_) id = remap(id);
+    if (embedding_gradient_) embedding_gradient_ = remap(*embedding_gradient_);
+    for (uint32_t& id : pending_) id = remap(id);
+    for (uint32_t id : f_pending) pending_.push_back(remap(id));
+    last_compute_ = std::max(remap(f_last), remap(b_last));
+    return {remap(f_last), remap(b_last)};
+  }
+
   // Emits passes and pipeline transfers in the order of the schedule's ideal execution.
   void emit_schedule() {
     const std::vector<TimedSlot>& timed = plan_.timed[static_cast<size_t>(stage_)];
@@ -593,6 +688,14 @@ class StageEmitter {
     for (size_t i = 0; i < timed.size(); ++i) {
       if (timed[i].slot.pass == Pass::BACKWARD) last_backward[static_cast<size_t>(timed[i].slot.chunk)] = static_cast<int>(i);
     }
+    // The first pass of a pair is emitted with the second, at the second's place; its send waits
+    // until then.
+    const std::vector<int> pair = overlap_pairs(timed);
+    std::vector<int> paired_with(timed.size(), -1);  // by second pass: the first
+    for (size_t i = 0; i < pair.size(); ++i) {
+      if (pair[i] >= 0) paired_with[static_cast<size_t>(pair[i])] = static_cast<int>(i);
+    }
+    std::optional<size_t> deferred_send;
     std::vector<std::optional<uint32_t>> recv_of(timed.size());
     std::vector<uint32_t> last_compute_of(timed.size(), 0);
     for (const Event& e : schedule_events()) {
@@ -616,6 +719,22 @@ class StageEmitter {
           break;
         }
         case Event::PASS:
+          if (pair[e.slot] >= 0) break;
+          if (paired_with[e.slot] >= 0) {
+            const size_t other = static_cast<size_t>(paired_with[e.slot]);
+            const size_t fs = forward ? e.slot : other;
+            const size_t bs = forward ? other : e.slot;
+            std::tie(last_compute_of[fs], last_compute_of[bs]) =
+                merged_passes(timed[fs].slot, timed[bs].slot,
+                              last_backward[static_cast<size_t>(timed[bs].slot.chunk)] == static_cast<int>(bs),
+                              recv_of[fs], recv_of[bs]);
+            if (deferred_send) {
+              TRAINSIM_CHECK(*deferred_send == other, "a deferred send belongs to another pass");
+              emit_send(timed[other].slot, last_compute_of[other]);
+            }
+            deferred_send.reset();
+            break;
+          }
           if (recv_of[e.slot]) pending_.push_back(*recv_of[e.slot]);
           if (forward) {
             forward_pass(s.chunk, s.micro_batch);
@@ -624,19 +743,29 @@ class StageEmitter {
           }
           last_compute_of[e.slot] = *last_compute_;
           break;
-        case Event::SEND: {
-          const int layer = forward ? plan_.first_layer[p] + plan_.chunk_layers[p] - 1 : plan_.first_layer[p];
-          Task t = make(TaskKind::SEND, stream, forward ? Phase::FORWARD : Phase::BACKWARD, layer, s.micro_batch,
-                        forward ? "send activations" : "send gradients");
-          t.peer_axis = core::Axis::PIPELINE;
-          t.peer_offset = static_cast<int16_t>(forward ? 1 : -1);
-          t.tag = forward ? PIPELINE_ACTIVATIONS_TAG : PIPELINE_GRADIENTS_TAG;
-          t.bytes = plan_.pipeline_bytes;
-          prog().add(t, {last_compute_of[e.slot]});
+        case Event::SEND:
+          if (pair[e.slot] >= 0) {
+            deferred_send = e.slot;
+          } else {
+            emit_send(s, last_compute_of[e.slot]);
+          }
           break;
-        }
       }
     }
+  }
+
+  void emit_send(const PassSlot& s, uint32_t after) {
+    const bool forward = s.pass == Pass::FORWARD;
+    const size_t p = static_cast<size_t>(position(s.chunk));
+    const Stream stream = forward ? Stream::PIPELINE_FORWARD : Stream::PIPELINE_BACKWARD;
+    const int layer = forward ? plan_.first_layer[p] + plan_.chunk_layers[p] - 1 : plan_.first_layer[p];
+    Task t = make(TaskKind::SEND, stream, forward ? Phase::FORWARD : Phase::BACKWARD, layer, s.micro_batch,
+                  forward ? "send activations" : "send gradients");
+    t.peer_axis = core::Axis::PIPELINE;
+    t.peer_offset = static_cast<int16_t>(forward ? 1 : -1);
+    t.tag = forward ? PIPELINE_ACTIVATIONS_TAG : PIPELINE_GRADIENTS_TAG;
+    t.bytes = plan_.pipeline_bytes;
+    prog().add(t, {after});
   }
 
   // ZeRO-1/2 with overlap_param_gather (Megatron-LM DistributedDataParallelConfig

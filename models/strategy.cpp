@@ -176,6 +176,8 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
 
   // Without sequence parallelism it is accepted and ignored (tp_overlap_active(); docs/scenario.md).
   p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
+  p.moe_a2a_overlap_given = r.has("moe_a2a_overlap");
+  p.moe_a2a_overlap = r.boolean("moe_a2a_overlap", p.moe_a2a_overlap);
   r.finish();
   return p;
 }
@@ -200,6 +202,7 @@ core::Json ParallelismConfig::to_json() const {
   if (zero_stage == 1 || zero_stage == 2) j["overlap_param_gather"] = overlap_param_gather;
   if (zero_stage == 3 && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
   j["tp_comm_overlap"] = tp_comm_overlap;
+  if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
   return j;
 }
 
@@ -208,6 +211,17 @@ std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
   const int k = expert_tensor == 1 ? expert / (tensor * context) : expert;
   TRAINSIM_CHECK(k >= 1 && data % k == 0, "expert does not fold over the data ranks (check_strategy)");
   return {tensor, context, k, data / k, pipeline};
+}
+
+namespace {
+bool a2a_overlap_allowed(const ModelSpec& model, const ParallelismConfig& par) {
+  return model.is_moe() && par.expert > 1 && (par.pipeline == 1 || par.schedule == PipelineSchedule::INTERLEAVED_1F1B) &&
+         par.recompute != Recompute::FULL;
+}
+}  // namespace
+
+void resolve_defaults(const ModelSpec& model, ParallelismConfig& par) {
+  if (!par.moe_a2a_overlap_given) par.moe_a2a_overlap = a2a_overlap_allowed(model, par);
 }
 
 int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p) {
@@ -290,6 +304,26 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
     problem("/parallelism/virtual_stages",
             fmt::format("virtual_stages {} requires pipeline_schedule \"interleaved-1f1b\", found \"{}\"",
                         par.virtual_stages, to_string(par.schedule)));
+  }
+  // Megatron-core TransformerConfig's checks for overlap_moe_expert_parallel_comm.
+  if (par.moe_a2a_overlap) {
+    if (!model.is_moe() || par.expert < 2) {
+      problem("/parallelism/moe_a2a_overlap",
+              fmt::format("moe_a2a_overlap overlaps expert-parallel all-to-alls: it needs an MoE model and expert > 1, "
+                          "found {} and expert {}",
+                          model.is_moe() ? "an MoE model" : "a dense model", par.expert));
+    }
+    if (par.pipeline > 1 && par.schedule != PipelineSchedule::INTERLEAVED_1F1B) {
+      problem("/parallelism/moe_a2a_overlap",
+              fmt::format("moe_a2a_overlap with pipeline {} needs pipeline_schedule \"interleaved-1f1b\" (as in "
+                          "Megatron-core), found \"{}\"",
+                          par.pipeline, to_string(par.schedule)));
+    }
+    if (par.recompute == Recompute::FULL) {
+      problem("/parallelism/moe_a2a_overlap",
+              "moe_a2a_overlap does not run with recompute \"full\" (Megatron-core rejects it): use \"selective\" or "
+              "\"none\"");
+    }
   }
   if (par.virtual_stages > 1 && par.pipeline == 1) {
     problem("/parallelism/virtual_stages",

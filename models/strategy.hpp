@@ -135,6 +135,14 @@ std::string to_string(ZeroImpl z);
 //                        and in backward the input all-gather for wgrad and the dgrad reduce-scatter
 //                        overlap the other GEMM; default false. Without sequence parallelism (all-
 //                        reduce) it does not apply and is ignored, as Megatron requires SP for it.
+//   moe_a2a_overlap      Megatron-core --overlap-moe-expert-parallel-comm (Megatron-Bridge
+//                        moe_a2a_overlap): in the 1F1B steady state a forward and the backward after
+//                        it run merged layer against layer, each one's expert-parallel all-to-alls
+//                        under the other's computation. Needs an MoE model with expert > 1, an
+//                        interleaved schedule when pipeline > 1 and no full recompute (Megatron-core's
+//                        checks; an error otherwise). Default: true wherever those hold, as the
+//                        Megatron-Bridge performance recipes with cross-node expert parallelism and
+//                        Megatron-MoE-ModelZoo's best practice run (Megatron's own default is false).
 struct ParallelismConfig {
   int tensor = 1;
   int pipeline = 1;
@@ -157,6 +165,8 @@ struct ParallelismConfig {
   bool overlap_param_gather = true; // zero_stage 1-2: parameter all-gathers overlap the next forward
   int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
+  bool moe_a2a_overlap = false;     // Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B)
+  bool moe_a2a_overlap_given = false;  // false: resolve_defaults() chooses it from the model
 
   // Whether tensor-parallel communication is pipelined with the GEMMs (tp_comm_overlap with
   // sequence parallelism and tensor > 1).
@@ -223,7 +233,13 @@ int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p);
 //                                 the micro-batch count must be a multiple of pipeline (Megatron-LM)
 //   /parallelism/context          CP must divide sequence_length
 //   /parallelism/expert           EP must divide experts; EP > 1 needs an MoE model
+//   /parallelism/moe_a2a_overlap  an MoE model with expert > 1, interleaved-1f1b when pipeline > 1,
+//                                 recompute not full
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag);
+
+// Resolves the defaults that depend on the model: moe_a2a_overlap, when not given, is true wherever
+// check_strategy would accept it.
+void resolve_defaults(const ModelSpec& model, ParallelismConfig& par);
 
 }  // namespace trainsim::models

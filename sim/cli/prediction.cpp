@@ -168,7 +168,8 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
                    par.tensor, par.pipeline, par.data, par.context, par.expert,
                    par.folded() ? fmt::format(" ETP{} (folded)", par.expert_tensor) : "",
-                   par.sequence_parallel ? " +SP" : "", models::to_string(par.schedule),
+                   std::string(par.sequence_parallel ? " +SP" : "") + (par.moe_a2a_overlap ? " +A2A overlap" : ""),
+                   models::to_string(par.schedule),
                    par.virtual_stages > 1 ? fmt::format(" (v={})", par.virtual_stages) : "",
                    models::to_string(par.recompute), par.zero_stage, p.built.micro_batches, s.training.micro_batch));
   line(fmt::format("pipeline: {}", split_description(p)));

@@ -194,6 +194,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
   // Cross-section checks only make sense once every section parsed.
   if (diag.empty()) {
     models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, diag);
+    models::resolve_defaults(s.model, s.parallelism);
     if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
       diag.add(file, "/training/precision",
                fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",

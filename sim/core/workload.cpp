@@ -213,6 +213,30 @@ uint32_t Program::add(Task task, const std::vector<uint32_t>& depends_on) {
   return static_cast<uint32_t>(tasks.size() - 1);
 }
 
+std::vector<uint32_t> Program::reorder_tail(uint32_t first, const std::vector<uint32_t>& order) {
+  const size_t n = tasks.size();
+  TRAINSIM_CHECK(first <= n && order.size() == n - first, fmt::format("{}: reorder of {} tasks from {} of {}", name,
+                                                                      order.size(), first, n));
+  std::vector<uint32_t> moved(order.size(), UINT32_MAX);
+  for (size_t k = 0; k < order.size(); ++k) {
+    TRAINSIM_CHECK(order[k] >= first && order[k] < n && moved[order[k] - first] == UINT32_MAX,
+                   fmt::format("{}: the new order is not a permutation of the tail", name));
+    moved[order[k] - first] = static_cast<uint32_t>(first + k);
+  }
+  std::vector<Task> tail;
+  tail.reserve(order.size());
+  for (uint32_t old : order) tail.push_back(tasks[old]);
+  for (size_t k = 0; k < tail.size(); ++k) {
+    const Task& t = tail[k];
+    for (uint32_t d = t.dep_begin; d < t.dep_begin + t.dep_count; ++d) {
+      if (deps[d] >= first) deps[d] = moved[deps[d] - first];
+      TRAINSIM_CHECK(deps[d] < first + k, fmt::format("{}: the new order puts a task before its dependency", name));
+    }
+    tasks[first + k] = t;
+  }
+  return moved;
+}
+
 uint32_t Workload::intern(std::string_view name) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return static_cast<uint32_t>(i);

@@ -177,6 +177,11 @@ struct Program {
   uint32_t add(Task task, std::initializer_list<uint32_t> depends_on = {});
   uint32_t add(Task task, const std::vector<uint32_t>& depends_on);
   const uint32_t* deps_of(const Task& t) const { return deps.data() + t.dep_begin; }
+  // Puts the tasks from `first` on in a new issue order: order[k] is the old index of the task that
+  // takes index first + k. Dependencies are renumbered; returns new_index[old - first].
+  // REQUIRES: order is a permutation of [first, tasks.size()) that keeps every dependency earlier
+  // than its task (checked: InternalError otherwise); no task before `first` depends on the tail.
+  std::vector<uint32_t> reorder_tail(uint32_t first, const std::vector<uint32_t>& order);
 };
 
 struct Workload {

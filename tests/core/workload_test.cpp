@@ -38,6 +38,31 @@ TEST(GroupKind, SpansSeveralAxes) {
   EXPECT_EQ(g.ranks_of(l, 0), (std::vector<int>{0, 2, 4, 6}));
 }
 
+// Three tasks a <- b, c; reordered to c, a, b: deps follow their tasks, the old -> new map is returned,
+// and an order that puts b before a is refused.
+TEST(Program, ReorderTailRenumbersDependencies) {
+  Program p;
+  p.name = "stage 0";
+  const uint32_t before = p.add(Task{});
+  const uint32_t a = p.add(Task{}, {before});
+  p.tasks[a].bytes = 1;
+  const uint32_t b = p.add(Task{}, {a, before});
+  p.tasks[b].bytes = 2;
+  const uint32_t c = p.add(Task{});
+  p.tasks[c].bytes = 3;
+  const std::vector<uint32_t> moved = p.reorder_tail(1, {c, a, b});
+  EXPECT_EQ(moved, (std::vector<uint32_t>{2, 3, 1}));
+  EXPECT_EQ(p.tasks[1].bytes, 3);
+  EXPECT_EQ(p.tasks[2].bytes, 1);
+  EXPECT_EQ(p.tasks[3].bytes, 2);
+  ASSERT_EQ(p.tasks[3].dep_count, 2u);
+  EXPECT_EQ(p.deps_of(p.tasks[3])[0], 2u);
+  EXPECT_EQ(p.deps_of(p.tasks[3])[1], 0u);
+  EXPECT_EQ(p.deps_of(p.tasks[2])[0], 0u);
+  EXPECT_THROW(p.reorder_tail(1, {3, 1, 2}), InternalError);  // old b (now 3) before old a (now 2)
+  EXPECT_THROW(p.reorder_tail(1, {1, 1, 2}), InternalError);  // not a permutation
+}
+
 TEST(Workload, ValidateRejectsForwardDependency) {
   Workload w;
   w.layout = ParallelLayout({1, 1, 1, 1, 1});

@@ -142,6 +142,41 @@ TEST_F(CheckStrategy, ExpertParallelismNeedsAnMoEModelWithDivisibleExperts) {
                    "sequence_parallel true (as in Megatron-LM), found false"}));
 }
 
+// moe_a2a_overlap: Megatron-core's requirements are checked when it is given, and when it is not it
+// defaults to true exactly where they hold.
+TEST_F(CheckStrategy, MoeA2aOverlapRequirementsAndDefault) {
+  ModelSpec moe = gpt;
+  moe.experts = 8;
+  moe.top_k = 2;
+  par.expert = 4;
+  par.data = 4;
+  par.sequence_parallel = true;
+  par.recompute = Recompute::FULL;
+  ASSERT_EQ(problems(moe, training, par, 1024), Lines{});  // 1f1b, recompute full
+  resolve_defaults(moe, par);
+  EXPECT_FALSE(par.moe_a2a_overlap);
+  par.moe_a2a_overlap = true;
+  par.moe_a2a_overlap_given = true;
+  EXPECT_EQ(problems(moe, training, par, 1024),
+            (Lines{"/parallelism/moe_a2a_overlap: moe_a2a_overlap with pipeline 8 needs pipeline_schedule "
+                   "\"interleaved-1f1b\" (as in Megatron-core), found \"1f1b\"",
+                   "/parallelism/moe_a2a_overlap: moe_a2a_overlap does not run with recompute \"full\" "
+                   "(Megatron-core rejects it): use \"selective\" or \"none\""}));
+  par.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  par.virtual_stages = 2;
+  par.recompute = Recompute::SELECTIVE;
+  EXPECT_EQ(problems(moe, training, par, 1024), Lines{});
+  par.moe_a2a_overlap = false;
+  par.moe_a2a_overlap_given = false;
+  resolve_defaults(moe, par);
+  EXPECT_TRUE(par.moe_a2a_overlap);
+  resolve_defaults(gpt, par);  // dense: never
+  EXPECT_FALSE(par.moe_a2a_overlap);
+  par.moe_a2a_overlap_given = true;  // given false stays false
+  resolve_defaults(moe, par);
+  EXPECT_FALSE(par.moe_a2a_overlap);
+}
+
 TEST_F(CheckStrategy, ReportsEveryProblemAtOnce) {
   par.tensor = 5;
   par.context = 3;
