@@ -83,9 +83,9 @@ std::string to_string(Attention a) { return a == Attention::FLASH ? "flash" : "u
 
 TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   TrainingConfig t;
-  t.sequence_length = r.integer("sequence_length", t.sequence_length, 1);
-  t.global_batch = r.required_integer("global_batch", 1).value_or(t.global_batch);
-  t.micro_batch = r.integer("micro_batch", t.micro_batch, 1);
+  t.sequence_length = r.integer("sequence_length", t.sequence_length, 1, MAX_SEQUENCE_LENGTH);
+  t.global_batch = r.required_integer("global_batch", 1, MAX_GLOBAL_BATCH).value_or(t.global_batch);
+  t.micro_batch = r.integer("micro_batch", t.micro_batch, 1, MAX_MICRO_BATCH);
   t.precision = parse_precision(r.choice("precision", std::string(core::to_string(t.precision)), precision_names()));
   t.attention = r.choice("attention", to_string(t.attention), {"unfused", "flash"}) == "flash" ? Attention::FLASH
                                                                                                 : Attention::UNFUSED;

@@ -58,6 +58,13 @@ namespace trainsim::models {
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
+// Ranges of the training sizes (checked when read, so that products of sizes cannot overflow):
+// sequences of up to 16M tokens (published long-context training reaches 1-10M), micro-batches of
+// up to 2^20 sequences, global batches of up to 2^30.
+constexpr int64_t MAX_SEQUENCE_LENGTH = int64_t{1} << 24;
+constexpr int64_t MAX_MICRO_BATCH = int64_t{1} << 20;
+constexpr int64_t MAX_GLOBAL_BATCH = int64_t{1} << 30;
+
 struct TrainingConfig {
   int64_t sequence_length = 2048;
   int64_t global_batch = 0;     // sequences per iteration (required)

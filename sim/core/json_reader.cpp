@@ -1,6 +1,7 @@
 #include "sim/core/json_reader.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -31,11 +32,46 @@ std::string quoted_list(const std::vector<std::string>& items) {
   return out;
 }
 
+// The offset of the first bracket nested deeper than `limit` (outside strings and comments), or
+// npos. nlohmann's parser and its values' destructors recurse per level: refusing deep documents
+// before parsing keeps a hostile file from overflowing the stack.
+size_t too_deep_at(const std::string& text, size_t limit) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const size_t end = text.find("*/", i + 2);
+      i = end == std::string::npos ? text.size() : end + 1;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 Json parse_json_text(const std::string& text, const std::string& origin) {
+  if (const size_t at = too_deep_at(text, MAX_JSON_DEPTH); at != std::string::npos) {
+    throw InputError(origin, "",
+                     fmt::format("invalid JSON at {}: nested deeper than {} levels", line_column(text, at), MAX_JSON_DEPTH));
+  }
   try {
     return Json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const Json::out_of_range& e) {
+    // A number beyond the range of a double (e.g. 1e309): nlohmann reports no position.
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    throw InputError(origin, "", fmt::format("invalid JSON: {} (numbers must fit a double, at most about 1.8e308)", what));
   } catch (const Json::parse_error& e) {
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line..."; keep
     // only the part after the last ": " which says what was expected.
@@ -50,6 +86,12 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
 Json load_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > MAX_JSON_FILE_BYTES) {
+    throw InputError(path, "", fmt::format("the file is {} bytes; JSON input is limited to {} bytes (1 GiB)", size,
+                                           MAX_JSON_FILE_BYTES));
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "error while reading the file");
@@ -210,29 +252,40 @@ std::string ObjectReader::choice(std::string_view key, const std::string& fallba
 }
 
 template <class Q, class Parse>
-Q ObjectReader::quantity(std::string_view key, Q fallback, Parse parse, const char* what) {
+Q ObjectReader::quantity(std::string_view key, Q fallback, Parse parse, const char* what, double min, double max,
+                         const char* range) {
   const Json* v = lookup(key);
   if (v == nullptr) return fallback;
   Q out = fallback;
-  if (v->is_string() && parse(v->get<std::string>(), out)) return out;
-  problem(key, fmt::format("expected {}, found {}", what, describe_json(*v)));
-  return fallback;
+  if (!v->is_string() || !parse(v->get<std::string>(), out)) {
+    problem(key, fmt::format("expected {}, found {}", what, describe_json(*v)));
+    return fallback;
+  }
+  if (!std::isfinite(out.value()) || out.value() < min || out.value() > max) {
+    problem(key, fmt::format("expected {}, found {}", range, describe_json(*v)));
+    return fallback;
+  }
+  return out;
 }
 
 Bytes ObjectReader::bytes(std::string_view key, Bytes fallback) {
-  return quantity(key, fallback, parse_bytes, "a size such as \"80 GiB\" or \"512 MB\"");
+  return quantity(key, fallback, parse_bytes, "a size such as \"80 GiB\" or \"512 MB\"", 0, MAX_BYTES,
+                  "a size from 0 to 1 EiB");
 }
 
 Seconds ObjectReader::duration(std::string_view key, Seconds fallback) {
-  return quantity(key, fallback, parse_duration, "a duration such as \"1.5 us\" or \"2 ms\"");
+  return quantity(key, fallback, parse_duration, "a duration such as \"1.5 us\" or \"2 ms\"", 0, MAX_LATENCY_S,
+                  "a duration from 0 to 1 s (a latency or an overhead)");
 }
 
 BytesPerSecond ObjectReader::bandwidth(std::string_view key, BytesPerSecond fallback) {
-  return quantity(key, fallback, parse_bandwidth, "a bandwidth such as \"200 Gb/s\" or \"300 GB/s\"");
+  return quantity(key, fallback, parse_bandwidth, "a bandwidth such as \"200 Gb/s\" or \"300 GB/s\"",
+                  MIN_BANDWIDTH, MAX_BANDWIDTH, "a bandwidth from 1 kb/s to 1 PB/s");
 }
 
 FlopsPerSecond ObjectReader::flops_rate(std::string_view key, FlopsPerSecond fallback) {
-  return quantity(key, fallback, parse_flops_rate, "a compute rate such as \"312 TFLOP/s\"");
+  return quantity(key, fallback, parse_flops_rate, "a compute rate such as \"312 TFLOP/s\"", MIN_FLOPS_RATE,
+                  MAX_FLOPS_RATE, "a compute rate from 1 MFLOP/s to 1 EFLOP/s");
 }
 
 std::optional<ObjectReader> ObjectReader::object(std::string_view key) {

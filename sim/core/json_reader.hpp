@@ -21,8 +21,14 @@ namespace trainsim::core {
 // Ordered, so that resolved configurations print in the order they were written.
 using Json = nlohmann::ordered_json;
 
+// Limits on JSON input, checked before parsing (InputError naming the file): nesting depth (a
+// scenario needs 5 levels, a Kineto trace 4) and file size (nlohmann's values take about 10x the text).
+constexpr size_t MAX_JSON_DEPTH = 256;
+constexpr uintmax_t MAX_JSON_FILE_BYTES = uintmax_t{1} << 30;
+
 // Reads and parses a JSON file; // and /* */ comments are allowed. Throws InputError naming the file
-// (and line:column for syntax errors) when the file cannot be read or parsed.
+// (and line:column for syntax errors) when the file cannot be read or parsed, is larger than
+// MAX_JSON_FILE_BYTES, nests deeper than MAX_JSON_DEPTH or holds a number beyond a double's range.
 Json load_json_file(const std::string& path);
 // Parses JSON text; `origin` names it in error messages.
 Json parse_json_text(const std::string& text, const std::string& origin);
@@ -34,6 +40,13 @@ std::string append_pointer(const std::string& pointer, size_t index);
 // A short description of a JSON value's type and content for "found ..." messages: `"abc"`, `12`,
 // `an array`, `an object`, `null`.
 std::string describe_json(const Json& value);
+
+constexpr double MAX_BYTES = 1152921504606846976.0;  // 1 EiB
+constexpr double MAX_LATENCY_S = 1.0;
+constexpr double MIN_BANDWIDTH = 125.0;  // 1 kb/s
+constexpr double MAX_BANDWIDTH = 1e15;   // 1 PB/s
+constexpr double MIN_FLOPS_RATE = 1e6;
+constexpr double MAX_FLOPS_RATE = 1e18;
 
 class ObjectReader {
  public:
@@ -62,6 +75,9 @@ class ObjectReader {
   // A string that must be one of `allowed`; the message lists them and suggests the closest.
   std::string choice(std::string_view key, const std::string& fallback, const std::vector<std::string>& allowed);
 
+  // Quantities with units, refused outside physical sense (NaN and infinities too): sizes 0 to
+  // MAX_BYTES, durations 0 to MAX_LATENCY_S (every duration read is a latency or an overhead),
+  // bandwidths MIN_BANDWIDTH to MAX_BANDWIDTH, compute rates MIN_FLOPS_RATE to MAX_FLOPS_RATE.
   Bytes bytes(std::string_view key, Bytes fallback);
   Seconds duration(std::string_view key, Seconds fallback);
   BytesPerSecond bandwidth(std::string_view key, BytesPerSecond fallback);
@@ -79,7 +95,7 @@ class ObjectReader {
  private:
   const Json* lookup(std::string_view key);
   template <class Q, class Parse>
-  Q quantity(std::string_view key, Q fallback, Parse parse, const char* what);
+  Q quantity(std::string_view key, Q fallback, Parse parse, const char* what, double min, double max, const char* range);
 
   const Json* node_;
   std::string file_;
