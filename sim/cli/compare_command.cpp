@@ -12,9 +12,9 @@
 #include <map>
 #include <set>
 
-#include "sim/cli/prediction.hpp"
 #include "sim/cli/report_figures.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
@@ -101,9 +101,9 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
   core::Json resolved = doc;
   for (const std::string& o : overrides) apply_override(resolved, o);
   try {
-    const Scenario s = read_scenario(resolved, path);
-    const Prediction p = predict(s, backend);
-    c.report = report_json(s, p);
+    // validate's predictor: SimGrid 3.32 builds one platform per process, so each SimGrid
+    // configuration runs in a child process (configurations may differ in cluster).
+    c.report = predict_report(read_scenario(resolved, path), backend);
   } catch (const ImpossibleScenario& e) {
     c.problems = e.problems();
   }

@@ -69,6 +69,9 @@ contains compare-failing-column "$tmp/out" "tensor=4 cannot run:"
 expect compare-unknown-key 2 "$bin" compare "$small" --vary parallelism.tensr=2,4
 contains compare-unknown-key "$tmp/err" 'did you mean "tensor"'
 expect compare-missing-file 2 "$bin" compare "$small" "$tmp/nope.json"
+# SimGrid builds one platform per process: two cluster sizes in one compare must still work.
+expect compare-simgrid 0 "$bin" compare "$small" --backend simgrid --vary cluster.nodes=1,2 --set parallelism.data=auto
+contains compare-simgrid "$tmp/out" "nodes=2"
 
 # validate: a case 1,000x off must exit 3 with a tolerance, 0 without.
 sed 's/"iteration_time_s": [0-9.]*/"iteration_time_s": 0.001/' "$src/tests/data/validation/tiny-case.json" >"$tmp/off.json"
