@@ -93,6 +93,16 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   if (t.fp8_params && t.precision != core::Precision::FP8) {
     r.problem("fp8_params", fmt::format("FP8 parameters need precision \"fp8\", found \"{}\"", core::to_string(t.precision)));
   }
+  if (const core::Json* v = r.raw("tokens")) {
+    // Above 1e18 the iteration count would not fit the report's integers; no real run is near it.
+    if (v->is_number() && v->get<double>() > 0 && v->get<double>() <= 1e18) {
+      t.tokens = v->get<double>();
+    } else {
+      r.problem("tokens", fmt::format("expected the total tokens to train, a positive number of at most 1e18 "
+                                      "(15e12 for 15T tokens), found {}",
+                                      core::describe_json(*v)));
+    }
+  }
   r.finish();
   return t;
 }
@@ -105,6 +115,7 @@ core::Json TrainingConfig::to_json() const {
   j["precision"] = std::string(core::to_string(precision));
   j["attention"] = to_string(attention);
   j["fp8_params"] = fp8_params;
+  if (tokens) j["tokens"] = *tokens;
   return j;
 }
 

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ namespace trainsim::models {
 //                    copy staying in the optimizer states. Applied to every parameter (embeddings
 //                    and norms, which TE keeps in 16 bits, are under 1% of the usual models').
 //                    Default false; true with another precision is an error.
+//   tokens           total tokens the training run consumes (a positive number, 15e12 for 15T, at
+//                    most 1e18). Optional, no default: given, every report gains time_to_train
+//                    (sim/cli/time_to_train.hpp); absent, the report has no such field.
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -72,6 +76,7 @@ struct TrainingConfig {
   core::Precision precision = core::Precision::BF16;
   Attention attention = Attention::UNFUSED;
   bool fp8_params = false;      // FP8 weights (see above)
+  std::optional<double> tokens;  // total tokens to train; absent: no time-to-train
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);

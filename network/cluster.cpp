@@ -171,6 +171,15 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
     c.intra_node.bandwidth = c.gpu_spec.nvlink_bandwidth;
   }
   if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
+  if (const core::Json* v = r.raw("price_per_gpu_hour")) {
+    if (v->is_number() && v->get<double>() > 0 && std::isfinite(v->get<double>())) {
+      c.price_per_gpu_hour = v->get<double>();
+    } else {
+      r.problem("price_per_gpu_hour",
+                fmt::format("expected a price in USD per GPU-hour (a positive number such as 2.5), found {}",
+                            core::describe_json(*v)));
+    }
+  }
   r.finish();
   return c;
 }
@@ -194,6 +203,7 @@ core::Json ClusterConfig::to_json() const {
                   {"torus_dims", network.torus_dims},
                   {"dragonfly_groups", network.dragonfly_groups},
                   {"in_network_reduction", network.in_network_reduction}};
+  if (price_per_gpu_hour) j["price_per_gpu_hour"] = *price_per_gpu_hour;
   return j;
 }
 

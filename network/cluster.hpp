@@ -31,13 +31,16 @@
 //                                    //   square root of the leaf count
 //       "in_network_reduction": false // the switches aggregate (SHARP, SwitchML); enables algorithm
 //                                    //   "in-network" on switched topologies; default false
-//     }
+//     },
+//     "price_per_gpu_hour": 2.5      // USD per GPU-hour, > 0; optional, no default: given (with
+//                                    //   training.tokens), time_to_train gains "cost"
 //   }
 //
 // The analytic cost model (network/collective_cost.hpp) sees the topology only through the per-GPU
 // NIC share and the oversubscription; the flow-level backend models the switches themselves.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +90,7 @@ struct ClusterConfig {
   int gpus_per_node = 8;
   IntraNode intra_node;
   InterNode network;
+  std::optional<double> price_per_gpu_hour;  // USD; absent: no cost in the report
 
   int world_size() const { return nodes * gpus_per_node; }
   int node_of(int rank) const { return rank / gpus_per_node; }

@@ -8,6 +8,7 @@
 #include "sim/cli/calibrate_command.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/compare_command.hpp"
 #include "sim/cli/replay_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
@@ -18,7 +19,7 @@ using trainsim::cli::Format;
 
 const std::map<std::string, Format> FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}};
 
-// validate also writes CSV (one row per compared figure).
+// validate (one row per compared figure) and run (one row of the report's main figures) also write CSV.
 const std::map<std::string, Format> VALIDATE_FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}};
 
 void add_format(CLI::App* cmd, Format& format, const std::map<std::string, Format>& formats = FORMATS) {
@@ -37,12 +38,16 @@ void add_overrides(CLI::App* cmd, std::vector<std::string>& overrides) {
 int main(int argc, char** argv) {
   CLI::App app{"trainsim: simulate large-scale distributed deep-learning training before paying for the GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "trainsim 0.1.0");
+  // The commit is the one checked out when cmake configured the build (sim/cli/CMakeLists.txt).
+  const std::string version = std::string("trainsim ") + TRAINSIM_VERSION +
+                              (std::string(TRAINSIM_GIT_COMMIT).empty() ? "" : std::string(" (git ") + TRAINSIM_GIT_COMMIT + ")");
+  app.set_version_flag("--version", version);
+  CLI::App* version_cmd = app.add_subcommand("version", "Print the version (the same as --version)");
 
   trainsim::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Predict one training iteration of a scenario");
   run_cmd->add_option("scenario", run.scenario, "Scenario JSON file")->required();
-  add_format(run_cmd, run.format);
+  add_format(run_cmd, run.format, VALIDATE_FORMATS);
   add_overrides(run_cmd, run.overrides);
   run_cmd->add_option("--out", run.out_dir, "Also write report.json, report.txt and scenario.resolved.json here");
   run_cmd->add_option("--timeline", run.timeline, "Write a Chrome/Perfetto trace of the iteration to FILE");
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
   trainsim::cli::CollectiveSubcommand collective(app);
   trainsim::cli::CalibrateSubcommand calibrate(app);
   trainsim::cli::ReplaySubcommand replay(app);
+  trainsim::cli::CompareSubcommand compare(app);
 
   try {
     app.parse(argc, argv);
@@ -95,6 +101,11 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = collective.run(std::cout)) return *code;
     if (std::optional<int> code = calibrate.run(std::cout)) return *code;
     if (std::optional<int> code = replay.run(std::cout)) return *code;
+    if (std::optional<int> code = compare.run(std::cout)) return *code;
+    if (*version_cmd) {
+      std::cout << version << "\n";
+      return 0;
+    }
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/cli/time_to_train.hpp"
+
 namespace trainsim::cli {
 namespace {
 
@@ -135,6 +137,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
       {"activations", static_cast<int64_t>(p.result.peak_dynamic_by_program[stage].value())},
       {"buffers", static_cast<int64_t>(mem.buffers.value())}};
   j["memory"] = memory;
+  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s)) j["time_to_train"] = t->to_json();
 
   j["pipeline"] = {{"schedule", models::to_string(s.parallelism.schedule)},
                    {"micro_batches", p.built.micro_batches},
@@ -180,6 +183,11 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    m.model_tflops_per_gpu, m.hardware_tflops_per_gpu, m.peak_tflops,
                    core::to_string(s.training.precision)));
   line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
+  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s)) {
+    line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{})", "time to train",
+                     t->days, t->iterations, t->tokens, t->gpu_hours,
+                     t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : ""));
+  }
   line("");
   line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",
                    "time_s", "share"));

@@ -4,6 +4,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/prediction.hpp"
+#include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/timeline.hpp"
 
@@ -42,7 +43,11 @@ int run_command(const RunArgs& args, std::ostream& out) {
   const core::Json report = report_json(scenario, prediction);
   const std::string table = report_table(scenario, prediction);
 
-  out << (args.format == Format::JSON ? report.dump(2) + "\n" : table);
+  switch (args.format) {
+    case Format::JSON: out << report.dump(2) << "\n"; break;
+    case Format::CSV: out << report_csv(report); break;
+    case Format::TABLE: out << table; break;
+  }
 
   if (!args.out_dir.empty()) {
     const std::filesystem::path dir(args.out_dir);

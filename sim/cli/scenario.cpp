@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace trainsim::cli {
 namespace {
@@ -70,6 +71,48 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
   }
   core::ObjectReader r(doc, p.string(), "", diag);
   profile = core::Profile::from_json(r, profile);
+}
+
+// parallelism.data "auto": replaces it in `section` by world / (tensor x pipeline x context x
+// expert), expert left out when folded (expert_tensor given). Returns the problem when that does not
+// divide, for the cross-section phase (the section itself is well-formed); a string other than
+// "auto" is a malformed value and goes to `diag` at once. A malformed other degree leaves data at 1:
+// its own reader reports it.
+std::optional<core::InputProblem> resolve_auto_data(core::Json& section, int world, const std::string& file,
+                                                    core::Diagnostics& diag) {
+  if (!section.is_object() || !section.contains("data") || !section["data"].is_string()) return std::nullopt;
+  const std::string pointer = "/parallelism/data";
+  if (section["data"] != "auto") {
+    diag.add(file, pointer,
+             fmt::format("expected a positive integer or \"auto\" (the degree that fills the cluster), found {}",
+                         core::describe_json(section["data"])));
+    section.erase("data");
+    return std::nullopt;
+  }
+  section["data"] = 1;
+  const bool folded = section.contains("expert_tensor");
+  std::vector<std::string> names = {"tensor", "pipeline", "context"};
+  if (!folded) names.push_back("expert");
+  std::vector<int64_t> sizes;
+  double product = 1;  // a double: the degrees are not range-checked yet and could overflow
+  for (const std::string& name : names) {
+    int64_t v = 1;
+    if (section.contains(name)) {
+      const core::Json& j = section[name];
+      if (!j.is_number_integer() || j.get<int64_t>() < 1) return std::nullopt;
+      v = j.get<int64_t>();
+    }
+    sizes.push_back(v);
+    product *= static_cast<double>(v);
+  }
+  if (product > world || world % static_cast<int64_t>(product) != 0) {
+    return core::InputProblem{
+        file, pointer,
+        fmt::format("\"auto\" needs the cluster's {} GPUs to be a multiple of {} = {} = {:.0f}", world,
+                    fmt::join(names, " x "), fmt::join(sizes, " x "), product)};
+  }
+  section["data"] = world / static_cast<int64_t>(product);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -182,7 +225,13 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
   } else {
     root.problem("training", "missing required object (sequence_length, global_batch, micro_batch, precision)");
   }
-  if (auto p = root.object("parallelism")) s.parallelism = models::ParallelismConfig::from_json(*p);
+  std::optional<core::InputProblem> auto_data_problem;
+  if (const core::Json* p = root.raw("parallelism")) {
+    core::Json section = *p;  // a copy: "data": "auto" is replaced by the degree it resolves to
+    auto_data_problem = resolve_auto_data(section, s.cluster.world_size(), file, diag);
+    core::ObjectReader reader(section, file, "/parallelism", diag);
+    s.parallelism = models::ParallelismConfig::from_json(reader);
+  }
   if (auto o = root.object("optimizations")) o->finish();  // no optimization is implemented yet: any key is unknown
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
   if (auto e = root.object("expect")) s.expect = read_expectation(*e);
@@ -191,17 +240,22 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
   s.profile.device = core::DeviceProfile::defaults_for(s.cluster.gpu_spec.name);
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
 
-  // Cross-section checks only make sense once every section parsed.
-  if (diag.empty()) {
-    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, diag);
-    models::resolve_defaults(s.model, s.parallelism);
-    if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
-      diag.add(file, "/training/precision",
-               fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
-                           s.cluster.gpu, core::to_string(s.training.precision)));
-    }
-  }
   diag.throw_if_any();
+
+  // Cross-section checks only make sense once every section parsed.
+  core::Diagnostics impossible;
+  if (auto_data_problem) {
+    impossible.add(*auto_data_problem);  // the strategy's world size is meaningless without a data degree
+  } else {
+    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
+  }
+  if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
+    impossible.add(file, "/training/precision",
+                   fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
+                               s.cluster.gpu, core::to_string(s.training.precision)));
+  }
+  if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
+  models::resolve_defaults(s.model, s.parallelism);
   return s;
 }
 

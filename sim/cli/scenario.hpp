@@ -68,6 +68,15 @@ struct Scenario {
   core::Json to_json() const;
 };
 
+// Thrown by load_scenario / read_scenario when every section is well-formed but the combination
+// cannot run: models::check_strategy's problems, a precision the GPU lacks, parallelism.data "auto"
+// not dividing the cluster. Commands that try many configurations (compare, search) report it per
+// configuration; any other InputError means the input itself is malformed (exit 2).
+class ImpossibleScenario : public core::InputError {
+ public:
+  using core::InputError::InputError;
+};
+
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.
 // Setting a key inside a model given by catalog name turns it into {"base": name, key: value}.
@@ -75,8 +84,11 @@ struct Scenario {
 void apply_override(core::Json& doc, const std::string& assignment);
 
 // Reads, overrides and checks a scenario. Throws InputError listing every problem found: malformed
-// values, unknown keys, impossible configurations (models::check_strategy), a world size that does
-// not match the cluster, a precision the GPU cannot run.
+// values, unknown keys; once the sections are well-formed, ImpossibleScenario for impossible
+// configurations (models::check_strategy), a world size that does not match the cluster, a precision
+// the GPU cannot run. parallelism.data "auto" is resolved here to the cluster's GPUs / (tensor x
+// pipeline x context x expert) (expert left out with expert_tensor), so the resolved scenario and
+// everything downstream see a number.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 // Same, from a document already in memory; `file` names it in messages and anchors relative paths.
 Scenario read_scenario(const core::Json& doc, const std::string& file);

@@ -14,6 +14,7 @@
 
 #include "calibrate/accuracy.hpp"
 #include "sim/cli/prediction.hpp"
+#include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
@@ -217,14 +218,6 @@ void write_json(const std::vector<CaseResult>& results, const Totals& t, const V
   }
   if (args.tolerance) j["tolerance"] = *args.tolerance;
   out << j.dump(2) << "\n";
-}
-
-// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
 }
 
 void write_csv(const std::vector<CaseResult>& results, const ValidateArgs& args, std::ostream& out) {

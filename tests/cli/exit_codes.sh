@@ -52,6 +52,27 @@ contains check "$tmp/out" '"kv_heads": 8'
 expect describe 0 "$bin" describe gpus
 contains describe "$tmp/out" "H200-SXM-141GB"
 
+# issue 10: version, run --format csv, data "auto", compare (side by side; bad input exits 2).
+expect version 0 "$bin" version
+contains version "$tmp/out" "trainsim "
+small="$src/scenarios/gpt3-6.7b-a100-8.json"
+expect run-csv 0 "$bin" run "$small" --backend analytic --format csv --set training.tokens=1e9
+contains run-csv "$tmp/out" "scenario,world_size,backend,iteration_time_s,"
+expect check-data-auto 0 "$bin" check "$small" --set parallelism.data=auto --set parallelism.tensor=8
+contains check-data-auto "$tmp/out" '"data": 1,'
+expect data-auto-not-dividing 2 "$bin" run "$small" --set parallelism.data=auto --set parallelism.tensor=3
+contains data-auto-not-dividing "$tmp/err" '/parallelism/data: "auto" needs the cluster'"'"'s 8 GPUs'
+expect compare-vary 0 "$bin" compare "$small" --vary parallelism.tensor=2,4 --set parallelism.data=auto
+contains compare-vary "$tmp/out" "tensor=4"
+expect compare-failing-column 0 "$bin" compare "$small" --vary parallelism.tensor=2,4
+contains compare-failing-column "$tmp/out" "tensor=4 cannot run:"
+expect compare-unknown-key 2 "$bin" compare "$small" --vary parallelism.tensr=2,4
+contains compare-unknown-key "$tmp/err" 'did you mean "tensor"'
+expect compare-missing-file 2 "$bin" compare "$small" "$tmp/nope.json"
+# SimGrid builds one platform per process: two cluster sizes in one compare must still work.
+expect compare-simgrid 0 "$bin" compare "$small" --backend simgrid --vary cluster.nodes=1,2 --set parallelism.data=auto
+contains compare-simgrid "$tmp/out" "nodes=2"
+
 # validate: a case 1,000x off must exit 3 with a tolerance, 0 without.
 sed 's/"iteration_time_s": [0-9.]*/"iteration_time_s": 0.001/' "$src/tests/data/validation/tiny-case.json" >"$tmp/off.json"
 expect validate-ok 0 "$bin" validate "$src/tests/data/validation"

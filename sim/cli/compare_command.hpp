@@ -1,0 +1,75 @@
+#pragma once
+// `trainsim compare`: several configurations side by side, with the differences highlighted.
+//
+//   trainsim compare INPUT... [--set key=value]... [--backend analytic|simgrid] [--format table|json|csv]
+//       Each INPUT is a report ("schema": "trainsim.report/1", from `run --format json` or `run --out`)
+//       or a scenario, predicted with the analytic backend unless --backend simgrid. --set applies
+//       to every scenario (an error with a report: its figures are fixed).
+//   trainsim compare SCENARIO --vary key.path=V1,V2,... [--vary ...]... [--set ...]
+//       One configuration per combination of the --vary values (several --vary: their cartesian
+//       product, the first --vary changing slowest), each value applied like --set. Values are
+//       separated by commas outside brackets, braces and quotes ("stage_layers=[4,4],[2,6]").
+//
+// One column per configuration, labelled by its file name or its --vary values; one row per report
+// figure (report_figures.hpp: iteration time, throughput, TFLOP/s per GPU, MFU, the breakdown with
+// the exposed communication per axis, peak memory and whether it fits, time-to-train and cost when
+// the reports have them). Each number after the reference column (the first that did not fail) shows
+// its difference from it in percent; a row where a configuration differs by more than 1% (or a
+// label or "fits" differs) is marked "*" and, on a terminal, its differing cells are bold, green
+// when better and red when worse. --format json gives every report in full plus the rows; --format
+// csv one line per figure: metric, each configuration's value, then each one's difference in percent.
+//
+// A configuration that cannot run (load_scenario's ImpossibleScenario: divisibility, world size,
+// parallelism.data "auto") is a column with its error message; the others are still shown. Bad input
+// is an InputError (exit 2): an unreadable file, a malformed --vary or --set, an unknown key, a value
+// of the wrong type, a file that is neither a scenario nor a trainsim.report/1 report.
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace trainsim::cli {
+
+struct CompareArgs {
+  std::vector<std::string> inputs{};   // reports or scenarios; exactly one scenario with --vary
+  std::vector<std::string> vary{};     // --vary key.path=v1,v2,...
+  std::vector<std::string> overrides{};  // --set key.path=value, on every scenario
+  std::string backend = "analytic";    // for scenarios: analytic | simgrid
+  Format format = Format::TABLE;
+  bool color = false;                  // table: bold/colour differing cells (stdout is a terminal)
+};
+int compare_command(const CompareArgs& args, std::ostream& out);
+
+// "key.path=v1,v2,..." -> the assignments "key.path=v1", "key.path=v2", ... Throws InputError (file
+// "--vary") when there is no "=", the key is empty or a value is empty.
+std::vector<std::string> vary_assignments(const std::string& vary);
+
+// `compare`, registered on the application's CLI11 App (like ReplaySubcommand).
+//
+// Example (sim/cli/main.cpp):
+//   CompareSubcommand compare(app);
+//   app.parse(argc, argv);
+//   if (std::optional<int> code = compare.run(std::cout)) return *code;
+class CompareSubcommand {
+ public:
+  explicit CompareSubcommand(CLI::App& app);
+  CompareSubcommand(const CompareSubcommand&) = delete;
+  CompareSubcommand& operator=(const CompareSubcommand&) = delete;
+
+  // After app.parse(): the exit code, or std::nullopt when `compare` was not on the command line.
+  // Colours the table when `out` is std::cout on a terminal and NO_COLOR is not set.
+  std::optional<int> run(std::ostream& out) const;
+
+ private:
+  CLI::App* command_ = nullptr;
+  CompareArgs args_;
+};
+
+}  // namespace trainsim::cli

@@ -1,0 +1,87 @@
+#include "sim/cli/report_figures.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/core/units.hpp"
+#include "sim/core/workload.hpp"
+
+namespace trainsim::cli {
+
+const std::vector<ReportFigure>& report_figures() {
+  static const std::vector<ReportFigure> figures = [] {
+    std::vector<ReportFigure> f = {
+        {"scenario", "/scenario", "scenario", 1, 0, Better::NEITHER},
+        {"world_size", "/world_size", "GPUs", 1, 0, Better::NEITHER},
+        {"backend", "/simulation/backend", "backend", 1, 0, Better::NEITHER},
+        {"iteration_time_s", "/iteration_time_s", "iteration time (s)", 1, 4, Better::LOWER},
+        {"samples_per_s", "/samples_per_s", "samples/s", 1, 2, Better::HIGHER},
+        {"tokens_per_s", "/tokens_per_s", "tokens/s", 1, 0, Better::HIGHER},
+        {"model_tflops_per_gpu", "/model_tflops_per_gpu", "TFLOP/s per GPU (model)", 1, 1, Better::HIGHER},
+        {"hardware_tflops_per_gpu", "/hardware_tflops_per_gpu", "TFLOP/s per GPU (hardware)", 1, 1, Better::HIGHER},
+        {"mfu", "/mfu", "MFU (%)", 100, 1, Better::HIGHER},
+        {"hfu", "/hfu", "HFU (%)", 100, 1, Better::HIGHER},
+        {"compute_s", "/breakdown_s/compute", "compute (s)", 1, 4, Better::LOWER},
+        {"exposed_communication_s", "/breakdown_s/exposed_communication", "exposed communication (s)", 1, 4,
+         Better::LOWER},
+    };
+    for (int a = 0; a < core::AXIS_COUNT; ++a) {
+      const std::string axis(core::to_string(static_cast<core::Axis>(a)));
+      f.push_back({"exposed_" + axis + "_s", "/breakdown_s/exposed_communication_by_axis/" + axis,
+                   "  exposed " + axis + " comm (s)", 1, 4, Better::LOWER});
+    }
+    const std::vector<ReportFigure> rest = {
+        {"pipeline_bubble_s", "/breakdown_s/pipeline_bubble", "pipeline bubble (s)", 1, 4, Better::LOWER},
+        {"other_s", "/breakdown_s/other", "other, optimizer included (s)", 1, 4, Better::LOWER},
+        {"peak_bytes_per_gpu", "/memory/peak_bytes_per_gpu", "peak memory per GPU (GiB)", 1.0 / core::GiB, 2,
+         Better::LOWER},
+        {"capacity_bytes", "/memory/capacity_bytes", "GPU memory (GiB)", 1.0 / core::GiB, 2, Better::NEITHER},
+        {"fits", "/memory/fits", "fits in memory", 1, 0, Better::NEITHER},
+        {"time_to_train_iterations", "/time_to_train/iterations", "iterations to train", 1, 0, Better::LOWER},
+        {"time_to_train_days", "/time_to_train/days", "time to train (days)", 1, 2, Better::LOWER},
+        {"time_to_train_gpu_hours", "/time_to_train/gpu_hours", "GPU-hours", 1, 0, Better::LOWER},
+        {"time_to_train_cost_usd", "/time_to_train/cost", "cost (USD)", 1, 0, Better::LOWER},
+    };
+    f.insert(f.end(), rest.begin(), rest.end());
+    return f;
+  }();
+  return figures;
+}
+
+const core::Json* figure_value(const core::Json& report, const ReportFigure& figure) {
+  const core::Json::json_pointer pointer(figure.pointer);
+  if (!report.contains(pointer)) return nullptr;
+  const core::Json& v = report.at(pointer);
+  return v.is_null() ? nullptr : &v;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string csv_value(const core::Json* v) {
+  if (v == nullptr || v->is_null()) return "";
+  if (v->is_string()) return csv_field(v->get<std::string>());
+  if (v->is_boolean()) return v->get<bool>() ? "true" : "false";
+  if (v->is_number_integer()) return fmt::format("{}", v->get<int64_t>());
+  if (v->is_number_unsigned()) return fmt::format("{}", v->get<uint64_t>());
+  if (v->is_number()) return fmt::format("{}", v->get<double>());
+  return csv_field(v->dump());
+}
+
+std::string report_csv(const core::Json& report) {
+  std::string header, row;
+  for (const ReportFigure& f : report_figures()) {
+    if (!header.empty()) {
+      header += ",";
+      row += ",";
+    }
+    header += f.name;
+    row += csv_value(figure_value(report, f));
+  }
+  return header + "\n" + row + "\n";
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,43 @@
+#include "sim/cli/time_to_train.hpp"
+
+#include <cmath>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::cli {
+
+core::Json TimeToTrain::to_json() const {
+  core::Json j;
+  j["tokens"] = tokens;
+  j["iterations"] = iterations;
+  j["days"] = days;
+  j["gpu_hours"] = gpu_hours;
+  if (cost) j["cost"] = *cost;
+  return j;
+}
+
+TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,
+                          std::optional<double> price_per_gpu_hour) {
+  TRAINSIM_CHECK(tokens > 0 && tokens <= 1e18, "training.tokens out of range (TrainingConfig::from_json)");
+  TRAINSIM_CHECK(tokens_per_iteration > 0 && iteration_time_s > 0 && gpus > 0, "time_to_train: empty iteration");
+  TRAINSIM_CHECK(!price_per_gpu_hour || *price_per_gpu_hour > 0, "price_per_gpu_hour <= 0 (ClusterConfig::from_json)");
+  TimeToTrain t;
+  t.tokens = tokens;
+  // Both operands are exact in a double (< 2^53), so an exact quotient is an exact integer and ceil
+  // adds an iteration only for a real remainder.
+  t.iterations = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(tokens_per_iteration)));
+  const double seconds = static_cast<double>(t.iterations) * iteration_time_s;
+  t.days = seconds / 86400.0;
+  t.gpu_hours = seconds / 3600.0 * gpus;
+  if (price_per_gpu_hour) t.cost = t.gpu_hours * *price_per_gpu_hour;
+  return t;
+}
+
+std::optional<TimeToTrain> time_to_train(const Scenario& s, double iteration_time_s) {
+  if (!s.training.tokens) return std::nullopt;
+  return time_to_train(*s.training.tokens, s.training.global_batch * s.training.sequence_length, iteration_time_s,
+                       s.cluster.world_size(), s.cluster.price_per_gpu_hour);
+}
+
+}  // namespace trainsim::cli

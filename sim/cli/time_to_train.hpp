@@ -1,0 +1,53 @@
+#pragma once
+// Time-to-train and cost: how long, how many GPU-hours and how many dollars a whole training run
+// takes at the predicted iteration time. One function so that every command (run, compare, search,
+// sweep) computes them the same way.
+//
+// Inputs (scenario keys, docs/scenario.md):
+//   training.tokens             total tokens to train, e.g. 15e12; optional, no default
+//   cluster.price_per_gpu_hour  USD per GPU-hour; optional, no default
+// Outputs (the report's "time_to_train" object; absent without training.tokens):
+//   tokens      training.tokens, as given
+//   iterations  ceil(tokens / (global_batch x sequence_length)): the last, partial batch is a whole
+//               iteration
+//   days        iterations x iteration_time_s / 86,400
+//   gpu_hours   iterations x iteration_time_s / 3,600 x GPUs
+//   cost        gpu_hours x price_per_gpu_hour (USD); absent without a price
+// The run is assumed to go at the steady-state iteration time throughout: no failures, restarts,
+// checkpoint stalls or warm-up.
+//
+// Example:
+//   // 15e12 tokens, global batch 1536 x 2048 tokens, 9.6 s per iteration on 1024 GPUs at $2/GPU-h
+//   TimeToTrain t = time_to_train(15e12, 1536 * 2048, 9.6, 1024, 2.0);
+//   // t.iterations == 4768372, t.days == 529.82, t.gpu_hours == 1.302e7, *t.cost == 2.604e7
+
+#include <cstdint>
+#include <optional>
+
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim::cli {
+
+struct Scenario;
+
+struct TimeToTrain {
+  double tokens = 0;
+  int64_t iterations = 0;
+  double days = 0;
+  double gpu_hours = 0;
+  std::optional<double> cost;  // USD; only with a price
+
+  // {"tokens", "iterations", "days", "gpu_hours", "cost" (only with a price)}
+  core::Json to_json() const;
+};
+
+// REQUIRES: tokens > 0 (at most 1e18), tokens_per_iteration > 0, iteration_time_s > 0, gpus > 0,
+// price_per_gpu_hour > 0 when given (the scenario readers check the keys; a violation is a bug).
+TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,
+                          std::optional<double> price_per_gpu_hour);
+
+// The same from a scenario's training.tokens, global batch, sequence length, GPUs and price; nullopt
+// when the scenario has no training.tokens.
+std::optional<TimeToTrain> time_to_train(const Scenario& scenario, double iteration_time_s);
+
+}  // namespace trainsim::cli
