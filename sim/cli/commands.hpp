@@ -44,6 +44,7 @@ struct ValidateArgs {
   Format format = Format::TABLE;     // table | json | csv
   std::vector<std::string> overrides;
   std::string backend;
+  bool quiet = false;                // --quiet: no progress bar (drawn only on a terminal anyway)
 };
 int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err);
 

@@ -9,6 +9,7 @@
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/replay_command.hpp"
+#include "sim/cli/search_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
@@ -77,11 +78,13 @@ int main(int argc, char** argv) {
   add_overrides(validate_cmd, validate.overrides);
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
+  validate_cmd->add_flag("--quiet,-q", validate.quiet, "No progress bar on stderr");
 
   trainsim::cli::TraceSubcommand trace(app);
   trainsim::cli::CollectiveSubcommand collective(app);
   trainsim::cli::CalibrateSubcommand calibrate(app);
   trainsim::cli::ReplaySubcommand replay(app);
+  trainsim::cli::SearchSubcommand search(app);
 
   try {
     app.parse(argc, argv);
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = collective.run(std::cout)) return *code;
     if (std::optional<int> code = calibrate.run(std::cout)) return *code;
     if (std::optional<int> code = replay.run(std::cout)) return *code;
+    if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

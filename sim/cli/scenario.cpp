@@ -160,7 +160,7 @@ void apply_override(core::Json& doc, const std::string& assignment) {
   *node = value;
 }
 
-Scenario read_scenario(const core::Json& doc, const std::string& file) {
+Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy) {
   core::Diagnostics diag;
   core::ObjectReader root(doc, file, "", diag);
   Scenario s;
@@ -193,7 +193,9 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
 
   // Cross-section checks only make sense once every section parsed.
   if (diag.empty()) {
-    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, diag);
+    if (strategy == StrategyCheck::CHECK) {
+      models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, diag);
+    }
     if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
       diag.add(file, "/training/precision",
                fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
