@@ -55,11 +55,14 @@ struct Search::Shape {
 namespace {
 
 std::vector<int> divisors(int64_t n) {
-  std::vector<int> out;
-  for (int64_t d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(static_cast<int>(d));
+  std::vector<int> low, high;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(static_cast<int>(d));
+    if (d * d != n) high.push_back(static_cast<int>(n / d));
   }
-  return out;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // A rejection reason: the validation message with its numbers replaced by N, so that candidates
@@ -330,8 +333,8 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
             }
             const int64_t replicas = folded ? s.data : static_cast<int64_t>(s.data) * e;
             if (batch % replicas == 0) {
-              for (int mb = 1; mb <= options_.max_micro_batch; ++mb) {
-                if ((batch / replicas) % mb == 0) s.micro_batches.push_back(mb);
+              for (int mb : divisors(batch / replicas)) {
+                if (mb <= options_.max_micro_batch) s.micro_batches.push_back(mb);
               }
             }
             if (s.micro_batches.empty()) s.micro_batches = {1};  // rejected by validation, and counted
@@ -540,15 +543,17 @@ SearchResult Search::merge(const std::vector<SearchResult>& shards) const {
 
 void Search::rank(SearchResult& result) const {
   std::vector<Evaluated> kept;
+  std::map<std::string, uint64_t> constrained;
   for (Evaluated& e : result.ranked) {
     if (e.analytic && options_.fits && !e.analytic->fits) {
-      ++result.rejected["out of memory (analytic backend)"];
+      ++constrained["out of memory (analytic backend)"];
     } else if (e.analytic && options_.min_mfu && e.analytic->mfu < *options_.min_mfu) {
-      ++result.rejected["MFU below --min-mfu"];
+      ++constrained["MFU below --min-mfu"];
     } else {
       kept.push_back(std::move(e));
     }
   }
+  for (const auto& [reason, n] : constrained) result.rejected[reason] += n;
   // Refined candidates first, on their analytic figures; any left unrefined (interrupted) after.
   std::stable_sort(kept.begin(), kept.end(), [&](const Evaluated& a, const Evaluated& b) {
     if (a.analytic.has_value() != b.analytic.has_value()) return a.analytic.has_value();
@@ -558,16 +563,19 @@ void Search::rank(SearchResult& result) const {
   });
   result.ranked = std::move(kept);
   if (result.ranked.empty() && !result.interrupted) {
+    // The constraints of the last stage first, then the most frequent first-pass reasons.
     std::vector<std::pair<uint64_t, std::string>> reasons;
-    for (const auto& [reason, n] : result.rejected) reasons.emplace_back(n, reason);
-    std::sort(reasons.rbegin(), reasons.rend());
-    std::string why;
-    for (size_t i = 0; i < std::min<size_t>(3, reasons.size()); ++i) {
-      why += fmt::format("; {} x \"{}\"", reasons[i].first, reasons[i].second);
+    for (const auto& [reason, n] : result.rejected) {
+      if (!constrained.count(reason)) reasons.emplace_back(n, reason);
     }
+    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    reasons.resize(std::min<size_t>(3, reasons.size()));
+    for (const auto& [reason, n] : constrained) reasons.insert(reasons.begin(), {n, reason});
+    std::string why;
+    for (const auto& [n, reason] : reasons) why += fmt::format("; {} x \"{}\"", n, reason);
     throw core::InputError(options_.scenario, "",
-                           fmt::format("no layout is left to rank: {} candidates, {} valid, after the constraints "
-                                       "(--fits, --min-mfu, --max-gpus) none{}",
+                           fmt::format("no layout is left to rank ({} candidates, {} valid after the first pass; "
+                                       "constraints --fits, --min-mfu, --max-gpus){}",
                                        result.candidates, result.valid, why));
   }
 }
