@@ -235,6 +235,13 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   if (options_.refine < 1) {
     throw core::InputError("--refine", "", fmt::format("expected at least 1, found {}", options_.refine));
   }
+  if (options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST ||
+      options_.objective == Objective::TOKENS_PER_DOLLAR) {
+    throw core::InputError("--objective", "",
+                           fmt::format("\"{}\" needs training.tokens and cluster.price_per_gpu_hour, which this version "
+                                       "of the scenario does not have yet (use iteration_time, tokens_per_s or mfu)",
+                                       to_string(options_.objective)));
+  }
   if (options_.jobs < 1) throw core::InputError("--jobs", "", fmt::format("expected at least 1, found {}", options_.jobs));
   if (options_.min_mfu && !(*options_.min_mfu > 0 && *options_.min_mfu < 1)) {
     throw core::InputError("--min-mfu", "",
