@@ -9,8 +9,8 @@
 
 namespace trainsim::cli {
 
-// Output formats. CSV: `validate` only (one row per compared figure); the other commands take table
-// and json.
+// Output formats. CSV: `validate` (one row per compared figure) and `search` (one row per layout);
+// the other commands take table and json.
 enum class Format { TABLE, JSON, CSV };
 
 struct RunArgs {
