@@ -64,3 +64,25 @@ for scenario in "$repo"/scenarios/bench/*.json; do
       "$(json_number "$tmp/out" events)/${flows:-0}" "$(json_number "$tmp/out" iteration_time_s)"
   done
 done
+
+# Search (issue 10). First pass on one core: closed-form estimates per minute (--jobs 1, every valid
+# layout of GPT-3 175B on 1,024 A100). Then exhaustive searches with all cores, wall time including
+# the analytic backend on the best 30 estimates and the SimGrid re-check of the top 10.
+echo
+printf '%-52s %9s %9s %12s %12s  %s\n' "search case" wall_s rss_MiB candidates valid winner
+search_case() {
+  local name=$1
+  shift
+  run "$tmp/out" "$bin" search "$@" --format json
+  if [ "$status" -ne 0 ]; then failed "$name" search; return; fi
+  local winner
+  winner=$(grep -m1 -o '"iteration_time_s": *[0-9.e+-]*' "$tmp/out" | sed 's/.*: *//')
+  printf '%-52s %9s %9s %12s %12s  %s\n' "$name" "$wall" "$rss_mib" "$(json_number "$tmp/out" candidates)" \
+    "$(json_number "$tmp/out" valid)" "estimate of #1 ${winner}s"
+  grep -h "^search:" "$tmp/err" | sed 's/^/    /' || true
+}
+search_case "first pass, 1 core: gpt3-175b-a100-1024" "$repo/scenarios/gpt3-175b-a100-1024.json" \
+  --jobs 1 --refine 1 --no-recheck
+search_case "gpt3-175b on 1,024 A100 (top 10 re-checked)" "$repo/scenarios/gpt3-175b-a100-1024.json"
+search_case "llama3-70b on 256-4,096 H100 (top 10 re-checked)" "$repo/scenarios/llama3-70b-h100-64.json" \
+  --gpus 256:4096

@@ -10,7 +10,8 @@
 namespace trainsim::cli {
 
 // Output formats. CSV: `validate` (one row per compared figure), `run` (a header and one row of the
-// report's main figures, report_figures.hpp) and `compare`; the other commands take table and json.
+// report's main figures, report_figures.hpp), `compare` and `search` (one row per layout); the other
+// commands take table and json.
 enum class Format { TABLE, JSON, CSV };
 
 struct RunArgs {
@@ -44,6 +45,7 @@ struct ValidateArgs {
   Format format = Format::TABLE;     // table | json | csv
   std::vector<std::string> overrides;
   std::string backend;
+  bool quiet = false;                // --quiet: no progress bar (drawn only on a terminal anyway)
 };
 int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err);
 

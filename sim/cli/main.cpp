@@ -10,6 +10,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/replay_command.hpp"
+#include "sim/cli/search_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
@@ -82,12 +83,14 @@ int main(int argc, char** argv) {
   add_overrides(validate_cmd, validate.overrides);
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
+  validate_cmd->add_flag("--quiet,-q", validate.quiet, "No progress bar on stderr");
 
   trainsim::cli::TraceSubcommand trace(app);
   trainsim::cli::CollectiveSubcommand collective(app);
   trainsim::cli::CalibrateSubcommand calibrate(app);
   trainsim::cli::ReplaySubcommand replay(app);
   trainsim::cli::CompareSubcommand compare(app);
+  trainsim::cli::SearchSubcommand search(app);
 
   try {
     app.parse(argc, argv);
@@ -106,6 +109,7 @@ int main(int argc, char** argv) {
       std::cout << version << "\n";
       return 0;
     }
+    if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

@@ -203,7 +203,7 @@ void apply_override(core::Json& doc, const std::string& assignment) {
   *node = value;
 }
 
-Scenario read_scenario(const core::Json& doc, const std::string& file) {
+Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy) {
   core::Diagnostics diag;
   core::ObjectReader root(doc, file, "", diag);
   Scenario s;
@@ -246,7 +246,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file) {
   core::Diagnostics impossible;
   if (auto_data_problem) {
     impossible.add(*auto_data_problem);  // the strategy's world size is meaningless without a data degree
-  } else {
+  } else if (strategy == StrategyCheck::CHECK) {
     models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
   }
   if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {

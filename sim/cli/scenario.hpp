@@ -91,6 +91,8 @@ void apply_override(core::Json& doc, const std::string& assignment);
 // everything downstream see a number.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 // Same, from a document already in memory; `file` names it in messages and anchors relative paths.
-Scenario read_scenario(const core::Json& doc, const std::string& file);
+// StrategyCheck::SKIP leaves out models::check_strategy (`trainsim search` replaces the layout).
+enum class StrategyCheck { CHECK, SKIP };
+Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy = StrategyCheck::CHECK);
 
 }  // namespace trainsim::cli

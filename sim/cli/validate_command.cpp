@@ -1,5 +1,7 @@
 #include "sim/cli/validate_command.hpp"
 
+#include "sim/cli/progress.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -352,7 +354,13 @@ core::Json predict_report(const Scenario& s, const std::string& backend) {
 
 int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err) {
   std::vector<CaseResult> results;
-  for (const CasePath& path : collect_cases(args.paths)) results.push_back(run_case(path, args, predictor, err));
+  const std::vector<CasePath> cases = collect_cases(args.paths);
+  Progress bar("validate", cases.size(), !args.quiet);
+  for (const CasePath& path : cases) {
+    results.push_back(run_case(path, args, predictor, err));
+    bar.advance();
+  }
+  bar.finish();
   const Totals t = totals_of(results, args);
   switch (args.format) {
     case Format::JSON: write_json(results, t, args, out); break;

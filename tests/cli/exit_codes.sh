@@ -116,5 +116,36 @@ else
 fi
 expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
 
+# search: a small space end to end (table/json/csv, SimGrid re-check), determinism over --jobs,
+# shards merged = one process, and bad input.
+small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
+       --refine 8 --top 2 --quiet)
+expect search-table 0 "$bin" search "${small[@]}"
+contains search-table "$tmp/out" "why #1 wins over #2"
+contains search-table "$tmp/out" "re-checked with SimGrid"
+expect search-json-1 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1
+cp "$tmp/out" "$tmp/search1.json"
+contains search-json-1 "$tmp/out" '"schema": "trainsim.search/1"'
+expect search-json-2 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 2
+if cmp -s "$tmp/out" "$tmp/search1.json"; then passes=$((passes + 1)); else echo "FAIL search differs with --jobs 2"; failures=$((failures + 1)); fi
+expect search-shard-0 0 "$bin" search "${small[@]}" --shard 0/2 --out "$tmp/shard0.json"
+expect search-shard-1 0 "$bin" search "${small[@]}" --shard 1/2 --out "$tmp/shard1.json"
+expect search-merge 0 "$bin" search merge "$tmp/shard1.json" "$tmp/shard0.json" --no-recheck --format json --quiet
+if cmp -s "$tmp/out" "$tmp/search1.json"; then passes=$((passes + 1)); else echo "FAIL search merge differs from one process"; failures=$((failures + 1)); fi
+expect search-merge-missing 2 "$bin" search merge "$tmp/shard0.json"
+contains search-merge-missing "$tmp/err" "shard 1/2 is missing"
+expect search-csv 0 "$bin" search "${small[@]}" --no-recheck --format csv
+contains search-csv "$tmp/out" "rank,gpu,gpus,tensor,pipeline"
+expect search-bad-gpus 2 "$bin" search "${small[@]}" --gpus 4096:512
+contains search-bad-gpus "$tmp/err" "--gpus"
+expect search-bad-mfu 2 "$bin" search "${small[@]}" --min-mfu 40
+expect search-impossible 2 "$bin" search "${small[@]}" --min-mfu 0.99 --no-recheck
+contains search-impossible "$tmp/err" "MFU below --min-mfu"
+expect search-explodes 2 "$bin" search "$src/scenarios/gpt3-175b-a100-1024.json" --set training.global_batch=720720 \
+  --max-micro-batch 1000000 --gpus 1024:16384
+contains search-explodes "$tmp/err" "--yes"
+expect search-no-scenario 2 "$bin" search
+expect search-shard-bad 2 "$bin" search "${small[@]}" --shard 2/2
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

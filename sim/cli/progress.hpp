@@ -1,0 +1,64 @@
+#pragma once
+// A progress bar with an ETA for long commands (search, validate), drawn on a terminal only: it
+// writes to stderr when stderr is a TTY and the command was not given --quiet, and nothing
+// otherwise, so that logs and pipes stay clean (STYLE.md: progress only on a TTY). advance() may be
+// called from any thread; the bar is redrawn at most 10 times a second, by whichever thread
+// advances it then.
+//
+// Example:
+//   Progress bar("evaluating", candidates.size(), !args.quiet);
+//   for (...) { ...; bar.advance(); }
+//   bar.finish();   // erases the bar
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace trainsim::cli {
+
+class Progress {
+ public:
+  // `enabled` false (e.g. --quiet) or stderr not a terminal: every call does nothing.
+  Progress(std::string label, uint64_t total, bool enabled);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void advance(uint64_t n = 1);
+  // Erases the bar (idempotent).
+  void finish();
+  bool active() const { return active_; }
+
+  // Whether stderr is a terminal.
+  static bool stderr_is_tty();
+
+ private:
+  void draw(uint64_t done);
+
+  std::string label_;
+  uint64_t total_;
+  bool active_;
+  std::atomic<uint64_t> done_{0};
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+// Ctrl-C handling for commands that can stop early with partial results: while a StopOnInterrupt
+// exists, SIGINT sets a flag instead of killing the process (a second SIGINT kills it as usual).
+class StopOnInterrupt {
+ public:
+  StopOnInterrupt();
+  ~StopOnInterrupt();
+  StopOnInterrupt(const StopOnInterrupt&) = delete;
+  StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
+  static bool requested();
+};
+
+// The exit code of a command stopped by Ctrl-C after printing its partial results: 130 (128 +
+// SIGINT, the shell's convention), outside STYLE.md's 0-3 because the command did not finish.
+inline constexpr int EXIT_INTERRUPTED = 130;
+
+}  // namespace trainsim::cli

@@ -1,0 +1,664 @@
+#include "sim/cli/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fmt/format.h>
+#include <regex>
+#include <thread>
+
+#include "models/accounting.hpp"
+#include "sim/cli/prediction.hpp"
+#include "sim/cli/progress.hpp"
+#include "sim/cli/validate_command.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::cli {
+
+using models::Recompute;
+using models::ZeroImpl;
+
+struct ZeroOption {
+  int stage;
+  ZeroImpl impl;
+};
+// Every ZeRO stage with every implementation that runs it (strategy.hpp's ZeroImpl).
+const std::vector<ZeroOption> ZERO_OPTIONS = {
+    {0, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER}, {1, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER},
+    {1, ZeroImpl::DEEPSPEED},                      {2, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER},
+    {2, ZeroImpl::DEEPSPEED},                      {3, ZeroImpl::FSDP},
+    {3, ZeroImpl::FSDP2},                          {3, ZeroImpl::DEEPSPEED}};
+const Recompute RECOMPUTES[] = {Recompute::NONE, Recompute::SELECTIVE, Recompute::FULL};
+
+struct Search::Variant {
+  std::string gpu;
+  int gpus = 0;
+  Scenario base;
+  double model_flops = 0;  // per iteration (layout-independent)
+  double peak_flops = 0;   // per GPU at the training precision
+};
+
+struct Search::Shape {
+  int variant = 0;
+  int tensor = 1, pipeline = 1, context = 1, expert = 1, data = 1, expert_tensor = 0;
+  std::vector<int> virtual_stages;
+  std::vector<int64_t> micro_batches;
+  int sp_options = 1;
+  int zero_options = 1;
+  uint64_t first = 0;  // index of its first candidate
+  uint64_t count() const {
+    return virtual_stages.size() * micro_batches.size() * static_cast<uint64_t>(sp_options) * 3 *
+           static_cast<uint64_t>(zero_options);
+  }
+};
+
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> low, high;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(static_cast<int>(d));
+    if (d * d != n) high.push_back(static_cast<int>(n / d));
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+// A rejection reason: the validation message with its numbers replaced by N, so that candidates
+// rejected for the same reason count together.
+std::string reason_of(const std::string& message) {
+  static const std::regex number("[0-9]+(\\.[0-9]+)?");
+  return std::regex_replace(message, number, "N");
+}
+
+bool better(double a_score, uint64_t a_index, double b_score, uint64_t b_index) {
+  return a_score != b_score ? a_score < b_score : a_index < b_index;
+}
+
+// The "parallelism" section of the scenario without what the search sets, read back once per ZeRO
+// option so that its implementation defaults (bucket size, overlaps, prefetch) resolve as in a file.
+models::ParallelismConfig zero_template(const core::Json& doc, const std::string& file, const ZeroOption& z) {
+  core::Json section = doc.contains("parallelism") ? doc["parallelism"] : core::Json::object();
+  for (const char* key : {"tensor", "pipeline", "data", "context", "expert", "expert_tensor", "sequence_parallel",
+                          "virtual_stages", "stage_layers", "recompute", "zero_stage", "zero_impl",
+                          "pipeline_schedule"}) {
+    section.erase(key);
+  }
+  if (z.stage != 1 && z.stage != 2) section.erase("overlap_param_gather");
+  if (z.stage != 3) section.erase("prefetch");
+  section["zero_stage"] = z.stage;
+  if (z.stage > 0) section["zero_impl"] = models::to_string(z.impl);
+  core::Diagnostics diag;
+  core::ObjectReader r(section, file, "/parallelism", diag);
+  models::ParallelismConfig p = models::ParallelismConfig::from_json(r);
+  diag.throw_if_any();
+  return p;
+}
+
+Figures figures_of(const core::Json& report) {
+  Figures f;
+  f.iteration_time_s = report["iteration_time_s"].get<double>();
+  f.tokens_per_s = report["tokens_per_s"].get<double>();
+  f.mfu = report["mfu"].get<double>();
+  f.peak_memory_bytes = report["memory"]["peak_bytes_per_gpu"].get<double>();
+  f.fits = report["memory"]["fits"].get<bool>();
+  f.breakdown_s = report["breakdown_s"];
+  return f;
+}
+
+// Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time).
+template <class Fn>
+void parallel_for(size_t n, int jobs, Fn fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(n)));
+  std::vector<std::thread> pool;
+  for (int j = 1; j < threads; ++j) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+std::string to_string(Objective o) {
+  for (const auto& [name, value] : objective_names()) {
+    if (value == o) return name;
+  }
+  return "?";
+}
+
+const std::map<std::string, Objective>& objective_names() {
+  static const std::map<std::string, Objective> names{{"iteration_time", Objective::ITERATION_TIME},
+                                                      {"tokens_per_s", Objective::TOKENS_PER_S},
+                                                      {"mfu", Objective::MFU},
+                                                      {"time_to_train", Objective::TIME_TO_TRAIN},
+                                                      {"cost", Objective::COST},
+                                                      {"tokens_per_dollar", Objective::TOKENS_PER_DOLLAR}};
+  return names;
+}
+
+core::Json SearchOptions::to_json() const {
+  core::Json j;
+  j["scenario"] = scenario;
+  j["overrides"] = overrides;
+  j["gpus"] = gpus;
+  j["gpu_types"] = gpu_types;
+  j["objective"] = to_string(objective);
+  j["refine"] = refine;
+  j["max_gpus"] = max_gpus ? core::Json(*max_gpus) : core::Json();
+  j["min_mfu"] = min_mfu ? core::Json(*min_mfu) : core::Json();
+  j["fits"] = fits;
+  j["max_micro_batch"] = max_micro_batch;
+  return j;
+}
+
+std::string Layout::describe() const {
+  std::string s = fmt::format("TP{} PP{}", tensor, pipeline);
+  if (virtual_stages > 1) s += fmt::format("x{}", virtual_stages);
+  s += fmt::format(" DP{}", data);
+  if (context > 1) s += fmt::format(" CP{}", context);
+  if (expert > 1) s += fmt::format(" EP{}", expert);
+  if (sequence_parallel) s += " SP";
+  s += fmt::format(" mb{} rc:{} ZeRO-{}", micro_batch, models::to_string(recompute), zero_stage);
+  if (zero_stage > 0) s += fmt::format("/{}", models::to_string(zero_impl));
+  return s;
+}
+
+core::Json Layout::to_json() const {
+  core::Json j;
+  j["index"] = index;
+  j["gpu"] = gpu;
+  j["gpus"] = gpus;
+  j["tensor"] = tensor;
+  j["pipeline"] = pipeline;
+  j["data"] = data;
+  j["context"] = context;
+  j["expert"] = expert;
+  j["virtual_stages"] = virtual_stages;
+  j["micro_batch"] = micro_batch;
+  j["sequence_parallel"] = sequence_parallel;
+  j["recompute"] = models::to_string(recompute);
+  j["zero_stage"] = zero_stage;
+  if (zero_stage > 0) j["zero_impl"] = models::to_string(zero_impl);
+  return j;
+}
+
+Layout Layout::from_json(const core::Json& j) {
+  Layout l;
+  l.index = j.at("index").get<uint64_t>();
+  l.gpu = j.at("gpu").get<std::string>();
+  l.gpus = j.at("gpus").get<int>();
+  l.tensor = j.at("tensor").get<int>();
+  l.pipeline = j.at("pipeline").get<int>();
+  l.data = j.at("data").get<int>();
+  l.context = j.at("context").get<int>();
+  l.expert = j.at("expert").get<int>();
+  l.virtual_stages = j.at("virtual_stages").get<int>();
+  l.micro_batch = j.at("micro_batch").get<int64_t>();
+  l.sequence_parallel = j.at("sequence_parallel").get<bool>();
+  const std::string rc = j.at("recompute").get<std::string>();
+  for (Recompute r : RECOMPUTES) {
+    if (models::to_string(r) == rc) l.recompute = r;
+  }
+  l.zero_stage = j.at("zero_stage").get<int>();
+  if (j.contains("zero_impl")) {
+    for (const ZeroOption& z : ZERO_OPTIONS) {
+      if (models::to_string(z.impl) == j["zero_impl"].get<std::string>()) l.zero_impl = z.impl;
+    }
+  }
+  return l;
+}
+
+core::Json Figures::to_json() const {
+  return {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu},
+          {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
+}
+
+Figures Figures::from_json(const core::Json& j) {
+  Figures f;
+  f.iteration_time_s = j.at("iteration_time_s").get<double>();
+  f.tokens_per_s = j.at("tokens_per_s").get<double>();
+  f.mfu = j.at("mfu").get<double>();
+  f.peak_memory_bytes = j.at("peak_bytes_per_gpu").get<double>();
+  f.fits = j.at("fits").get<bool>();
+  f.breakdown_s = j.at("breakdown_s");
+  return f;
+}
+
+Search::~Search() = default;
+
+Search::Search(SearchOptions options) : options_(std::move(options)) {
+  if (options_.top < 1) throw core::InputError("--top", "", fmt::format("expected at least 1, found {}", options_.top));
+  if (options_.refine < 1) {
+    throw core::InputError("--refine", "", fmt::format("expected at least 1, found {}", options_.refine));
+  }
+  if (options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST ||
+      options_.objective == Objective::TOKENS_PER_DOLLAR) {
+    throw core::InputError("--objective", "",
+                           fmt::format("\"{}\" needs training.tokens and cluster.price_per_gpu_hour, which this version "
+                                       "of the scenario does not have yet (use iteration_time, tokens_per_s or mfu)",
+                                       to_string(options_.objective)));
+  }
+  if (options_.jobs < 1) throw core::InputError("--jobs", "", fmt::format("expected at least 1, found {}", options_.jobs));
+  if (options_.min_mfu && !(*options_.min_mfu > 0 && *options_.min_mfu < 1)) {
+    throw core::InputError("--min-mfu", "",
+                           fmt::format("expected a fraction of the peak in (0, 1) (40% is 0.4), found {}", *options_.min_mfu));
+  }
+  if (options_.max_gpus && *options_.max_gpus < 1) {
+    throw core::InputError("--max-gpus", "", fmt::format("expected at least 1, found {}", *options_.max_gpus));
+  }
+  if (options_.shard_count < 1 || options_.shard_index < 0 || options_.shard_index >= options_.shard_count) {
+    throw core::InputError("--shard", "",
+                           fmt::format("expected I/N with 0 <= I < N, found {}/{}", options_.shard_index, options_.shard_count));
+  }
+
+  core::Json doc = core::load_json_file(options_.scenario);
+  for (const std::string& o : options_.overrides) apply_override(doc, o);
+  const Scenario scenario = read_scenario(doc, options_.scenario, StrategyCheck::SKIP);
+  const int per_node = scenario.cluster.gpus_per_node;
+
+  std::vector<int> gpus = options_.gpus.empty() ? std::vector<int>{scenario.cluster.world_size()} : options_.gpus;
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  for (int g : gpus) {
+    if (g < per_node ? per_node % g != 0 : g % per_node != 0) {
+      throw core::InputError("--gpus", "",
+                             fmt::format("{} GPUs do not fill whole nodes of {} (cluster.gpus_per_node)", g, per_node));
+    }
+  }
+  if (options_.max_gpus) {
+    std::erase_if(gpus, [&](int g) { return g > *options_.max_gpus; });
+    if (gpus.empty()) {
+      throw core::InputError("--max-gpus", "",
+                             fmt::format("no GPU count to search is at most {} (the scenario has {}; give --gpus)",
+                                         *options_.max_gpus, scenario.cluster.world_size()));
+    }
+  }
+  std::vector<std::string> types = options_.gpu_types.empty() ? std::vector<std::string>{scenario.cluster.gpu}
+                                                               : options_.gpu_types;
+
+  for (const ZeroOption& z : ZERO_OPTIONS) zero_templates_.push_back(zero_template(doc, options_.scenario, z));
+
+  for (const std::string& type : types) {
+    for (int g : gpus) {
+      core::Json d = doc;
+      if (type != scenario.cluster.gpu) {
+        // Another GPU: its NVLink bandwidth and its built-in profile, not the scenario's.
+        d["cluster"]["gpu"] = type;
+        if (d["cluster"].contains("intra_node")) d["cluster"]["intra_node"].erase("bandwidth");
+        if (d.contains("simulation")) d["simulation"].erase("profile");
+      }
+      if (g < per_node) {
+        d["cluster"]["gpus_per_node"] = g;
+        d["cluster"]["nodes"] = 1;
+      } else {
+        d["cluster"]["nodes"] = g / per_node;
+      }
+      Variant v;
+      try {
+        v.base = read_scenario(d, options_.scenario, StrategyCheck::SKIP);
+      } catch (const core::InputError& e) {
+        std::vector<core::InputProblem> problems = e.problems();
+        for (auto& p : problems) p.message += fmt::format(" (searching {} x {})", g, type);
+        throw core::InputError(problems);
+      }
+      v.gpu = type;
+      v.gpus = g;
+      v.base.parallelism.stage_layers.clear();
+      v.model_flops = models::iteration_flops(v.base.model, v.base.training, v.base.parallelism).model.value();
+      v.peak_flops = v.base.cluster.gpu_spec.peak(v.base.training.precision).value();
+      variants_.push_back(std::move(v));
+    }
+  }
+
+  // Stage 1: the shapes (t, p, c, e, d) of every variant and the options of each.
+  const bool folded = scenario.parallelism.folded();
+  for (size_t vi = 0; vi < variants_.size(); ++vi) {
+    const Variant& v = variants_[vi];
+    const models::ModelSpec& m = v.base.model;
+    const int64_t batch = v.base.training.global_batch;
+    for (int t : divisors(v.gpus)) {
+      for (int p : divisors(v.gpus / t)) {
+        for (int c : divisors(v.gpus / t / p)) {
+          const int rest = v.gpus / t / p / c;
+          const std::vector<int> experts = !m.is_moe() ? std::vector<int>{1} : folded ? divisors(m.experts) : divisors(rest);
+          for (int e : experts) {
+            Shape s;
+            s.variant = static_cast<int>(vi);
+            s.tensor = t;
+            s.pipeline = p;
+            s.context = c;
+            s.expert = e;
+            s.data = folded ? rest : rest / e;
+            s.expert_tensor = folded ? (scenario.parallelism.expert_tensor == 1 ? 1 : t) : 0;
+            s.virtual_stages = {1};
+            for (int vs = 2; p > 1 && p * vs <= m.layers; ++vs) {
+              if (m.layers % (p * vs) == 0) s.virtual_stages.push_back(vs);
+            }
+            const int64_t replicas = folded ? s.data : static_cast<int64_t>(s.data) * e;
+            if (batch % replicas == 0) {
+              for (int mb : divisors(batch / replicas)) {
+                if (mb <= options_.max_micro_batch) s.micro_batches.push_back(mb);
+              }
+            }
+            if (s.micro_batches.empty()) s.micro_batches = {1};  // rejected by validation, and counted
+            s.sp_options = t > 1 ? 2 : 1;
+            const int dense_replicas = folded ? s.data * c : s.data * e * c;
+            s.zero_options = dense_replicas > 1 ? static_cast<int>(ZERO_OPTIONS.size()) : 1;
+            s.first = total_;
+            total_ += s.count();
+            shapes_.push_back(std::move(s));
+          }
+        }
+      }
+    }
+  }
+  if (total_ > MAX_CANDIDATES && !options_.yes) {
+    throw core::InputError("search", "",
+                           fmt::format("the search space has {} candidates, more than {}: narrow it (--gpus, --gpu, "
+                                       "--max-micro-batch) or confirm with --yes",
+                                       total_, MAX_CANDIDATES));
+  }
+}
+
+namespace {
+
+// The parallelism and micro-batch of `l` over the variant's scenario.
+void configure(const Scenario& base, const std::vector<models::ParallelismConfig>& zero_templates, const Layout& l,
+               models::ParallelismConfig& p, models::TrainingConfig& t) {
+  size_t zi = 0;
+  for (size_t i = 0; i < ZERO_OPTIONS.size(); ++i) {
+    if (ZERO_OPTIONS[i].stage == l.zero_stage && ZERO_OPTIONS[i].impl == l.zero_impl) zi = i;
+  }
+  p = zero_templates[zi];
+  p.tensor = l.tensor;
+  p.pipeline = l.pipeline;
+  p.data = l.data;
+  p.context = l.context;
+  p.expert = l.expert;
+  p.expert_tensor = base.parallelism.folded() ? (base.parallelism.expert_tensor == 1 ? 1 : l.tensor) : 0;
+  p.virtual_stages = l.virtual_stages;
+  p.schedule = l.virtual_stages > 1 ? models::PipelineSchedule::INTERLEAVED_1F1B
+               : base.parallelism.schedule == models::PipelineSchedule::GPIPE ? models::PipelineSchedule::GPIPE
+                                                                               : models::PipelineSchedule::ONE_F_ONE_B;
+  p.sequence_parallel = l.sequence_parallel;
+  p.recompute = l.recompute;
+  // The scenario's moe_a2a_overlap if it gives one, else the default for this layout.
+  p.moe_a2a_overlap_given = base.parallelism.moe_a2a_overlap_given;
+  p.moe_a2a_overlap = base.parallelism.moe_a2a_overlap;
+  models::resolve_defaults(base.model, p);
+  t = base.training;
+  t.micro_batch = l.micro_batch;
+}
+
+}  // namespace
+
+Scenario Search::scenario_of(const Layout& l) const {
+  const auto v = std::find_if(variants_.begin(), variants_.end(),
+                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
+  TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
+  Scenario s = v->base;
+  configure(v->base, zero_templates_, l, s.parallelism, s.training);
+  return s;
+}
+
+double Search::objective_value(const Layout& l, double time) const {
+  const auto v = std::find_if(variants_.begin(), variants_.end(),
+                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
+  TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
+  const double tokens = static_cast<double>(v->base.training.global_batch * v->base.training.sequence_length);
+  switch (options_.objective) {
+    case Objective::ITERATION_TIME: return time;
+    case Objective::TOKENS_PER_S: return tokens / time;
+    case Objective::MFU: return v->model_flops / time / l.gpus / v->peak_flops;
+    default: break;
+  }
+  TRAINSIM_CHECK(false, "objective without its scenario values");
+  return 0;
+}
+
+double Search::score(const Layout& l, double time) const {
+  const double value = objective_value(l, time);
+  return options_.objective == Objective::ITERATION_TIME ? value : -value;
+}
+
+SearchResult Search::evaluate() const {
+  SearchResult result;
+  result.capacity_bytes = variants_.front().base.cluster.gpu_spec.hbm_capacity.value();
+  struct ShapeOut {
+    uint64_t candidates = 0, valid = 0, estimated = 0;
+    std::map<std::string, uint64_t> rejected;
+    std::vector<Evaluated> kept;
+  };
+  std::vector<ShapeOut> outs(shapes_.size());
+  std::atomic<bool> stopped{false};
+  const auto start = std::chrono::steady_clock::now();
+  Progress bar("search: estimating", total_, !options_.quiet);
+  const uint64_t shard = static_cast<uint64_t>(options_.shard_index), shards = static_cast<uint64_t>(options_.shard_count);
+
+  parallel_for(shapes_.size(), options_.jobs, [&](size_t si) {
+    const Shape& s = shapes_[si];
+    const Variant& v = variants_[static_cast<size_t>(s.variant)];
+    ShapeOut& out = outs[si];
+    const double capacity = v.base.cluster.gpu_spec.hbm_capacity.value();
+    uint64_t k = 0;
+    for (int vs : s.virtual_stages) {
+      for (int64_t mb : s.micro_batches) {
+        for (int sp = 0; sp < s.sp_options; ++sp) {
+          for (Recompute rc : RECOMPUTES) {
+            for (int z = 0; z < s.zero_options; ++z, ++k) {
+              const uint64_t index = s.first + k;
+              if (index % shards != shard) continue;
+              if (StopOnInterrupt::requested()) {
+                stopped = true;
+                return;
+              }
+              Layout l;
+              l.index = index;
+              l.gpu = v.gpu;
+              l.gpus = v.gpus;
+              l.tensor = s.tensor;
+              l.pipeline = s.pipeline;
+              l.data = s.data;
+              l.context = s.context;
+              l.expert = s.expert;
+              l.virtual_stages = vs;
+              l.micro_batch = mb;
+              l.sequence_parallel = sp == 1;
+              l.recompute = rc;
+              l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
+              l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
+              ++out.candidates;
+              models::ParallelismConfig par;
+              models::TrainingConfig training;
+              configure(v.base, zero_templates_, l, par, training);
+              core::Diagnostics diag;
+              models::check_strategy(v.base.model, training, par, v.gpus, "", diag);
+              if (!diag.empty()) {
+                ++out.rejected[reason_of(diag.problems().front().message)];
+                continue;
+              }
+              ++out.estimated;
+              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile);
+              if (options_.fits && est.peak_memory_bytes > capacity) {
+                ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
+                continue;
+              }
+              ++out.valid;
+              out.kept.push_back({l, est, std::nullopt, std::nullopt});
+            }
+          }
+        }
+      }
+    }
+    bar.advance(s.count());
+  });
+  bar.finish();
+
+  std::vector<Evaluated> pool;
+  for (ShapeOut& o : outs) {
+    result.candidates += o.candidates;
+    result.valid += o.valid;
+    result.estimated += o.estimated;
+    for (const auto& [reason, n] : o.rejected) result.rejected[reason] += n;
+    for (Evaluated& e : o.kept) pool.push_back(std::move(e));
+  }
+  auto by_estimate = [&](const Evaluated& a, const Evaluated& b) {
+    return better(score(a.layout, a.estimate.iteration_time_s), a.layout.index, score(b.layout, b.estimate.iteration_time_s),
+                  b.layout.index);
+  };
+  const size_t keep = std::min(pool.size(), static_cast<size_t>(options_.refine));
+  std::partial_sort(pool.begin(), pool.begin() + static_cast<ptrdiff_t>(keep), pool.end(), by_estimate);
+  pool.resize(keep);
+  result.interrupted = stopped;
+  const auto estimated = std::chrono::steady_clock::now();
+  result.first_pass_s = std::chrono::duration<double>(estimated - start).count();
+
+  // Stage 4: the real workload on the analytic backend.
+  if (!result.interrupted) {
+    Progress refine_bar("search: analytic backend", pool.size(), !options_.quiet);
+    parallel_for(pool.size(), options_.jobs, [&](size_t i) {
+      if (StopOnInterrupt::requested()) return;
+      const Scenario sc = scenario_of(pool[i].layout);
+      pool[i].analytic = figures_of(report_json(sc, predict(sc, "analytic")));
+      refine_bar.advance();
+    });
+    refine_bar.finish();
+    if (StopOnInterrupt::requested()) result.interrupted = true;
+  }
+  result.refine_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - estimated).count();
+  result.ranked = std::move(pool);
+  return result;
+}
+
+SearchResult Search::merge(const std::vector<SearchResult>& shards) const {
+  SearchResult result;
+  for (const SearchResult& s : shards) {
+    result.capacity_bytes = s.capacity_bytes;
+    result.candidates += s.candidates;
+    result.valid += s.valid;
+    result.interrupted = result.interrupted || s.interrupted;
+    for (const auto& [reason, n] : s.rejected) result.rejected[reason] += n;
+    result.ranked.insert(result.ranked.end(), s.ranked.begin(), s.ranked.end());
+  }
+  std::sort(result.ranked.begin(), result.ranked.end(), [&](const Evaluated& a, const Evaluated& b) {
+    return better(score(a.layout, a.estimate.iteration_time_s), a.layout.index, score(b.layout, b.estimate.iteration_time_s),
+                  b.layout.index);
+  });
+  if (result.ranked.size() > static_cast<size_t>(options_.refine)) result.ranked.resize(static_cast<size_t>(options_.refine));
+  return result;
+}
+
+void Search::rank(SearchResult& result) const {
+  std::vector<Evaluated> kept;
+  std::map<std::string, uint64_t> constrained;
+  for (Evaluated& e : result.ranked) {
+    if (e.analytic && options_.fits && !e.analytic->fits) {
+      ++constrained["out of memory (analytic backend)"];
+    } else if (e.analytic && options_.min_mfu && e.analytic->mfu < *options_.min_mfu) {
+      ++constrained["MFU below --min-mfu"];
+    } else {
+      kept.push_back(std::move(e));
+    }
+  }
+  for (const auto& [reason, n] : constrained) result.rejected[reason] += n;
+  // Refined candidates first, on their analytic figures; any left unrefined (interrupted) after.
+  std::stable_sort(kept.begin(), kept.end(), [&](const Evaluated& a, const Evaluated& b) {
+    if (a.analytic.has_value() != b.analytic.has_value()) return a.analytic.has_value();
+    const double ta = a.analytic ? a.analytic->iteration_time_s : a.estimate.iteration_time_s;
+    const double tb = b.analytic ? b.analytic->iteration_time_s : b.estimate.iteration_time_s;
+    return better(score(a.layout, ta), a.layout.index, score(b.layout, tb), b.layout.index);
+  });
+  result.ranked = std::move(kept);
+  if (result.ranked.empty() && !result.interrupted) {
+    // The constraints of the last stage first, then the most frequent first-pass reasons.
+    std::vector<std::pair<uint64_t, std::string>> reasons;
+    for (const auto& [reason, n] : result.rejected) {
+      if (!constrained.count(reason)) reasons.emplace_back(n, reason);
+    }
+    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    reasons.resize(std::min<size_t>(3, reasons.size()));
+    for (const auto& [reason, n] : constrained) reasons.insert(reasons.begin(), {n, reason});
+    std::string why;
+    for (const auto& [n, reason] : reasons) why += fmt::format("; {} x \"{}\"", n, reason);
+    throw core::InputError(options_.scenario, "",
+                           fmt::format("no layout is left to rank ({} candidates, {} valid after the first pass; "
+                                       "constraints --fits, --min-mfu, --max-gpus){}",
+                                       result.candidates, result.valid, why));
+  }
+}
+
+void Search::recheck(SearchResult& result) const {
+  const size_t n = std::min(result.ranked.size(), static_cast<size_t>(options_.top));
+  Progress bar("search: SimGrid re-check", n, !options_.quiet);
+  // predict_report runs each SimGrid simulation in a child process (one SimGrid engine per process),
+  // so several can run at once.
+  parallel_for(n, options_.jobs, [&](size_t i) {
+    if (StopOnInterrupt::requested() || !result.ranked[i].analytic) return;
+    const Scenario sc = scenario_of(result.ranked[i].layout);
+    result.ranked[i].simgrid = figures_of(predict_report(sc, "simgrid"));
+    bar.advance();
+  });
+  bar.finish();
+  if (StopOnInterrupt::requested()) result.interrupted = true;
+  // The re-checked top is ordered by its SimGrid figures (contention-aware); the rest stays below.
+  const auto end = result.ranked.begin() + static_cast<ptrdiff_t>(n);
+  std::stable_sort(result.ranked.begin(), end, [&](const Evaluated& a, const Evaluated& b) {
+    if (a.simgrid.has_value() != b.simgrid.has_value()) return a.simgrid.has_value();
+    if (!a.simgrid) return false;
+    return better(score(a.layout, a.simgrid->iteration_time_s), a.layout.index, score(b.layout, b.simgrid->iteration_time_s),
+                  b.layout.index);
+  });
+}
+
+core::Json shard_json(const Search& search, const SearchResult& r) {
+  core::Json j;
+  j["schema"] = "trainsim.search-shard/1";
+  j["options"] = search.options().to_json();
+  j["shard"] = {search.options().shard_index, search.options().shard_count};
+  j["candidates"] = r.candidates;
+  j["valid"] = r.valid;
+  j["rejected"] = r.rejected;
+  j["interrupted"] = r.interrupted;
+  j["capacity_bytes"] = r.capacity_bytes;
+  core::Json list = core::Json::array();
+  for (const Evaluated& e : r.ranked) {
+    core::Json c;
+    c["layout"] = e.layout.to_json();
+    c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
+    if (e.analytic) c["analytic"] = e.analytic->to_json();
+    list.push_back(c);
+  }
+  j["evaluated"] = list;
+  return j;
+}
+
+SearchResult shard_from_json(const core::Json& j, const std::string& file) {
+  if (!j.is_object() || j.value("schema", "") != "trainsim.search-shard/1") {
+    throw core::InputError(file, "/schema", "expected a shard file of `trainsim search --shard` (\"trainsim.search-shard/1\")");
+  }
+  SearchResult r;
+  try {
+    r.candidates = j.at("candidates").get<uint64_t>();
+    r.valid = j.at("valid").get<uint64_t>();
+    r.rejected = j.at("rejected").get<std::map<std::string, uint64_t>>();
+    r.interrupted = j.at("interrupted").get<bool>();
+    r.capacity_bytes = j.at("capacity_bytes").get<double>();
+    for (const core::Json& c : j.at("evaluated")) {
+      Evaluated e;
+      e.layout = Layout::from_json(c.at("layout"));
+      e.estimate.iteration_time_s = c.at("estimate").at("iteration_time_s").get<double>();
+      e.estimate.peak_memory_bytes = c.at("estimate").at("peak_bytes_per_gpu").get<double>();
+      if (c.contains("analytic")) e.analytic = Figures::from_json(c["analytic"]);
+      r.ranked.push_back(std::move(e));
+    }
+  } catch (const core::Json::exception& e) {
+    throw core::InputError(file, "", fmt::format("malformed shard file: {}", e.what()));
+  }
+  return r;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,148 @@
+#pragma once
+// `trainsim search`: every layout of a scenario's model on its cluster (or on several GPU counts and
+// GPU types), ranked. Stages (docs/search.md):
+//   1. enumerate  tensor, pipeline, context, expert (MoE), data (the rest of the GPUs), virtual
+//                 stages, micro-batch, sequence parallel (tensor > 1), recompute, ZeRO stage and
+//                 implementation; each candidate has an index in enumeration order
+//   2. validate   models::check_strategy, the scenario loader's own check: a rejected candidate is
+//                 counted under its first problem, numbers replaced by N
+//   3. estimate   the closed-form first pass (search_estimate.hpp) for every valid candidate; with
+//                 `fits`, an estimated peak above the GPU's memory rejects it ("out of memory")
+//   4. refine     the `refine` best estimates are evaluated with the analytic backend (the real
+//                 workload) and ranked on those figures, after the constraints (fits, min_mfu)
+//   5. recheck    the `top` best are simulated again with SimGrid and re-ordered by its figures
+// Same inputs, same output, whatever `jobs` (ties are broken by enumeration index).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cli/scenario.hpp"
+#include "sim/cli/search_estimate.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim::cli {
+
+enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR };
+// "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar"
+std::string to_string(Objective o);
+const std::map<std::string, Objective>& objective_names();
+
+struct SearchOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;   // --set, applied before the search
+  std::vector<int> gpus;                // world sizes to search (default: the scenario's)
+  std::vector<std::string> gpu_types;   // catalog names (default: the scenario's)
+  Objective objective = Objective::ITERATION_TIME;
+  int top = 10;                         // shown, and re-simulated with SimGrid
+  int refine = 30;                      // best estimates evaluated with the analytic backend
+  bool recheck = true;                  // SimGrid re-check of the top
+  std::optional<int> max_gpus;
+  std::optional<double> min_mfu;        // fraction, e.g. 0.4
+  bool fits = true;                     // only layouts that fit in GPU memory
+  int max_micro_batch = 16;
+  int jobs = 1;                         // evaluation threads
+  bool yes = false;                     // allow more than MAX_CANDIDATES
+  bool quiet = false;                   // no progress bar
+  int shard_index = 0;                  // evaluate candidates with index % shard_count == shard_index
+  int shard_count = 1;
+
+  core::Json to_json() const;           // what a shard file records (merge checks they agree)
+};
+
+// Searches of more candidates need `yes`.
+inline constexpr uint64_t MAX_CANDIDATES = 10'000'000;
+
+// One layout of the search space.
+struct Layout {
+  uint64_t index = 0;  // enumeration order (sharding, ties)
+  std::string gpu;
+  int gpus = 0;
+  int tensor = 1, pipeline = 1, data = 1, context = 1, expert = 1, virtual_stages = 1;
+  int64_t micro_batch = 1;
+  bool sequence_parallel = false;
+  models::Recompute recompute = models::Recompute::NONE;
+  int zero_stage = 0;
+  models::ZeroImpl zero_impl = models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+
+  std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
+  core::Json to_json() const;
+  static Layout from_json(const core::Json& j);
+};
+
+// The figures of one evaluation (analytic backend or SimGrid).
+struct Figures {
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double peak_memory_bytes = 0;
+  bool fits = true;
+  core::Json breakdown_s;  // the report's breakdown_s
+  core::Json to_json() const;
+  static Figures from_json(const core::Json& j);
+};
+
+struct Evaluated {
+  Layout layout;
+  Estimate estimate;
+  std::optional<Figures> analytic;
+  std::optional<Figures> simgrid;
+};
+
+struct SearchResult {
+  uint64_t candidates = 0;                   // enumerated (this shard's share)
+  uint64_t valid = 0;                        // passed validation (and, with fits, the memory estimate)
+  uint64_t estimated = 0;                    // first-pass estimates computed (logged only)
+  std::map<std::string, uint64_t> rejected;  // by reason
+  std::vector<Evaluated> ranked;             // best first; at most `refine` refined, then the rest by estimate
+  bool interrupted = false;
+  double capacity_bytes = 0;
+  double first_pass_s = 0;  // wall time of stages 1-3 (logged, never in the output)
+  double refine_s = 0;      // wall time of stage 4
+};
+
+class Search {
+ public:
+  // Loads the scenario and the cluster variants. Throws InputError for bad options (naming the flag)
+  // or an empty or exploding search space.
+  explicit Search(SearchOptions options);
+  ~Search();
+
+  uint64_t candidate_count() const { return total_; }
+  // Stages 1-4 on this shard's share of the candidates: `ranked` holds the `refine` best estimates
+  // with their analytic figures, in estimate order, before the constraints (a shard's output).
+  SearchResult evaluate() const;
+  // The union of shard results, cut to the `refine` best estimates as one process would have.
+  SearchResult merge(const std::vector<SearchResult>& shards) const;
+  // Applies the constraints (fits, min_mfu; rejections counted) and ranks on the analytic figures.
+  // Throws InputError when no candidate is left.
+  void rank(SearchResult& result) const;
+  // Stage 5 on the result's top, then the final order.
+  void recheck(SearchResult& result) const;
+
+  const SearchOptions& options() const { return options_; }
+  // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
+  Scenario scenario_of(const Layout& layout) const;
+  // The objective's value (lower is better) of figures for a layout.
+  double score(const Layout& layout, double iteration_time_s) const;
+  // The objective's value as shown (seconds, tokens/s, MFU, ...).
+  double objective_value(const Layout& layout, double iteration_time_s) const;
+
+  struct Variant;
+  struct Shape;
+
+ private:
+  SearchOptions options_;
+  std::vector<Variant> variants_;
+  std::vector<Shape> shapes_;
+  std::vector<models::ParallelismConfig> zero_templates_;  // by ZeRO option (search.cpp)
+  uint64_t total_ = 0;
+};
+
+// Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.
+core::Json shard_json(const Search& search, const SearchResult& result);
+SearchResult shard_from_json(const core::Json& j, const std::string& file);
+
+}  // namespace trainsim::cli

@@ -1,0 +1,348 @@
+#include "sim/cli/search_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <thread>
+
+#include "sim/cli/progress.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+int parse_positive(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 1 || v > 1'000'000) {
+    throw core::InputError(flag, "", fmt::format("expected a positive GPU count, found \"{}\"", text));
+  }
+  return static_cast<int>(v);
+}
+
+void parse_shard(const std::string& text, SearchOptions& o) {
+  const size_t slash = text.find('/');
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    try {
+      size_t a = 0, b = 0;
+      o.shard_index = std::stoi(text.substr(0, slash), &a);
+      o.shard_count = std::stoi(text.substr(slash + 1), &b);
+      ok = a == slash && b == text.size() - slash - 1;
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw core::InputError("--shard", "", fmt::format("expected I/N with 0 <= I < N (e.g. 0/4), found \"{}\"", text));
+  }
+}
+
+// The figures a candidate is ranked on: SimGrid's when re-checked, else the analytic backend's.
+const Figures* best_figures(const Evaluated& e) { return e.simgrid ? &*e.simgrid : e.analytic ? &*e.analytic : nullptr; }
+
+double time_of(const Evaluated& e) {
+  const Figures* f = best_figures(e);
+  return f ? f->iteration_time_s : e.estimate.iteration_time_s;
+}
+
+std::vector<std::pair<std::string, double>> breakdown_rows(const Figures& f) {
+  std::vector<std::pair<std::string, double>> rows;
+  const core::Json& b = f.breakdown_s;
+  rows.emplace_back("compute", b.value("compute", 0.0));
+  if (b.contains("exposed_communication_by_axis")) {
+    for (const auto& [axis, v] : b["exposed_communication_by_axis"].items()) {
+      rows.emplace_back("exposed " + axis + " comm", v.get<double>());
+    }
+  }
+  rows.emplace_back("pipeline bubble", b.value("pipeline_bubble", 0.0));
+  rows.emplace_back("optimizer + other", b.value("other", 0.0));
+  rows.emplace_back("iteration time", f.iteration_time_s);
+  return rows;
+}
+
+std::string objective_text(const Search& s, const Evaluated& e) {
+  const double v = s.objective_value(e.layout, time_of(e));
+  switch (s.options().objective) {
+    case Objective::MFU: return fmt::format("{:.1f}%", 100 * v);
+    case Objective::TOKENS_PER_S: return fmt::format("{:.0f}", v);
+    default: return fmt::format("{:.4f}", v);
+  }
+}
+
+core::Json result_json(const Search& s, const SearchResult& r) {
+  core::Json j;
+  j["schema"] = "trainsim.search/1";
+  j["scenario"] = s.options().scenario;
+  j["objective"] = to_string(s.options().objective);
+  j["interrupted"] = r.interrupted;
+  j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
+  core::Json ranked = core::Json::array();
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const Evaluated& e = r.ranked[i];
+    core::Json c;
+    c["rank"] = i + 1;
+    c["layout"] = e.layout.to_json();
+    c["objective"] = s.objective_value(e.layout, time_of(e));
+    c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
+    if (e.analytic) c["analytic"] = e.analytic->to_json();
+    if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
+    ranked.push_back(c);
+  }
+  j["ranked"] = ranked;
+  return j;
+}
+
+std::string result_csv(const Search& s, const SearchResult& r) {
+  std::string out =
+      "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
+      "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective\n";
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const Evaluated& e = r.ranked[i];
+    const Layout& l = e.layout;
+    const Figures* f = best_figures(e);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
+                       l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
+                       models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
+                       e.estimate.iteration_time_s, e.analytic ? fmt::format("{}", e.analytic->iteration_time_s) : "",
+                       e.simgrid ? fmt::format("{}", e.simgrid->iteration_time_s) : "",
+                       f ? fmt::format("{}", f->tokens_per_s) : "", f ? fmt::format("{}", f->mfu) : "",
+                       f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes, f ? (f->fits ? "true" : "false") : "",
+                       s.objective_value(l, time_of(e)));
+  }
+  return out;
+}
+
+std::string result_table(const Search& s, const SearchResult& r) {
+  const SearchOptions& o = s.options();
+  std::string out;
+  auto line = [&out](const std::string& t) { out += t + "\n"; };
+  uint64_t rejected = 0;
+  for (const auto& [reason, n] : r.rejected) rejected += n;
+  size_t refined = 0, rechecked = 0;
+  for (const Evaluated& e : r.ranked) {
+    refined += e.analytic.has_value();
+    rechecked += e.simgrid.has_value();
+  }
+  line(fmt::format("search {}: objective {}{}", o.scenario, to_string(o.objective),
+                   r.interrupted ? " (INTERRUPTED: best found so far)" : ""));
+  line(fmt::format("candidates: {} enumerated, {} valid, {} rejected; {} ranked with the analytic backend, {} re-checked "
+                   "with SimGrid",
+                   r.candidates, r.valid, rejected, refined, rechecked));
+  line("");
+  const bool many_types = o.gpu_types.size() > 1;
+  line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9} {:>12}", "rank", "gpus",
+                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s", "tokens/s",
+                   "MFU", "mem_GiB", to_string(o.objective)));
+  const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(o.top));
+  for (size_t i = 0; i < shown; ++i) {
+    const Evaluated& e = r.ranked[i];
+    const Figures* f = best_figures(e);
+    line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9.1f} {:>12}", i + 1, e.layout.gpus,
+                     many_types ? fmt::format(" {:<16}", e.layout.gpu) : "", e.layout.describe(),
+                     e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
+                                : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
+                     e.simgrid ? fmt::format("{:.4f}", e.simgrid->iteration_time_s) : "-",
+                     f ? fmt::format("{:.0f}", f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
+                     (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, objective_text(s, e)));
+  }
+  if (!r.rejected.empty()) {
+    line("");
+    line("rejected (first reason):");
+    std::vector<std::pair<uint64_t, std::string>> reasons;
+    for (const auto& [reason, n] : r.rejected) reasons.emplace_back(n, reason);
+    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [n, reason] : reasons) line(fmt::format("  {:>10}  {}", n, reason));
+  }
+  if (r.ranked.size() >= 2 && best_figures(r.ranked[0]) && best_figures(r.ranked[1])) {
+    const Figures& a = *best_figures(r.ranked[0]);
+    const Figures& b = *best_figures(r.ranked[1]);
+    line("");
+    line(fmt::format("why #1 wins over #2 ({} figures, seconds per iteration on the critical rank):",
+                     r.ranked[0].simgrid && r.ranked[1].simgrid ? "SimGrid" : "analytic"));
+    line(fmt::format("  #1 {}", r.ranked[0].layout.describe()));
+    line(fmt::format("  #2 {}", r.ranked[1].layout.describe()));
+    line(fmt::format("  {:<28}{:>12}{:>12}{:>12}", "", "#1", "#2", "#2 - #1"));
+    const auto ra = breakdown_rows(a), rb = breakdown_rows(b);
+    for (size_t i = 0; i < ra.size() && i < rb.size(); ++i) {
+      if (ra[i].second == 0 && rb[i].second == 0) continue;
+      line(fmt::format("  {:<28}{:>12.4f}{:>12.4f}{:>+12.4f}", ra[i].first, ra[i].second, rb[i].second,
+                       rb[i].second - ra[i].second));
+    }
+    line(fmt::format("  {:<28}{:>12.2f}{:>12.2f}{:>+12.2f}", "peak memory (GiB)", a.peak_memory_bytes / core::GiB,
+                     b.peak_memory_bytes / core::GiB, (b.peak_memory_bytes - a.peak_memory_bytes) / core::GiB));
+  }
+  return out;
+}
+
+void print(const Search& s, const SearchResult& r, Format format, std::ostream& out) {
+  if (format == Format::JSON) {
+    out << result_json(s, r).dump(2) << "\n";
+  } else if (format == Format::CSV) {
+    out << result_csv(s, r);
+  } else {
+    out << result_table(s, r);
+  }
+}
+
+int finish(const Search& search, SearchResult& result, const SearchArgs& args, std::ostream& out) {
+  search.rank(result);
+  if (search.options().recheck && !result.interrupted) search.recheck(result);
+  print(search, result, args.format, out);
+  return result.interrupted ? EXIT_INTERRUPTED : 0;
+}
+
+}  // namespace
+
+std::vector<int> parse_gpu_counts(const std::string& text) {
+  std::vector<int> out;
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) {
+    const int lo = parse_positive(text.substr(0, colon), "--gpus");
+    const int hi = parse_positive(text.substr(colon + 1), "--gpus");
+    if (lo > hi) throw core::InputError("--gpus", "", fmt::format("empty range {}: {} > {}", text, lo, hi));
+    for (int64_t g = lo; g <= hi; g *= 2) out.push_back(static_cast<int>(g));
+    if (out.back() != hi) out.push_back(hi);
+    return out;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(parse_positive(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start), "--gpus"));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
+  if (args.options.scenario.empty()) throw core::InputError("search", "", "expected a scenario file (or `search merge FILES`)");
+  if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
+  if (!args.shard.empty()) parse_shard(args.shard, args.options);
+  StopOnInterrupt interrupt;
+  const auto start = std::chrono::steady_clock::now();
+  const Search search(args.options);
+  SearchResult result = search.evaluate();
+  if (!args.options.quiet) {
+    err << fmt::format("search: first pass: {} candidates, {} estimated, {} valid in {:.2f} s ({:.0f} estimates per "
+                       "minute, {} jobs)\n",
+                       result.candidates, result.estimated, result.valid, result.first_pass_s,
+                       static_cast<double>(result.estimated) / std::max(result.first_pass_s, 1e-9) * 60, args.options.jobs);
+    err << fmt::format("search: analytic backend: {} best estimates in {:.2f} s\n", result.ranked.size(), result.refine_s);
+  }
+  if (!args.shard.empty()) {
+    const std::string text = shard_json(search, result).dump(1) + "\n";
+    if (args.out.empty()) {
+      out << text;
+    } else {
+      std::ofstream f(args.out, std::ios::binary);
+      if (!f || !(f << text)) throw core::InputError(args.out, "", "cannot write the shard file");
+    }
+    return result.interrupted ? EXIT_INTERRUPTED : 0;
+  }
+  const int code = finish(search, result, args, out);
+  if (!args.options.quiet) {
+    err << fmt::format("search: done in {:.1f} s\n",
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return code;
+}
+
+int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {
+  if (args.merge_files.empty()) throw core::InputError("search merge", "", "expected shard files");
+  StopOnInterrupt interrupt;
+  std::vector<SearchResult> shards;
+  core::Json options;
+  std::vector<bool> seen;
+  for (const std::string& file : args.merge_files) {
+    const core::Json j = core::load_json_file(file);
+    shards.push_back(shard_from_json(j, file));
+    if (options.is_null()) {
+      options = j["options"];
+      seen.assign(j["shard"][1].get<size_t>(), false);
+    } else if (j["options"] != options || j["shard"][1].get<size_t>() != seen.size()) {
+      throw core::InputError(file, "/options",
+                             fmt::format("this shard comes from another search than {} (its options or shard count differ)",
+                                         args.merge_files.front()));
+    }
+    const size_t index = j["shard"][0].get<size_t>();
+    if (index >= seen.size() || seen[index]) {
+      throw core::InputError(file, "/shard", fmt::format("shard {} given twice", index));
+    }
+    seen[index] = true;
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
+  }
+  SearchOptions o = args.options;
+  o.scenario = options["scenario"].get<std::string>();
+  o.overrides = options["overrides"].get<std::vector<std::string>>();
+  o.gpus = options["gpus"].get<std::vector<int>>();
+  o.gpu_types = options["gpu_types"].get<std::vector<std::string>>();
+  o.objective = objective_names().at(options["objective"].get<std::string>());
+  o.refine = options["refine"].get<int>();
+  if (!options["max_gpus"].is_null()) o.max_gpus = options["max_gpus"].get<int>();
+  if (!options["min_mfu"].is_null()) o.min_mfu = options["min_mfu"].get<double>();
+  o.fits = options["fits"].get<bool>();
+  o.max_micro_batch = options["max_micro_batch"].get<int>();
+  const Search search(o);
+  SearchResult result = search.merge(shards);
+  return finish(search, result, args, out);
+}
+
+SearchSubcommand::SearchSubcommand(CLI::App& app) {
+  SearchOptions& o = args_.options;
+  command_ = app.add_subcommand("search", "Rank every parallel layout of a scenario's model on its cluster (docs/search.md)");
+  command_->add_option("scenario", o.scenario, "Scenario JSON file (its parallelism section is replaced)");
+  command_->add_option("--set", o.overrides, "Override a scenario value first: key.path=value (repeatable)")
+      ->type_name("KEY=VALUE");
+  command_->add_option("--gpus", args_.gpus, "GPU counts: MIN:MAX (powers of two between) or a list A,B,C")
+      ->type_name("SPEC");
+  command_->add_option("--gpu", o.gpu_types, "GPU types to search (catalog names, comma-separated)")->delimiter(',');
+  auto objective = command_->add_option("--objective", o.objective,
+                                        "iteration_time, tokens_per_s or mfu (time_to_train, cost and tokens_per_dollar: "
+                                        "not yet, see docs/search.md)");
+  objective->transform(CLI::CheckedTransformer(objective_names(), CLI::ignore_case))->default_str("iteration_time");
+  command_->add_option("--top", o.top, "Layouts shown and re-simulated with SimGrid")->default_val(10);
+  command_->add_option("--refine", o.refine, "Best first-pass estimates evaluated with the analytic backend")
+      ->default_val(30);
+  command_->add_flag("!--no-recheck", o.recheck, "Skip the SimGrid re-check of the top");
+  command_->add_option("--max-gpus", o.max_gpus, "Only GPU counts up to N");
+  command_->add_option("--min-mfu", o.min_mfu, "Only layouts with at least this MFU (a fraction, 0.4 = 40%)");
+  command_->add_flag("--fits,!--no-fits", o.fits, "Only layouts that fit in GPU memory (default on)");
+  command_->add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried")->default_val(16);
+  o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  command_->add_option("--jobs,-j", o.jobs, "Evaluation threads (default: the hardware's)");
+  command_->add_flag("--yes", o.yes, "Search even when the space has more than 10^7 candidates");
+  command_->add_flag("--quiet,-q", o.quiet, "No progress bar or timing on stderr");
+  command_->add_option("--shard", args_.shard, "Evaluate shard I of N (0-based) and write it as JSON for `search merge`")
+      ->type_name("I/N");
+  command_->add_option("--out", args_.out, "--shard: write the shard JSON to FILE (default stdout)");
+  const std::map<std::string, Format> formats{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}};
+  command_->add_option("--format", args_.format, "table, json or csv")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+      ->default_str("table");
+
+  merge_ = command_->add_subcommand("merge", "Rank the union of `search --shard` files as one search would");
+  merge_->add_option("files", args_.merge_files, "Shard files, one per shard")->required();
+  merge_->add_option("--top", o.top, "Layouts shown and re-simulated with SimGrid")->default_val(10);
+  merge_->add_flag("!--no-recheck", o.recheck, "Skip the SimGrid re-check of the top");
+  merge_->add_flag("--quiet,-q", o.quiet, "No progress bar on stderr");
+  merge_->add_option("--format", args_.format, "table, json or csv")
+      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
+      ->default_str("table");
+}
+
+std::optional<int> SearchSubcommand::run(std::ostream& out, std::ostream& err) {
+  if (!command_->parsed()) return std::nullopt;
+  if (merge_->parsed()) return search_merge_command(args_, out, err);
+  return search_command(args_, out, err);
+}
+
+}  // namespace trainsim::cli

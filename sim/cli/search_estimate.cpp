@@ -1,0 +1,278 @@
+#include "sim/cli/search_estimate.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "models/accounting.hpp"
+#include "models/schedule.hpp"
+#include "models/workload_builder.hpp"
+#include "network/collective_cost.hpp"
+#include "sim/engine/compute_model.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+using core::Axis;
+using core::CollectiveOp;
+using models::LayerKind;
+
+struct Context {
+  const models::ModelSpec& m;
+  const models::TrainingConfig& t;
+  const models::ParallelismConfig& p;
+  const network::ClusterConfig& c;
+  const core::Profile& prof;
+  std::array<int, core::AXIS_COUNT> sizes{};
+  std::array<int, core::AXIS_COUNT> stride{};
+
+  // The placement of the group along `axes` that holds rank 0 (the layout is symmetric).
+  network::GroupPlacement placement(std::initializer_list<Axis> axes) const {
+    std::vector<int> ranks{0};
+    for (Axis a : axes) {
+      const int n = sizes[static_cast<size_t>(a)];
+      const int s = stride[static_cast<size_t>(a)];
+      std::vector<int> next;
+      next.reserve(ranks.size() * static_cast<size_t>(n));
+      for (int r : ranks) {
+        for (int i = 0; i < n; ++i) next.push_back(r + i * s);
+      }
+      ranks = std::move(next);
+    }
+    return network::GroupPlacement::of(ranks, c);
+  }
+  double collective(CollectiveOp op, double bytes, const network::GroupPlacement& g) const {
+    if (g.ranks <= 1 || bytes <= 0) return 0;
+    return network::collective_cost(op, core::Bytes(bytes), g, c, prof.network).time.value();
+  }
+  double op_time(const models::OpCost& op, bool backward) const {
+    core::Task task;
+    task.op_class = op.op_class;
+    task.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
+    task.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
+    task.gemm = op.gemm;
+    task.precision = op.precision;
+    task.has_precision = true;
+    return engine::compute_time(task, t.precision, c.gpu_spec, prof.device).value();
+  }
+};
+
+struct LayerCost {
+  double forward = 0;
+  double backward = 0;   // recompute included
+  double stored = 0;     // activations kept per micro-batch
+  double recompute = 0;  // working set re-created before the backward
+  models::ParameterCount params;
+};
+
+}  // namespace
+
+Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfig& t,
+                         const models::ParallelismConfig& p, const network::ClusterConfig& cluster,
+                         const core::Profile& profile) {
+  Context x{m, t, p, cluster, profile};
+  x.sizes = p.layout_sizes();
+  int s = 1;
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    x.stride[static_cast<size_t>(a)] = s;
+    s *= x.sizes[static_cast<size_t>(a)];
+  }
+  const int stages = p.pipeline;
+  const int chunks = p.virtual_stages;
+  const int positions = p.pipeline_chunks();
+  const int micro_batches = static_cast<int>(models::micro_batch_count(t, p));
+
+  const network::GroupPlacement tensor_group = x.placement({Axis::TENSOR});
+  const network::GroupPlacement context_group = x.placement({Axis::CONTEXT});
+  const network::GroupPlacement expert_group =
+      p.experts_span_tensor() ? x.placement({Axis::TENSOR, Axis::CONTEXT, Axis::EXPERT}) : x.placement({Axis::EXPERT});
+  const network::GroupPlacement data_group = x.placement({Axis::DATA, Axis::EXPERT, Axis::CONTEXT});
+  const network::GroupPlacement expert_data_group =
+      p.experts_span_tensor() ? x.placement({Axis::DATA}) : x.placement({Axis::DATA, Axis::CONTEXT});
+
+  const double e = models::activation_element_bytes(t.precision);
+  const double tokens = static_cast<double>(t.micro_batch) * static_cast<double>(t.sequence_length) / p.context;
+  const double h = static_cast<double>(m.hidden);
+  const double tensor_bytes = tokens * h * e;
+  const double context_bytes = 2.0 * static_cast<double>(t.micro_batch) * static_cast<double>(t.sequence_length) *
+                               static_cast<double>(m.kv_heads) * static_cast<double>(m.head_dim()) / p.tensor * e;
+  const double routed = p.experts_span_tensor() && p.sequence_parallel ? tokens / p.tensor : tokens;
+  const double all_to_all_bytes = m.top_k * routed * h * e;
+
+  // One tensor-parallel "exchange": an all-reduce, or an all-gather + reduce-scatter pair.
+  const double tp_pair = p.sequence_parallel
+                             ? x.collective(CollectiveOp::ALL_GATHER, tensor_bytes, tensor_group) +
+                                   x.collective(CollectiveOp::REDUCE_SCATTER, tensor_bytes, tensor_group)
+                             : x.collective(CollectiveOp::ALL_REDUCE, tensor_bytes, tensor_group);
+  const double cp_gather = x.collective(CollectiveOp::ALL_GATHER, context_bytes, context_group);
+  const double cp_scatter = x.collective(CollectiveOp::REDUCE_SCATTER, context_bytes, context_group);
+  const double a2a = x.collective(CollectiveOp::ALL_TO_ALL, all_to_all_bytes, expert_group);
+
+  models::ParallelismConfig no_recompute = p;
+  no_recompute.recompute = models::Recompute::NONE;
+  auto layer_cost = [&](LayerKind kind) {
+    LayerCost l;
+    double forward_compute = 0, selective = 0, backward_compute = 0;
+    for (const models::OpCost& op : models::layer_ops(m, t, p, kind)) {
+      const double f = x.op_time(op, false);
+      forward_compute += f;
+      if (op.recomputed_selective) selective += f;
+      backward_compute += x.op_time(op, true);
+    }
+    const double comm = 2 * tp_pair + (kind == LayerKind::MOE ? 2 * a2a : 0.0);
+    l.forward = forward_compute + comm + cp_gather;
+    l.backward = backward_compute + comm + cp_scatter;
+    if (p.recompute == models::Recompute::FULL) l.backward += l.forward;
+    if (p.recompute == models::Recompute::SELECTIVE) l.backward += selective;
+    l.stored = models::activation_bytes_per_layer(m, t, p, kind).value();
+    const double whole = models::activation_bytes_per_layer(m, t, no_recompute, kind).value();
+    l.recompute = p.recompute == models::Recompute::FULL        ? whole
+                  : p.recompute == models::Recompute::SELECTIVE ? whole - l.stored
+                                                                : 0.0;
+    l.params = models::layer_parameters(m, p, kind);
+    return l;
+  };
+  const LayerCost dense = layer_cost(LayerKind::DENSE);
+  const LayerCost moe = m.is_moe() ? layer_cost(LayerKind::MOE) : dense;
+
+  double embedding_f = 0, embedding_b = 0, head_f = 0, head_b = 0;
+  for (const models::OpCost& op : models::embedding_ops(m, t, p)) {
+    embedding_f += x.op_time(op, false);
+    embedding_b += x.op_time(op, true);
+  }
+  for (const models::OpCost& op : models::head_ops(m, t, p)) {
+    head_f += x.op_time(op, false);
+    head_b += x.op_time(op, true);
+  }
+  embedding_f += tp_pair;
+  head_f += tp_pair;
+  head_b += tp_pair;
+  const double head_stored = models::head_activation_bytes(m, t, p).value();
+  const models::ParameterCount embedding_params = models::embedding_parameters(m, t, p);
+  const models::ParameterCount head_params = models::head_parameters(m, p);
+
+  // Pipeline transfers: the stage stride decides whether neighbours share a node.
+  const int stage_stride = x.stride[static_cast<size_t>(Axis::PIPELINE)];
+  const double p2p = stages > 1 ? network::p2p_time(core::Bytes(tensor_bytes / p.tensor),
+                                                    stage_stride < cluster.gpus_per_node, cluster, profile.network)
+                                        .value()
+                                : 0.0;
+
+  const std::vector<int> split = models::balanced_split(m.layers, positions);
+  const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
+  const bool framework_zero = p.zero_stage >= 1 && p.zero_impl != models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+  const double grad_bytes = framework_zero ? e : models::gradient_bytes_per_parameter();
+  const double weight_bytes = models::weight_bytes_per_parameter(t);
+
+  std::vector<double> forward(static_cast<size_t>(positions)), backward(static_cast<size_t>(positions));
+  std::vector<double> stored(static_cast<size_t>(positions)), recompute(static_cast<size_t>(positions));
+  std::vector<models::ParameterCount> stage_params(static_cast<size_t>(stages));
+  double largest_unit = std::max({dense.params.total(), moe.params.total(), embedding_params.total(),
+                                  head_params.total()});
+  int first = 0;
+  for (int pos = 0; pos < positions; ++pos) {
+    double f = 0, b = 0, st = 0, rc = 0;
+    models::ParameterCount params;
+    for (int layer = first; layer < first + split[static_cast<size_t>(pos)]; ++layer) {
+      const LayerCost& l = m.layer_kind(layer) == LayerKind::MOE ? moe : dense;
+      f += l.forward;
+      b += l.backward;
+      st += l.stored;
+      rc = std::max(rc, l.recompute);
+      params += l.params;
+    }
+    first += split[static_cast<size_t>(pos)];
+    if (pos == 0) {
+      f += embedding_f;
+      b += embedding_b;
+      params += embedding_params;
+    }
+    if (pos == positions - 1) {
+      f += head_f;
+      b += head_b;
+      st += head_stored;
+      params += head_params;
+    }
+    if (pos > 0) f += p2p;
+    if (pos < positions - 1) b += p2p;
+    if (zero3) {
+      // Gathered before the forward and again before the backward, reduce-scattered after it.
+      const double gather = x.collective(CollectiveOp::ALL_GATHER, params.total() * weight_bytes, data_group);
+      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, params.total() * grad_bytes, data_group);
+      f = std::max(f, gather);
+      b = std::max(b, gather + scatter);
+    }
+    forward[static_cast<size_t>(pos)] = f;
+    backward[static_cast<size_t>(pos)] = b;
+    stored[static_cast<size_t>(pos)] = st;
+    recompute[static_cast<size_t>(pos)] = rc;
+    stage_params[static_cast<size_t>(pos % stages)] += params;
+  }
+
+  // The schedule is timed on at most 2 x pipeline micro-batches (a multiple of pipeline, as the
+  // interleaved schedule needs): past the warm-up every further micro-batch adds the busiest
+  // stage's work (and, under GPipe, which keeps every micro-batch's activations, its activations).
+  const int timed_micro_batches = std::min(micro_batches, 2 * stages);
+  const double extra = micro_batches - timed_micro_batches;
+  double busiest = 0;
+  std::vector<double> stage_stored(static_cast<size_t>(stages), 0.0);
+  {
+    std::vector<double> work(static_cast<size_t>(stages), 0.0);
+    for (int pos = 0; pos < positions; ++pos) {
+      work[static_cast<size_t>(pos % stages)] += forward[static_cast<size_t>(pos)] + backward[static_cast<size_t>(pos)];
+      stage_stored[static_cast<size_t>(pos % stages)] += stored[static_cast<size_t>(pos)];
+    }
+    busiest = *std::max_element(work.begin(), work.end());
+  }
+  const auto timed = models::time_pipeline(models::pipeline_order(p.schedule, stages, chunks, timed_micro_batches),
+                                           stages, forward, backward);
+  const int last_micro_batch = timed_micro_batches - 1;
+  Estimate out;
+  for (int stage = 0; stage < stages; ++stage) {
+    double end = 0, live = 0, peak = 0, first_forward = 0, last_backward = 0;
+    for (const models::TimedSlot& ts : timed[static_cast<size_t>(stage)]) {
+      const size_t pos = static_cast<size_t>(ts.slot.chunk * stages + stage);
+      end = std::max(end, ts.end);
+      if (ts.slot.pass == models::Pass::FORWARD) {
+        live += stored[pos];
+        peak = std::max(peak, live);
+        if (ts.slot.micro_batch == 0) first_forward += ts.end - ts.start;
+      } else {
+        peak = std::max(peak, live + recompute[pos]);
+        live -= stored[pos];
+        if (ts.slot.micro_batch == last_micro_batch) last_backward += ts.end - ts.start;
+      }
+    }
+    end += extra * busiest;
+    if (p.schedule == models::PipelineSchedule::GPIPE) peak += extra * stage_stored[static_cast<size_t>(stage)];
+    const models::ParameterCount& params = stage_params[static_cast<size_t>(stage)];
+    double tail = 0;
+    if (!zero3) {
+      const CollectiveOp op = p.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
+      const double reduce = x.collective(op, params.dense * grad_bytes, data_group) +
+                            x.collective(op, params.expert * grad_bytes, expert_data_group);
+      const double bucket = x.collective(op, std::min(params.total(), p.bucket_elements()) * grad_bytes, data_group);
+      tail += p.overlap_grad_reduce ? std::max(bucket, reduce - last_backward) : reduce;
+      if (p.zero_stage >= 1) {
+        const double gather = x.collective(CollectiveOp::ALL_GATHER, params.dense * weight_bytes, data_group) +
+                              x.collective(CollectiveOp::ALL_GATHER, params.expert * weight_bytes, expert_data_group);
+        tail += p.overlap_param_gather ? std::max(0.0, gather - first_forward) : gather;
+      }
+    }
+    const double sharded = p.zero_stage >= 1 ? params.dense / p.dense_replicas() + params.expert / p.expert_replicas()
+                                             : params.total();
+    core::Task step;
+    step.op_class = core::OpClass::OPTIMIZER;
+    step.bytes = sharded * models::optimizer_step_bytes_per_parameter(t.precision);
+    tail += engine::compute_time(step, t.precision, cluster.gpu_spec, profile.device).value();
+    out.iteration_time_s = std::max(out.iteration_time_s, end + tail);
+
+    const models::MemoryBreakdown state = models::model_state_memory(params, t, p);
+    const double buffers = zero3 ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
+    const double memory =
+        state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers + peak;
+    out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);
+  }
+  return out;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,195 @@
+#include "sim/cli/search.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <set>
+#include <tuple>
+
+#include "sim/cli/prediction.hpp"
+#include "sim/cli/search_command.hpp"
+#include "sim/core/error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";
+
+// A tiny GPT on one node of 8 GPUs: 4 layers, 4 heads, sequences of 63 tokens (odd: no context
+// parallelism, and no sequence parallelism with tensor > 1, can divide them), global batch 8.
+std::string tiny_scenario() {
+  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_search_tiny.json").string();
+  std::ofstream f(path);
+  f << R"({
+    "name": "tiny",
+    "cluster": { "gpu": "A100-SXM4-80GB", "nodes": 1, "gpus_per_node": 8,
+                 "network": { "topology": "ideal", "nics_per_node": 8, "nic_bandwidth": "200 Gb/s" } },
+    "model": { "family": "transformer", "layers": 4, "hidden": 256, "heads": 4, "ffn_hidden": 1024, "vocab": 1024 },
+    "training": { "sequence_length": 63, "global_batch": 8, "micro_batch": 1 },
+    "parallelism": { "tensor": 1, "pipeline": 1, "data": 8 }
+  })";
+  return path;
+}
+
+SearchOptions tiny_options() {
+  SearchOptions o;
+  o.scenario = tiny_scenario();
+  o.refine = 100000;  // every valid candidate goes through the analytic backend
+  o.fits = false;
+  o.quiet = true;
+  o.jobs = 1;
+  return o;
+}
+
+// By hand: 8 GPUs = t x p x c x d with t dividing the 4 heads (1, 2, 4), p at most the 4 layers
+// (1, 2, 4), c = 1 (63 tokens), so the valid (t, p, d) are exactly these eight.
+TEST(Search, EnumeratesTheValidLayoutsOfATinyModelByHand) {
+  const Search search(tiny_options());
+  const SearchResult r = search.evaluate();
+  std::set<std::tuple<int, int, int, int>> seen;
+  for (const Evaluated& e : r.ranked) seen.insert({e.layout.tensor, e.layout.pipeline, e.layout.data, e.layout.context});
+  const std::set<std::tuple<int, int, int, int>> expected = {{1, 1, 8, 1}, {1, 2, 4, 1}, {1, 4, 2, 1}, {2, 1, 4, 1},
+                                                             {2, 2, 2, 1}, {2, 4, 1, 1}, {4, 1, 2, 1}, {4, 2, 1, 1}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(r.ranked.size(), r.valid) << "with --no-fits every valid candidate is kept";
+  for (const Evaluated& e : r.ranked) {
+    EXPECT_FALSE(e.layout.sequence_parallel) << "63 tokens cannot be split over tensor > 1";
+    if (e.layout.virtual_stages > 1) {
+      EXPECT_EQ(e.layout.pipeline * e.layout.virtual_stages, 4);
+    }
+  }
+  // TP8: the one shape (8,1,1,1) with micro-batches 1, 2, 4, 8, SP off/on, 3 recomputes, ZeRO 0 only.
+  EXPECT_EQ(r.rejected.at("tensor parallelism N must divide heads (N)"), 4u * 2 * 3);
+  uint64_t rejected = 0;
+  for (const auto& [reason, n] : r.rejected) rejected += n;
+  EXPECT_EQ(r.valid + rejected, r.candidates);
+  EXPECT_EQ(r.candidates, search.candidate_count());
+}
+
+TEST(Search, SameResultWhateverTheNumberOfThreads) {
+  SearchOptions o = tiny_options();
+  o.refine = 20;
+  const Search one(o);
+  o.jobs = 3;
+  const Search three(o);
+  SearchResult a = one.evaluate(), b = three.evaluate();
+  one.rank(a);
+  three.rank(b);
+  EXPECT_EQ(shard_json(one, a).dump(), shard_json(three, b).dump());
+}
+
+TEST(Search, TwoShardsMergedEqualOneProcess) {
+  SearchOptions o = tiny_options();
+  o.refine = 15;
+  const Search whole(o);
+  SearchResult single = whole.evaluate();
+  std::vector<SearchResult> shards;
+  for (int i = 0; i < 2; ++i) {
+    SearchOptions so = o;
+    so.shard_index = i;
+    so.shard_count = 2;
+    const Search part(so);
+    // Through the shard file format, as `search --shard` and `search merge` do.
+    shards.push_back(shard_from_json(core::Json::parse(shard_json(part, part.evaluate()).dump()), "shard"));
+  }
+  EXPECT_LT(shards[0].candidates, single.candidates);
+  SearchResult merged = whole.merge(shards);
+  whole.rank(single);
+  whole.rank(merged);
+  EXPECT_EQ(shard_json(whole, merged).dump(), shard_json(whole, single).dump());
+}
+
+// The first pass only orders candidates; it must agree with the analytic backend well enough that
+// the analytic backend's best layout is among the estimate's best few, and in memory closely enough
+// that --fits does not drop layouts that fit. GPT-3 6.7B's layers (8 of them, to keep the test short)
+// on 8 A100, every valid layout.
+TEST(Search, FirstPassEstimateAgreesWithTheAnalyticBackend) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + "gpt3-6.7b-a100-8.json";
+  o.overrides = {"training.global_batch=32", "model.layers=8"};
+  o.refine = 100000;
+  o.fits = false;
+  o.quiet = true;
+  o.jobs = 2;
+  o.max_micro_batch = 2;
+  const Search search(o);
+  SearchResult r = search.evaluate();
+  ASSERT_GT(r.ranked.size(), 50u);
+  std::vector<double> time_error, memory_error;
+  size_t best_analytic = 0;
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const Evaluated& e = r.ranked[i];
+    ASSERT_TRUE(e.analytic);
+    time_error.push_back(std::abs(e.estimate.iteration_time_s / e.analytic->iteration_time_s - 1));
+    memory_error.push_back(std::abs(e.estimate.peak_memory_bytes / e.analytic->peak_memory_bytes - 1));
+    if (e.analytic->iteration_time_s < r.ranked[best_analytic].analytic->iteration_time_s) best_analytic = i;
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("first pass vs analytic backend over %zu layouts: time median %.1f%% max %.1f%%, memory median %.1f%% "
+              "max %.1f%%\n",
+              r.ranked.size(), 100 * median(time_error), 100 * *std::max_element(time_error.begin(), time_error.end()),
+              100 * median(memory_error), 100 * *std::max_element(memory_error.begin(), memory_error.end()));
+  EXPECT_LT(median(time_error), 0.05);
+  EXPECT_LT(median(memory_error), 0.05);
+  EXPECT_LT(*std::max_element(memory_error.begin(), memory_error.end()), 0.15);
+  // r.ranked is in estimate order: the analytic best must be among the default --refine (30).
+  EXPECT_LT(best_analytic, 30u) << r.ranked[best_analytic].layout.describe();
+}
+
+TEST(Search, BadOptionsAreInputErrors) {
+  SearchOptions o = tiny_options();
+  o.min_mfu = 1.5;
+  EXPECT_THROW(Search{o}, core::InputError);
+  o = tiny_options();
+  o.gpus = {12};
+  EXPECT_THROW(Search{o}, core::InputError) << "12 GPUs do not fill nodes of 8";
+  o = tiny_options();
+  o.max_gpus = 4;
+  EXPECT_THROW(Search{o}, core::InputError) << "the scenario's 8 GPUs are above --max-gpus";
+  o = tiny_options();
+  o.gpu_types = {"A100-SXM4-80GBX"};
+  EXPECT_THROW(Search{o}, core::InputError);
+  EXPECT_THROW(parse_gpu_counts("4096:512"), core::InputError);
+  EXPECT_THROW(parse_gpu_counts("512,abc"), core::InputError);
+  EXPECT_EQ(parse_gpu_counts("256:4096"), (std::vector<int>{256, 512, 1024, 2048, 4096}));
+  EXPECT_EQ(parse_gpu_counts("512,1024"), (std::vector<int>{512, 1024}));
+}
+
+TEST(Search, ImpossibleConstraintsLeaveNothingAndSayWhy) {
+  SearchOptions o = tiny_options();
+  o.min_mfu = 0.99;
+  o.refine = 5;
+  const Search search(o);
+  SearchResult r = search.evaluate();
+  try {
+    search.rank(r);
+    FAIL() << "expected an InputError";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(e.problems().front().message.find("MFU below --min-mfu"), std::string::npos) << e.problems().front().message;
+  }
+}
+
+TEST(Search, ExplodingSpacesNeedYes) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + "gpt3-175b-a100-1024.json";
+  o.overrides = {"training.global_batch=720720"};
+  o.max_micro_batch = 1000000;
+  o.gpus = {1024, 2048, 4096, 8192, 16384};
+  o.quiet = true;
+  try {
+    const Search s(o);
+    FAIL() << "expected an InputError, " << s.candidate_count() << " candidates";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(e.problems().front().message.find("--yes"), std::string::npos);
+  }
+  o.yes = true;
+  EXPECT_GT(Search(o).candidate_count(), MAX_CANDIDATES);
+}
+
+}  // namespace
+}  // namespace trainsim::cli
