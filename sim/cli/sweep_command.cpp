@@ -146,6 +146,13 @@ void write_plot(const std::string& path, const std::string& name, const std::vec
     if (!series.count(label)) series_names.push_back(label);
     series[label].push_back(p);
   }
+  if (gpus_vary && series_names.size() > 1 && series_names.size() == ran.size()) {
+    // Every series is one point (the keys change together with the GPU count, e.g. nodes and the
+    // data-parallel degree): one curve over all of them reads better.
+    series.clear();
+    series_names = {""};
+    series[""] = ran;
+  }
 
   report::LineChart tput, ratio;
   for (report::LineChart* c : {&tput, &ratio}) {

@@ -17,6 +17,7 @@ constexpr double PANEL_H = 340;
 constexpr double LEFT = 84;
 constexpr double RIGHT = WIDTH - 30;
 constexpr double CHAR_PX = 7;
+constexpr double LEGEND_ROW = 18;
 
 Scale x_scale(const LineChart& c) {
   if (!c.x_categories.empty()) return category_scale(c.x_categories);
@@ -49,20 +50,42 @@ Scale y_scale(const LineChart& c) {
   return linear_scale(lo, hi, 5, c.y_from_zero);
 }
 
+// Rows the legend needs: the panel grows by LEGEND_ROW for each after the first.
+int legend_rows(const LineChart& c) {
+  double lx = LEFT;
+  int rows = 1;
+  for (const LineSeries& s : c.series) {
+    const double w = 45 + CHAR_PX * static_cast<double>(s.name.size());
+    if (lx + w > RIGHT && lx > LEFT) {
+      lx = LEFT;
+      ++rows;
+    }
+    lx += w;
+  }
+  return rows;
+}
+
+double panel_height(const LineChart& c) { return PANEL_H + LEGEND_ROW * (legend_rows(c) - 1); }
+
 void draw_panel(SvgDocument& svg, const LineChart& c, double top) {
   for (const LineSeries& s : c.series) TRAINSIM_CHECK(s.x.size() == s.y.size(), "series x and y must pair up");
   svg.text(WIDTH / 2, top + 22, c.title, text_style("middle", 15, "panel-title", true, 0));
 
-  // Legend row under the title.
-  double lx = LEFT;
+  // Legend rows under the title, wrapped at the panel's width.
+  double lx = LEFT, ly = top + 40;
   for (size_t i = 0; i < c.series.size(); ++i) {
+    const double w = 45 + CHAR_PX * static_cast<double>(c.series[i].name.size());
+    if (lx + w > RIGHT && lx > LEFT) {
+      lx = LEFT;
+      ly += LEGEND_ROW;
+    }
     const std::string& color = palette_color(i);
-    svg.line(lx, top + 40, lx + 22, top + 40, color, 2.5, c.series[i].dashed ? "6,4" : "");
-    svg.text(lx + 27, top + 44, c.series[i].name, text_style("start", 12, "legend-item"));
-    lx += 45 + CHAR_PX * static_cast<double>(c.series[i].name.size());
+    svg.line(lx, ly, lx + 22, ly, color, 2.5, c.series[i].dashed ? "6,4" : "");
+    svg.text(lx + 27, ly + 4, c.series[i].name, text_style("start", 12, "legend-item"));
+    lx += w;
   }
 
-  const double plot_top = top + 56, plot_bottom = top + PANEL_H - 56;
+  const double plot_top = ly + 16, plot_bottom = top + panel_height(c) - 56;
   const Scale xs = x_scale(c), ys = y_scale(c);
   for (const Tick& t : ys.ticks) {
     const double py = ys.to_pixel(t.value, plot_bottom, plot_top);
@@ -107,8 +130,14 @@ void draw_panel(SvgDocument& svg, const LineChart& c, double top) {
 
 SvgDocument render_line_charts(const std::vector<LineChart>& panels) {
   TRAINSIM_CHECK(!panels.empty(), "a line chart needs at least one panel");
-  SvgDocument svg(WIDTH, PANEL_H * static_cast<double>(panels.size()));
-  for (size_t i = 0; i < panels.size(); ++i) draw_panel(svg, panels[i], PANEL_H * static_cast<double>(i));
+  double height = 0;
+  for (const LineChart& c : panels) height += panel_height(c);
+  SvgDocument svg(WIDTH, height);
+  double top = 0;
+  for (const LineChart& c : panels) {
+    draw_panel(svg, c, top);
+    top += panel_height(c);
+  }
   return svg;
 }
 
