@@ -9,7 +9,13 @@ build=${1:-"$repo/build"}
 shift || true
 
 packages=(cmake g++ make pkg-config libsimgrid-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev
-          protobuf-compiler libgtest-dev libcli11-dev libeigen3-dev)
+          protobuf-compiler libgtest-dev libcli11-dev libeigen3-dev
+          librsvg2-bin)  # rsvg-convert: --plot FILE.png
+# Only for the test suite (-DTRAINSIM_BUILD_TESTS=ON): python3 checks the SVG/HTML files and headless
+# Chromium renders the HTML report once.
+for arg in "$@"; do
+  if [ "$arg" = "-DTRAINSIM_BUILD_TESTS=ON" ]; then packages+=(python3 chromium); fi
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,6 +22,9 @@ struct RunArgs {
   std::string timeline;                // --timeline FILE (Chrome/Perfetto JSON)
   std::vector<int> timeline_ranks;     // default: the first rank of every pipeline stage
   std::string backend;                 // --backend, overrides simulation.backend
+  std::string html;                    // --html FILE: self-contained HTML report (sim/cli/html_report.hpp)
+  std::string timeline_window;         // --timeline-window START:END, simulated seconds (END may be empty)
+  std::vector<int> timeline_micro_batches;  // --timeline-micro-batches 0,1 (engine::TimelineFilter)
 };
 int run_command(const RunArgs& args, std::ostream& out);
 

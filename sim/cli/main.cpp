@@ -11,6 +11,7 @@
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/replay_command.hpp"
 #include "sim/cli/search_command.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   run_cmd->add_option("--backend", run.backend, "Simulation backend: analytic or simgrid (overrides simulation.backend)")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
+  run_cmd->add_option("--html", run.html, "Also write a self-contained HTML report (figures, breakdown, memory)");
+  run_cmd->add_option("--timeline-window", run.timeline_window, "Timeline only over START:END simulated seconds");
+  run_cmd->add_option("--timeline-micro-batches", run.timeline_micro_batches,
+                      "Timeline only for these micro-batches (and the optimizer and data-parallel tasks)")
+      ->delimiter(',');
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
   trainsim::cli::ReplaySubcommand replay(app);
   trainsim::cli::CompareSubcommand compare(app);
   trainsim::cli::SearchSubcommand search(app);
+  trainsim::cli::SweepSubcommand sweep(app);
 
   try {
     app.parse(argc, argv);
@@ -110,6 +117,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
+    if (std::optional<int> code = sweep.run(std::cout)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

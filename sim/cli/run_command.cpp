@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/html_report.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
@@ -27,6 +28,46 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!f) throw core::InputError(path.string(), "", "error while writing the file");
 }
 
+// --timeline-window START:END and --timeline-micro-batches, checked against the prediction.
+engine::TimelineFilter timeline_filter(const RunArgs& args, const Prediction& p) {
+  engine::TimelineFilter f;
+  if (!args.timeline_window.empty()) {
+    const size_t colon = args.timeline_window.find(':');
+    const auto bad = [&] {
+      return core::InputError("--timeline-window", "",
+                              fmt::format("expected START:END in simulated seconds (END may be left out), e.g. 0:1.5, found \"{}\"",
+                                          args.timeline_window));
+    };
+    if (colon == std::string::npos) throw bad();
+    try {
+      size_t used = 0;
+      const std::string a = args.timeline_window.substr(0, colon), b = args.timeline_window.substr(colon + 1);
+      f.start_s = a.empty() ? 0.0 : std::stod(a, &used);
+      if (used != a.size()) throw bad();
+      if (!b.empty()) {
+        f.end_s = std::stod(b, &used);
+        if (used != b.size()) throw bad();
+      }
+    } catch (const std::logic_error&) {
+      throw bad();
+    }
+    if (!(f.start_s >= 0) || !(f.end_s > f.start_s)) throw bad();
+  }
+  for (int mb : args.timeline_micro_batches) {
+    if (mb < 0 || mb >= p.built.micro_batches) {
+      throw core::InputError("--timeline-micro-batches", "",
+                             fmt::format("micro-batch {} is outside 0..{} (the iteration has {} micro-batches)", mb,
+                                         p.built.micro_batches - 1, p.built.micro_batches));
+    }
+    f.micro_batches.push_back(static_cast<uint32_t>(mb));
+  }
+  if (args.timeline.empty() && !f.keeps_all()) {
+    throw core::InputError(args.timeline_window.empty() ? "--timeline-micro-batches" : "--timeline-window", "",
+                           "limits the --timeline file: give --timeline FILE too");
+  }
+  return f;
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args, std::ostream& out) {
@@ -40,6 +81,7 @@ int run_command(const RunArgs& args, std::ostream& out) {
     }
   }
   const Prediction prediction = predict(scenario, args.backend, ranks);
+  const engine::TimelineFilter filter = timeline_filter(args, prediction);
   const core::Json report = report_json(scenario, prediction);
   const std::string table = report_table(scenario, prediction);
 
@@ -61,8 +103,9 @@ int run_command(const RunArgs& args, std::ostream& out) {
   if (!args.timeline.empty()) {
     std::ofstream f(args.timeline, std::ios::binary);
     if (!f) throw core::InputError(args.timeline, "", "cannot create the timeline file");
-    engine::write_chrome_trace(prediction.result, prediction.built.workload, f);
+    engine::write_chrome_trace(prediction.result, prediction.built.workload, f, filter);
   }
+  if (!args.html.empty()) write_file(args.html, html_report(report, args.timeline));
   return 0;
 }
 

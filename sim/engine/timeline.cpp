@@ -22,7 +22,8 @@ constexpr size_t FLUSH_BYTES = 1 << 20;
 
 class TraceWriter {
  public:
-  TraceWriter(const core::Workload& w, std::ostream& out) : w_(w), out_(out) {
+  TraceWriter(const core::Workload& w, std::ostream& out, const TimelineFilter& filter)
+      : w_(w), out_(out), filter_(filter) {
     names_.reserve(w.names.size());
     for (const std::string& n : w.names) names_.push_back(json_string(n));
   }
@@ -31,7 +32,12 @@ class TraceWriter {
     buf_ += R"({"displayTimeUnit":"ms","traceEvents":[)";
     std::vector<int> ranks;
     std::vector<unsigned> streams;  // per entry of `ranks`: bit s = stream s has events
+    std::vector<const TimelineEvent*> kept;
     for (const TimelineEvent& e : result.timeline) {
+      if (keeps(e)) kept.push_back(&e);
+    }
+    for (const TimelineEvent* k : kept) {
+      const TimelineEvent& e = *k;
       size_t i = 0;
       while (i < ranks.size() && ranks[i] != e.rank) ++i;
       if (i == ranks.size()) {
@@ -41,11 +47,16 @@ class TraceWriter {
       streams[i] |= 1u << static_cast<unsigned>(e.stream);
     }
     for (size_t i = 0; i < ranks.size(); ++i) write_metadata(ranks[i], streams[i]);
-    for (const TimelineEvent& e : result.timeline) write_event(e);
+    for (const TimelineEvent* e : kept) write_event(*e);
+    const std::vector<std::vector<std::pair<double, double>>> comm = communication_spans(ranks, kept);
     for (size_t i = 0; i < result.flows.size(); ++i) {
       const FlowEvent& f = result.flows[i];
+      if (f.end_s < filter_.start_s || f.start_s > filter_.end_s) continue;
       for (int rank : {f.src, f.dst}) {
-        if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) write_flow(f, i, rank);
+        const size_t r = static_cast<size_t>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
+        if (r == ranks.size()) continue;
+        if (!filter_.micro_batches.empty() && !overlaps(comm[r], f.start_s, f.end_s)) continue;
+        write_flow(f, i, rank);
       }
     }
     buf_ += "]}\n";
@@ -53,6 +64,45 @@ class TraceWriter {
   }
 
  private:
+  bool keeps(const TimelineEvent& e) const {
+    if (e.end_s < filter_.start_s || e.start_s > filter_.end_s) return false;
+    if (filter_.micro_batches.empty()) return true;
+    const Task& t = w_.program_of(e.rank).tasks[e.task];
+    if (t.phase == core::Phase::OPTIMIZER || t.stream == core::Stream::DATA_COMM) return true;
+    return std::find(filter_.micro_batches.begin(), filter_.micro_batches.end(), t.micro_batch) !=
+           filter_.micro_batches.end();
+  }
+
+  // Per entry of `ranks`: the union of the intervals of its kept communication tasks, sorted.
+  static std::vector<std::vector<std::pair<double, double>>> communication_spans(
+      const std::vector<int>& ranks, const std::vector<const TimelineEvent*>& kept) {
+    std::vector<std::vector<std::pair<double, double>>> spans(ranks.size());
+    for (const TimelineEvent* e : kept) {
+      if (e->stream == core::Stream::COMPUTE) continue;
+      const size_t r = static_cast<size_t>(std::find(ranks.begin(), ranks.end(), e->rank) - ranks.begin());
+      spans[r].emplace_back(e->start_s, e->end_s);
+    }
+    for (auto& s : spans) {
+      std::sort(s.begin(), s.end());
+      std::vector<std::pair<double, double>> merged;
+      for (const auto& iv : s) {
+        if (!merged.empty() && iv.first <= merged.back().second) {
+          merged.back().second = std::max(merged.back().second, iv.second);
+        } else {
+          merged.push_back(iv);
+        }
+      }
+      s = std::move(merged);
+    }
+    return spans;
+  }
+
+  static bool overlaps(const std::vector<std::pair<double, double>>& spans, double start, double end) {
+    auto it = std::lower_bound(spans.begin(), spans.end(), start,
+                               [](const std::pair<double, double>& iv, double t) { return iv.second < t; });
+    return it != spans.end() && it->first <= end;
+  }
+
   void separator() {
     if (!first_) buf_ += ",\n";
     first_ = false;
@@ -134,6 +184,7 @@ class TraceWriter {
 
   const core::Workload& w_;
   std::ostream& out_;
+  const TimelineFilter& filter_;
   std::vector<std::string> names_;  // Workload::names as JSON strings
   std::string buf_;
   bool first_ = true;
@@ -141,8 +192,9 @@ class TraceWriter {
 
 }  // namespace
 
-void write_chrome_trace(const SimulationResult& result, const core::Workload& workload, std::ostream& out) {
-  TraceWriter(workload, out).write(result);
+void write_chrome_trace(const SimulationResult& result, const core::Workload& workload, std::ostream& out,
+                        const TimelineFilter& filter) {
+  TraceWriter(workload, out, filter).write(result);
 }
 
 }  // namespace trainsim::engine

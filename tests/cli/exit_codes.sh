@@ -146,6 +146,28 @@ expect search-explodes 2 "$bin" search "$src/scenarios/gpt3-175b-a100-1024.json"
 contains search-explodes "$tmp/err" "--yes"
 expect search-no-scenario 2 "$bin" search
 expect search-shard-bad 2 "$bin" search "${small[@]}" --shard 2/2
+# sweep: a scaling curve; bad ranges, unknown keys and huge sweeps are input errors.
+sweep_scenario="$src/scenarios/gpt3-6.7b-a100-8.json"
+expect sweep-csv 0 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=1,2,3 --format csv
+contains sweep-csv "$tmp/out" "training.micro_batch,gpus,iteration_time_s"
+contains sweep-csv "$tmp/out" "3,,,,,,"          # micro-batch 3 cannot run: an error row
+expect sweep-malformed 2 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=4:1:x2
+contains sweep-malformed "$tmp/err" 'error: --set-range: "training.micro_batch=4:1:x2": END (1) is below START (4)'
+expect sweep-unknown-key 2 "$bin" sweep "$sweep_scenario" --set-range parallelism.tensr=1,2
+contains sweep-unknown-key "$tmp/err" 'did you mean "tensor"'
+expect sweep-too-many 2 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=1:200:+1 --set-range cluster.nodes=1:100:+1
+contains sweep-too-many "$tmp/err" "pass --yes"
+expect sweep-bad-plot 2 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=1,2 --plot "$tmp/curve.pdf"
+contains sweep-bad-plot "$tmp/err" "ending in .svg or .png"
+expect sweep-no-point 2 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=3,5
+expect run-html 0 "$bin" run "$sweep_scenario" --backend analytic --html "$tmp/r.html"
+contains run-html "$tmp/r.html" "<!DOCTYPE html>"
+expect timeline-window-bad 2 "$bin" run "$sweep_scenario" --backend analytic --timeline "$tmp/t.json" --timeline-window 2:1
+contains timeline-window-bad "$tmp/err" "--timeline-window: expected START:END"
+expect timeline-mb-bad 2 "$bin" run "$sweep_scenario" --backend analytic --timeline "$tmp/t.json" --timeline-micro-batches 99
+contains timeline-mb-bad "$tmp/err" "micro-batch 99 is outside 0..15"
+expect timeline-window-alone 2 "$bin" run "$sweep_scenario" --backend analytic --timeline-window 0:1
+contains timeline-window-alone "$tmp/err" "give --timeline FILE too"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

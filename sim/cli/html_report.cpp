@@ -1,0 +1,110 @@
+#include "sim/cli/html_report.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/cli/report_charts.hpp"
+#include "sim/core/units.hpp"
+#include "sim/report/svg.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+using report::xml_escape;
+
+constexpr const char* STYLE = R"(
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 900px; color: #222; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.subtitle { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.6em 0; }
+td, th { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+table.headline td.value { font-size: 1.25em; font-weight: bold; }
+.oom { color: #c00; font-weight: bold; }
+svg { max-width: 100%; height: auto; }
+footer { margin-top: 2em; color: #777; font-size: 0.85em; }
+)";
+
+double num(const core::Json& j, const char* pointer) {
+  const core::Json::json_pointer p(pointer);
+  return j.contains(p) && j.at(p).is_number() ? j.at(p).get<double>() : 0.0;
+}
+
+std::string text(const core::Json& j, const char* pointer) {
+  const core::Json::json_pointer p(pointer);
+  if (!j.contains(p)) return "";
+  return j.at(p).is_string() ? j.at(p).get<std::string>() : j.at(p).dump();
+}
+
+std::string row(const std::string& name, const std::string& value, const std::string& cls = "") {
+  return fmt::format("<tr><td>{}</td><td{}>{}</td></tr>\n", xml_escape(name),
+                     cls.empty() ? "" : fmt::format(" class=\"{}\"", cls), xml_escape(value));
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / core::GiB); }
+
+}  // namespace
+
+std::string html_report(const core::Json& r, const std::string& timeline_file) {
+  const std::string name = text(r, "/scenario");
+  const double time_s = num(r, "/iteration_time_s");
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  h += fmt::format("<title>trainsim: {}</title>\n<style>{}</style>\n</head>\n<body>\n", xml_escape(name), STYLE);
+  h += fmt::format("<h1>{}</h1>\n<p class=\"subtitle\">{} GPUs, {} micro-batches ({} schedule), simulated by the {} backend</p>\n",
+                   xml_escape(name), static_cast<long>(num(r, "/world_size")), static_cast<long>(num(r, "/pipeline/micro_batches")),
+                   xml_escape(text(r, "/pipeline/schedule")), xml_escape(text(r, "/simulation/backend")));
+
+  h += "<table class=\"headline\">\n";
+  h += row("iteration time", fmt::format("{:.4f} s", time_s), "value");
+  h += row("throughput", fmt::format("{:.0f} tokens/s ({:.2f} samples/s)", num(r, "/tokens_per_s"), num(r, "/samples_per_s")), "value");
+  h += row("model TFLOP/s per GPU", fmt::format("{:.1f} (hardware {:.1f})", num(r, "/model_tflops_per_gpu"),
+                                                num(r, "/hardware_tflops_per_gpu")), "value");
+  h += row("MFU", fmt::format("{:.1f}% (HFU {:.1f}%)", 100 * num(r, "/mfu"), 100 * num(r, "/hfu")), "value");
+  const bool fits = r.contains("memory") && r["memory"].value("fits", true);
+  h += row("peak memory per GPU", fmt::format("{} of {}: {}", gib(num(r, "/memory/peak_bytes_per_gpu")),
+                                              gib(num(r, "/memory/capacity_bytes")), fits ? "fits" : "OUT OF MEMORY"),
+           fits ? "value" : "value oom");
+  h += "</table>\n";
+
+  h += "<h2>Where the time goes</h2>\n";
+  h += report::render_bar_chart(breakdown_bar_chart({{name, r}}, "time breakdown of the critical rank")).str();
+  h += "<table class=\"breakdown\">\n<tr><th>part</th><th>time (s)</th><th>share</th></tr>\n";
+  const std::vector<std::string> parts = breakdown_parts();
+  const std::vector<double> values = breakdown_values(r);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (values[i] <= 0) continue;
+    h += fmt::format("<tr><td>{}</td><td>{:.4f}</td><td>{:.1f}%</td></tr>\n", xml_escape(parts[i]), values[i],
+                     time_s > 0 ? 100 * values[i] / time_s : 0.0);
+  }
+  h += "</table>\n";
+
+  h += "<h2>Memory per GPU</h2>\n";
+  h += report::render_bar_chart(memory_bar_chart(r)).str();
+  h += "<table class=\"memory\">\n<tr><th>part</th><th>bytes</th></tr>\n";
+  if (r.contains("memory") && r["memory"].contains("breakdown_bytes")) {
+    for (const auto& [part, bytes] : r["memory"]["breakdown_bytes"].items()) {
+      h += row(part, gib(bytes.get<double>()));
+    }
+  }
+  h += "</table>\n";
+
+  if (r.contains("network") && r["network"].contains("top_links")) {
+    h += "<h2>Most utilized links</h2>\n<table class=\"links\">\n<tr><th>link</th><th>bytes</th><th>utilization</th></tr>\n";
+    for (const core::Json& l : r["network"]["top_links"]) {
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n", xml_escape(l.value("link", "")),
+                       gib(l.value("bytes", 0.0)), 100 * l.value("utilization", 0.0));
+    }
+    h += "</table>\n";
+  }
+  if (!timeline_file.empty()) {
+    h += fmt::format("<h2>Timeline</h2>\n<p>Written to <a href=\"{0}\"><code>{0}</code></a>: open it in "
+                     "ui.perfetto.dev or chrome://tracing.</p>\n",
+                     xml_escape(timeline_file));
+  }
+  h += fmt::format("<footer>trainsim report ({}), simulated in {:.3f} s, profile: {}</footer>\n</body>\n</html>\n",
+                   xml_escape(text(r, "/schema")), num(r, "/simulation/wall_s"), xml_escape(text(r, "/simulation/profile")));
+  return h;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,17 @@
+#pragma once
+// `trainsim run --html FILE`: one self-contained HTML page (inline CSS and inline SVG; no script,
+// font, image or style sheet loaded from anywhere) with the headline figures, the time breakdown
+// as a stacked bar and a table, the memory breakdown, the most utilized links when the report has
+// them (SimGrid backend), and the timeline file's name when one was written.
+
+#include <string>
+
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim::cli {
+
+// REQUIRES: `report` is a "trainsim.report/1" document from report_json. `timeline_file`: the
+// --timeline path, or empty.
+std::string html_report(const core::Json& report, const std::string& timeline_file);
+
+}  // namespace trainsim::cli
