@@ -15,6 +15,9 @@
 #include "sim/cli/report_figures.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/validate_command.hpp"
+#include "sim/cli/report_charts.hpp"
+#include "sim/report/bar_chart.hpp"
+#include "sim/report/chart_file.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
@@ -396,6 +399,7 @@ std::vector<std::string> vary_assignments(const std::string& vary) {
 }
 
 int compare_command(const CompareArgs& args, std::ostream& out) {
+  if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   const std::vector<Configuration> cs = configurations_of(args);
   const std::optional<size_t> ref = reference_of(cs);
   const std::vector<Row> rows = rows_of(cs, ref);
@@ -403,6 +407,15 @@ int compare_command(const CompareArgs& args, std::ostream& out) {
     case Format::JSON: out << json_of(cs, rows, ref).dump(2) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
     case Format::TABLE: write_table(cs, rows, ref, args.color, out); break;
+  }
+  if (!args.plot.empty()) {
+    std::vector<LabeledReport> bars;
+    for (const Configuration& c : cs) {
+      if (c.ok()) bars.push_back({c.label, c.report});
+    }
+    report::BarChart chart = breakdown_bar_chart(bars, "compare");
+    chart.ranked = false;  // in the order given, like the table's columns
+    report::write_chart_file(args.plot, report::render_bar_chart(chart), "--plot");
   }
   return 0;
 }
@@ -423,6 +436,7 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
           std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}},
           CLI::ignore_case))
       ->default_str("table");
+  command_->add_option("--plot", args_.plot, "Also draw the configurations' time breakdowns as bars to FILE.svg or FILE.png");
 }
 
 std::optional<int> CompareSubcommand::run(std::ostream& out) const {

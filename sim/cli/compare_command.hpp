@@ -44,6 +44,7 @@ struct CompareArgs {
   std::string backend = "analytic";    // for scenarios: analytic | simgrid
   Format format = Format::TABLE;
   bool color = false;                  // table: bold/colour differing cells (stdout is a terminal)
+  std::string plot{};                  // --plot FILE.svg|.png: the breakdowns side by side as bars
 };
 int compare_command(const CompareArgs& args, std::ostream& out);
 

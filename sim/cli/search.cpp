@@ -10,6 +10,7 @@
 #include "models/accounting.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/progress.hpp"
+#include "sim/cli/time_to_train.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "sim/core/error.hpp"
 
@@ -235,13 +236,6 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   if (options_.refine < 1) {
     throw core::InputError("--refine", "", fmt::format("expected at least 1, found {}", options_.refine));
   }
-  if (options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST ||
-      options_.objective == Objective::TOKENS_PER_DOLLAR) {
-    throw core::InputError("--objective", "",
-                           fmt::format("\"{}\" needs training.tokens and cluster.price_per_gpu_hour, which this version "
-                                       "of the scenario does not have yet (use iteration_time, tokens_per_s or mfu)",
-                                       to_string(options_.objective)));
-  }
   if (options_.jobs < 1) throw core::InputError("--jobs", "", fmt::format("expected at least 1, found {}", options_.jobs));
   if (options_.min_mfu && !(*options_.min_mfu > 0 && *options_.min_mfu < 1)) {
     throw core::InputError("--min-mfu", "",
@@ -281,6 +275,17 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
                                                                : options_.gpu_types;
 
   for (const ZeroOption& z : ZERO_OPTIONS) zero_templates_.push_back(zero_template(doc, options_.scenario, z));
+
+  const bool needs_tokens = options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
+  const bool needs_price = options_.objective == Objective::COST || options_.objective == Objective::TOKENS_PER_DOLLAR;
+  if ((needs_tokens && !scenario.training.tokens) || (needs_price && !scenario.cluster.price_per_gpu_hour)) {
+    throw core::InputError(options_.scenario, needs_tokens && !scenario.training.tokens ? "/training/tokens" : "/cluster/price_per_gpu_hour",
+                           fmt::format("--objective {} needs {} in the scenario (docs/scenario.md)",
+                                       to_string(options_.objective),
+                                       needs_tokens && needs_price ? "training.tokens and cluster.price_per_gpu_hour"
+                                       : needs_tokens              ? "training.tokens"
+                                                                   : "cluster.price_per_gpu_hour"));
+  }
 
   for (const std::string& type : types) {
     for (int g : gpus) {
@@ -414,15 +419,19 @@ double Search::objective_value(const Layout& l, double time) const {
     case Objective::ITERATION_TIME: return time;
     case Objective::TOKENS_PER_S: return tokens / time;
     case Objective::MFU: return v->model_flops / time / l.gpus / v->peak_flops;
-    default: break;
+    case Objective::TIME_TO_TRAIN: return time_to_train(v->base, time)->days;
+    case Objective::COST: return *time_to_train(v->base, time)->cost;
+    case Objective::TOKENS_PER_DOLLAR: return tokens / time / (l.gpus * *v->base.cluster.price_per_gpu_hour / 3600.0);
   }
-  TRAINSIM_CHECK(false, "objective without its scenario values");
+  TRAINSIM_CHECK(false, "unknown objective");
   return 0;
 }
 
 double Search::score(const Layout& l, double time) const {
   const double value = objective_value(l, time);
-  return options_.objective == Objective::ITERATION_TIME ? value : -value;
+  const bool lower_is_better = options_.objective == Objective::ITERATION_TIME ||
+                               options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
+  return lower_is_better ? value : -value;
 }
 
 SearchResult Search::evaluate() const {

@@ -2,12 +2,16 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <fstream>
 #include <thread>
 
 #include "sim/cli/progress.hpp"
+#include "sim/cli/report_charts.hpp"
 #include "sim/core/error.hpp"
+#include "sim/report/bar_chart.hpp"
+#include "sim/report/chart_file.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -72,6 +76,9 @@ std::string objective_text(const Search& s, const Evaluated& e) {
   switch (s.options().objective) {
     case Objective::MFU: return fmt::format("{:.1f}%", 100 * v);
     case Objective::TOKENS_PER_S: return fmt::format("{:.0f}", v);
+    case Objective::TIME_TO_TRAIN: return fmt::format("{:.2f} days", v);
+    case Objective::COST: return fmt::format("${:.0f}", v);
+    case Objective::TOKENS_PER_DOLLAR: return fmt::format("{:.0f}", v);
     default: return fmt::format("{:.4f}", v);
   }
 }
@@ -160,15 +167,30 @@ std::string result_table(const Search& s, const SearchResult& r) {
     std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (const auto& [n, reason] : reasons) line(fmt::format("  {:>10}  {}", n, reason));
   }
-  if (r.ranked.size() >= 2 && best_figures(r.ranked[0]) && best_figures(r.ranked[1])) {
+  // The runner-up: the first layout whose figures differ from the winner's (layouts that differ only
+  // in an implementation detail the model prices the same, e.g. fsdp and fsdp2, tell nothing).
+  size_t runner = 1;
+  if (!r.ranked.empty() && best_figures(r.ranked[0])) {
+    const double t0 = best_figures(r.ranked[0])->iteration_time_s;
+    for (size_t i = 1; i < r.ranked.size(); ++i) {
+      const Figures* f = best_figures(r.ranked[i]);
+      if (f != nullptr && std::abs(f->iteration_time_s - t0) > 1e-4 * t0) {
+        runner = i;
+        break;
+      }
+    }
+  }
+  if (r.ranked.size() > runner && best_figures(r.ranked[0]) && best_figures(r.ranked[runner])) {
     const Figures& a = *best_figures(r.ranked[0]);
-    const Figures& b = *best_figures(r.ranked[1]);
+    const Figures& b = *best_figures(r.ranked[runner]);
+    const std::string second = fmt::format("#{}", runner + 1);
     line("");
-    line(fmt::format("why #1 wins over #2 ({} figures, seconds per iteration on the critical rank):",
-                     r.ranked[0].simgrid && r.ranked[1].simgrid ? "SimGrid" : "analytic"));
+    line(fmt::format("why #1 wins over {}, the first with different figures ({} figures, seconds per iteration on the "
+                     "critical rank):",
+                     second, r.ranked[0].simgrid && r.ranked[runner].simgrid ? "SimGrid" : "analytic"));
     line(fmt::format("  #1 {}", r.ranked[0].layout.describe()));
-    line(fmt::format("  #2 {}", r.ranked[1].layout.describe()));
-    line(fmt::format("  {:<28}{:>12}{:>12}{:>12}", "", "#1", "#2", "#2 - #1"));
+    line(fmt::format("  {} {}", second, r.ranked[runner].layout.describe()));
+    line(fmt::format("  {:<28}{:>12}{:>12}{:>12}", "", "#1", second, second + " - #1"));
     const auto ra = breakdown_rows(a), rb = breakdown_rows(b);
     for (size_t i = 0; i < ra.size() && i < rb.size(); ++i) {
       if (ra[i].second == 0 && rb[i].second == 0) continue;
@@ -191,10 +213,27 @@ void print(const Search& s, const SearchResult& r, Format format, std::ostream& 
   }
 }
 
+// The shown layouts as ranked bars of their breakdown (SimGrid figures where re-checked).
+void write_plot(const Search& search, const SearchResult& r, const std::string& path) {
+  std::vector<LabeledReport> bars;
+  const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(search.options().top));
+  for (size_t i = 0; i < shown; ++i) {
+    const Figures* f = best_figures(r.ranked[i]);
+    if (f == nullptr) continue;
+    core::Json report;
+    report["iteration_time_s"] = f->iteration_time_s;
+    report["breakdown_s"] = f->breakdown_s;
+    bars.push_back({fmt::format("#{} {}", i + 1, r.ranked[i].layout.describe()), report});
+  }
+  report::write_chart_file(path, report::render_bar_chart(breakdown_bar_chart(bars, "search: " + search.options().scenario)),
+                           "--plot");
+}
+
 int finish(const Search& search, SearchResult& result, const SearchArgs& args, std::ostream& out) {
   search.rank(result);
   if (search.options().recheck && !result.interrupted) search.recheck(result);
   print(search, result, args.format, out);
+  if (!args.plot.empty()) write_plot(search, result, args.plot);
   return result.interrupted ? EXIT_INTERRUPTED : 0;
 }
 
@@ -225,6 +264,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   if (args.options.scenario.empty()) throw core::InputError("search", "", "expected a scenario file (or `search merge FILES`)");
   if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
   if (!args.shard.empty()) parse_shard(args.shard, args.options);
+  if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   StopOnInterrupt interrupt;
   const auto start = std::chrono::steady_clock::now();
   const Search search(args.options);
@@ -328,6 +368,8 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--format", args_.format, "table, json or csv")
       ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
       ->default_str("table");
+
+  command_->add_option("--plot", args_.plot, "Also draw the shown layouts' time breakdowns as ranked bars to FILE.svg or FILE.png");
 
   merge_ = command_->add_subcommand("merge", "Rank the union of `search --shard` files as one search would");
   merge_->add_option("files", args_.merge_files, "Shard files, one per shard")->required();

@@ -22,6 +22,7 @@ struct SearchArgs {
   std::string out;            // --out FILE: where a shard writes its JSON (default stdout)
   std::vector<std::string> merge_files;
   Format format = Format::TABLE;
+  std::string plot;           // --plot FILE.svg|.png: the shown layouts' breakdowns as ranked bars
 };
 
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err);

@@ -331,6 +331,7 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
 
 int sweep_command(const SweepArgs& args, std::ostream& out) {
   if (args.ranges.empty()) throw core::InputError(FLAG, "", "give at least one --set-range KEY=RANGE");
+  if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   std::vector<SweepRange> ranges;
   double total = 1;
   for (const std::string& text : args.ranges) {

@@ -31,8 +31,10 @@ SvgDocument render_bar_chart(const BarChart& chart) {
   }
   size_t label_chars = 4;
   for (const Bar& b : bars) label_chars = std::max(label_chars, b.label.size());
-  const double left = std::min(40.0 + CHAR_PX * static_cast<double>(label_chars), 320.0);
-  const double right = WIDTH - 90;
+  // Long labels (search layouts) widen the picture rather than being cut.
+  const double left = 40.0 + CHAR_PX * static_cast<double>(label_chars);
+  const double width = std::max(WIDTH, left + 540);
+  const double right = width - 90;
   double max_total = 0;
   for (const Bar& b : bars) max_total = std::max(max_total, total(b));
   const Scale x = linear_scale(0, max_total > 0 ? max_total : 1, 6);
@@ -47,7 +49,7 @@ SvgDocument render_bar_chart(const BarChart& chart) {
   int lrow = 0;
   for (size_t p : shown) {
     const double w = 30 + CHAR_PX * static_cast<double>(chart.parts[p].size());
-    if (lx + w > WIDTH - 20 && lx > 20) {
+    if (lx + w > width - 20 && lx > 20) {
       lx = 20;
       ++lrow;
     }
@@ -59,8 +61,8 @@ SvgDocument render_bar_chart(const BarChart& chart) {
   const double axis_y = TOP + plot_h;
   const double legend_y = axis_y + 62;
   const double height = legend_y + 22.0 * (shown.empty() ? 0 : lrow + 1) + 10;
-  SvgDocument svg(WIDTH, height);
-  svg.text(WIDTH / 2, 24, chart.title, text_style("middle", 15, "chart-title", true, 0));
+  SvgDocument svg(width, height);
+  svg.text(width / 2, 24, chart.title, text_style("middle", 15, "chart-title", true, 0));
 
   for (const Tick& t : x.ticks) {
     const double px = x.to_pixel(t.value, left, right);

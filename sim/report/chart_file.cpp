@@ -51,6 +51,18 @@ int run_converter(const std::string& svg_path, const std::string& png_path) {
 
 }  // namespace
 
+void check_chart_path(const std::string& path, const std::string& option) {
+  const std::string ext = lower_extension(path);
+  if (ext != ".svg" && ext != ".png") {
+    throw core::InputError(option, "", fmt::format("cannot tell the picture format of \"{}\": expected a file name ending in .svg or .png", path));
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    throw core::InputError(option, "", fmt::format("cannot write \"{}\": the folder {} does not exist", path, parent.string()));
+  }
+}
+
 void write_chart_file(const std::string& path, const SvgDocument& svg, const std::string& option) {
   const std::string ext = lower_extension(path);
   if (ext == ".svg") {

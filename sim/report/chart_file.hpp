@@ -17,6 +17,10 @@ namespace trainsim::report {
 // The program that turns SVG into PNG.
 inline constexpr const char* PNG_CONVERTER = "rsvg-convert";
 
+// Checks a picture path before the work that produces the picture: an .svg or .png name in an
+// existing folder. Throws InputError naming `option`.
+void check_chart_path(const std::string& path, const std::string& option);
+
 // Throws InputError: unknown extension, unwritable file, missing converter, or a converter failure
 // (with its exit status).
 void write_chart_file(const std::string& path, const SvgDocument& svg, const std::string& option);

@@ -121,7 +121,7 @@ expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
 small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
        --refine 8 --top 2 --quiet)
 expect search-table 0 "$bin" search "${small[@]}"
-contains search-table "$tmp/out" "why #1 wins over #2"
+contains search-table "$tmp/out" "why #1 wins over #"
 contains search-table "$tmp/out" "re-checked with SimGrid"
 expect search-json-1 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1
 cp "$tmp/out" "$tmp/search1.json"
@@ -168,6 +168,19 @@ expect timeline-mb-bad 2 "$bin" run "$sweep_scenario" --backend analytic --timel
 contains timeline-mb-bad "$tmp/err" "micro-batch 99 is outside 0..15"
 expect timeline-window-alone 2 "$bin" run "$sweep_scenario" --backend analytic --timeline-window 0:1
 contains timeline-window-alone "$tmp/err" "give --timeline FILE too"
+
+# --plot on search and compare: pictures checked for their path before the work, then written.
+expect search-plot 0 "$bin" search "${small[@]}" --no-recheck --plot "$tmp/search.svg"
+contains search-plot "$tmp/search.svg" "<svg"
+expect search-plot-no-folder 2 "$bin" search "${small[@]}" --no-recheck --plot "$tmp/none/search.svg"
+contains search-plot-no-folder "$tmp/err" "does not exist"
+expect search-ttt-needs-tokens 2 "$bin" search "${small[@]}" --no-recheck --objective time_to_train
+contains search-ttt-needs-tokens "$tmp/err" "needs training.tokens"
+expect search-cost 0 "$bin" search "${small[@]}" --no-recheck --objective cost --set training.tokens=1e11 \
+  --set cluster.price_per_gpu_hour=2.5
+contains search-cost "$tmp/out" "objective cost"
+expect compare-plot 0 "$bin" compare "$sweep_scenario" --vary training.micro_batch=1,2 --plot "$tmp/compare.svg"
+contains compare-plot "$tmp/compare.svg" "<svg"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
