@@ -235,10 +235,12 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   if (auto o = root.object("optimizations")) o->finish();  // no optimization is implemented yet: any key is unknown
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
   if (auto e = root.object("expect")) s.expect = read_expectation(*e);
+  std::optional<core::ObjectReader> inline_profile = root.object("profile");
   root.finish();
 
   s.profile.device = core::DeviceProfile::defaults_for(s.cluster.gpu_spec.name);
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
+  if (inline_profile) s.profile = core::Profile::from_json(*inline_profile, s.profile);
 
   diag.throw_if_any();
 

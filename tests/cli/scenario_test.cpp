@@ -23,6 +23,20 @@ TEST(Scenario, LoadsBundledScenarioWithDefaultsResolved) {
   EXPECT_TRUE(resolved.contains("profile"));
 }
 
+// `check` prints the resolved scenario, profile included; it reads back into the same scenario: the
+// same resolved JSON, and an inline "profile" that changes a constant takes effect.
+TEST(Scenario, ResolvedScenarioReadsBackToItself) {
+  for (const char* name : {"gpt3-175b-a100-1024.json", "llama3-70b-h100-64.json", "sanity/opt-175b-fsdp-a100-992.json"}) {
+    const Scenario s = load_scenario(SCENARIOS + name);
+    const core::Json resolved = s.to_json();
+    const Scenario again = read_scenario(resolved, std::string("resolved ") + name);
+    EXPECT_EQ(again.to_json(), resolved) << name;
+  }
+  core::Json edited = load_scenario(SCENARIOS + "gpt3-6.7b-a100-8.json").to_json();
+  edited["profile"]["device"]["kernel_overhead"] = "7 us";
+  EXPECT_DOUBLE_EQ(read_scenario(edited, "edited").profile.device.kernel_overhead.value(), 7e-6);
+}
+
 // The ZeRO sanity anchors (scenarios/sanity) load, with their implementation resolved.
 TEST(Scenario, SanityScenariosLoadWithTheirZeroImplementation) {
   const Scenario zero = load_scenario(SCENARIOS + "sanity/zero-sc20-13b-v100-128.json");
