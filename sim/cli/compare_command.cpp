@@ -15,6 +15,7 @@
 #include "sim/cli/report_figures.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/validate_command.hpp"
+#include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
@@ -426,16 +427,9 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
       ->required();
   command_->add_option("--vary", args_.vary, "Vary a scenario value: key.path=V1,V2,... (repeatable: cartesian product)")
       ->type_name("KEY=V1,V2");
-  command_->add_option("--set", args_.overrides, "Override a scenario value: key.path=value (repeatable)")
-      ->type_name("KEY=VALUE");
-  command_->add_option("--backend", args_.backend, "Backend for scenarios: analytic (default) or simgrid")
-      ->check(CLI::IsMember({"analytic", "simgrid"}))
-      ->default_str("analytic");
-  command_->add_option("--format", args_.format, "Output format: table, json or csv")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}},
-          CLI::ignore_case))
-      ->default_str("table");
+  add_overrides(command_, args_.overrides);
+  add_backend(command_, args_.backend, "Backend for scenarios: analytic (default) or simgrid");
+  add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the configurations' time breakdowns as bars to FILE.svg or FILE.png");
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "sim/cli/calibrate_command.hpp"
+#include "sim/cli/cli_options.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/compare_command.hpp"
@@ -15,29 +16,9 @@
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
 
-namespace {
-
-using trainsim::cli::Format;
-
-const std::map<std::string, Format> FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}};
-
-// validate (one row per compared figure) and run (one row of the report's main figures) also write CSV.
-const std::map<std::string, Format> VALIDATE_FORMATS{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}};
-
-void add_format(CLI::App* cmd, Format& format, const std::map<std::string, Format>& formats = FORMATS) {
-  cmd->add_option("--format", format, formats.size() > 2 ? "Output format: table, json or csv" : "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
-      ->default_str("table");
-}
-
-void add_overrides(CLI::App* cmd, std::vector<std::string>& overrides) {
-  cmd->add_option("--set", overrides, "Override a scenario value: key.path=value (repeatable), e.g. parallelism.tensor=4")
-      ->type_name("KEY=VALUE");
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
+  using trainsim::cli::add_format;
+  using trainsim::cli::add_overrides;
   CLI::App app{"trainsim: simulate large-scale distributed deep-learning training before paying for the GPUs"};
   app.require_subcommand(1);
   // The commit is the one checked out when cmake configured the build (sim/cli/CMakeLists.txt).
@@ -49,7 +30,7 @@ int main(int argc, char** argv) {
   trainsim::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Predict one training iteration of a scenario");
   run_cmd->add_option("scenario", run.scenario, "Scenario JSON file")->required();
-  add_format(run_cmd, run.format, VALIDATE_FORMATS);
+  add_format(run_cmd, run.format, /*csv=*/true);
   add_overrides(run_cmd, run.overrides);
   run_cmd->add_option("--out", run.out_dir, "Also write report.json, report.txt and scenario.resolved.json here");
   run_cmd->add_option("--timeline", run.timeline, "Write a Chrome/Perfetto trace of the iteration to FILE");
@@ -75,7 +56,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"gpus", "models", "profile"}));
   describe_cmd->add_option("--gpu", describe.gpu, "profile: the built-in profile of this GPU (e.g. A100-SXM4-80GB)");
-  add_format(describe_cmd, describe.format);
+  add_format(describe_cmd, describe.format, /*csv=*/false);
 
   trainsim::cli::ValidateArgs validate;
   double tolerance_pct = -1;
@@ -85,7 +66,7 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--tolerance", tolerance_pct, "Exit 3 when a case's judged |error| exceeds PCT percent")
       ->check(CLI::PositiveNumber)
       ->type_name("PCT");
-  add_format(validate_cmd, validate.format, VALIDATE_FORMATS);
+  add_format(validate_cmd, validate.format, /*csv=*/true);
   add_overrides(validate_cmd, validate.overrides);
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
       ->check(CLI::IsMember({"analytic", "simgrid"}));

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "sim/cli/cli_options.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -397,16 +398,9 @@ SweepSubcommand::SweepSubcommand(CLI::App& app) {
                        "KEY=START:END:xFACTOR, KEY=START:END:+STEP or KEY=V1,V2,... (repeatable: cartesian product)")
       ->type_name("KEY=RANGE")
       ->required();
-  command_->add_option("--set", args_.overrides, "Override a scenario value: key.path=value (repeatable)")
-      ->type_name("KEY=VALUE");
-  command_->add_option("--backend", args_.backend, "Simulation backend: analytic or simgrid")
-      ->check(CLI::IsMember({"analytic", "simgrid"}))
-      ->default_str("analytic");
-  command_->add_option("--format", args_.format, "Output format: table, json or csv")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}, {"csv", Format::CSV}},
-          CLI::ignore_case))
-      ->default_str("table");
+  add_overrides(command_, args_.overrides);
+  add_backend(command_, args_.backend, "Simulation backend: analytic (default) or simgrid");
+  add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the scaling curve to FILE.svg or FILE.png");
   command_->add_flag("--yes", args_.yes, fmt::format("Allow more than {} points", SWEEP_POINTS_WITHOUT_YES));
 }
