@@ -195,11 +195,14 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     if (pos > 0) f += p2p;
     if (pos < positions - 1) b += p2p;
     if (zero3) {
-      // Gathered before the forward and again before the backward, reduce-scattered after it.
+      // Gathered before the forward and again before the backward, reduce-scattered after it. The
+      // first unit's gather of each pass cannot be prefetched (it waits for the previous pass's
+      // buffers): one layer's gather is exposed per pass, every micro-batch.
       const double gather = x.collective(CollectiveOp::ALL_GATHER, params.total() * weight_bytes, data_group);
       const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, params.total() * grad_bytes, data_group);
-      f = std::max(f, gather);
-      b = std::max(b, gather + scatter);
+      const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
+      f = std::max(f, gather) + first_unit;
+      b = std::max(b, gather + scatter) + first_unit;
     }
     forward[static_cast<size_t>(pos)] = f;
     backward[static_cast<size_t>(pos)] = b;
