@@ -11,6 +11,8 @@
 
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/prediction.hpp"
+#include "sim/cli/progress.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/chart_file.hpp"
@@ -354,13 +356,15 @@ int sweep_command(const SweepArgs& args, std::ostream& out) {
   std::vector<size_t> index(ranges.size(), 0);
   const Point* first = nullptr;
   std::string name;
+  Progress bar("sweep", static_cast<uint64_t>(total), !args.quiet);
   for (size_t n = 0; n < static_cast<size_t>(total); ++n) {
+    bar.advance();
     Point p;
     for (size_t k = 0; k < ranges.size(); ++k) p.values.push_back(ranges[k].values[index[k]]);
     try {
       const Scenario s = read_scenario(with_values(doc, ranges, p.values), args.scenario);
       if (name.empty()) name = s.name;
-      p.report = report_json(s, predict(s, args.backend));
+      p.report = predict_report(s, args.backend);  // SimGrid in a child process: one platform per process
     } catch (const core::InputError& e) {
       p.error = error_text(e);
     }
@@ -371,6 +375,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out) {
       index[k] = 0;
     }
   }
+  bar.finish();
   for (Point& p : points) {
     if (!p.report) continue;
     if (!first) first = &p;
@@ -402,6 +407,7 @@ SweepSubcommand::SweepSubcommand(CLI::App& app) {
   add_backend(command_, args_.backend, "Simulation backend: analytic (default) or simgrid");
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the scaling curve to FILE.svg or FILE.png");
+  command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
   command_->add_flag("--yes", args_.yes, fmt::format("Allow more than {} points", SWEEP_POINTS_WITHOUT_YES));
 }
 

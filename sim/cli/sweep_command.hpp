@@ -51,6 +51,7 @@ struct SweepArgs {
   Format format = Format::TABLE;       // table | json | csv
   std::string plot;                    // --plot FILE.svg | FILE.png: the scaling curve
   bool yes = false;                    // --yes: allow more than SWEEP_POINTS_WITHOUT_YES points
+  bool quiet = false;                  // --quiet: no progress bar (drawn only on a terminal anyway)
 };
 int sweep_command(const SweepArgs& args, std::ostream& out);
 

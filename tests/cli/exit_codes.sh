@@ -182,5 +182,10 @@ contains search-cost "$tmp/out" "objective cost"
 expect compare-plot 0 "$bin" compare "$sweep_scenario" --vary training.micro_batch=1,2 --plot "$tmp/compare.svg"
 contains compare-plot "$tmp/compare.svg" "<svg"
 
+# sweep under SimGrid across cluster sizes: each point in its own process (one platform per process).
+expect sweep-simgrid-nodes 0 "$bin" sweep "$sweep_scenario" --set parallelism.data=auto --set-range cluster.nodes=1,2 \
+  --backend simgrid --format csv
+contains sweep-simgrid-nodes "$tmp/out" "2,16,"
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
