@@ -1,3 +1,4 @@
+#include "sim/cli/cli_options.hpp"
 #include "sim/cli/collective_command.hpp"
 
 #include <CLI/CLI.hpp>
@@ -209,6 +210,15 @@ void print_table(std::ostream& out, const CollectiveArgs& args, const Setup& s, 
   }
 }
 
+// One row per size, the table's columns (the comparison and the links stay in table and JSON).
+void print_csv(std::ostream& out, const std::vector<engine::CollectiveResult>& results) {
+  out << "size_bytes,count,time_us,algbw_GB/s,busbw_GB/s,algorithm\n";
+  for (const engine::CollectiveResult& r : results) {
+    out << fmt::format("{:.0f},{:.0f},{},{},{},{}\n", r.size.value(), std::floor(r.size.value() / FLOAT_BYTES),
+                       r.time.value() * 1e6, r.algbw / 1e9, r.busbw / 1e9, network::to_string(r.algorithm));
+  }
+}
+
 }  // namespace
 
 int collective_command(const CollectiveArgs& args, std::ostream& out) {
@@ -231,6 +241,8 @@ int collective_command(const CollectiveArgs& args, std::ostream& out) {
       args.compare.empty() ? std::vector<Comparison>{} : compare(args, request.op, setup, results);
   if (args.format == Format::JSON) {
     print_json(out, args, setup, ranks, results, comparison);
+  } else if (args.format == Format::CSV) {
+    print_csv(out, results);
   } else {
     print_table(out, args, setup, ranks, results, comparison);
   }
@@ -252,10 +264,7 @@ CollectiveSubcommand::CollectiveSubcommand(CLI::App& app) {
   command_->add_option("--fidelity", args_.fidelity, "step, flow or analytic")->default_str("flow");
   command_->add_option("--sizes", args_.sizes, "MIN:MAX per-rank buffer sizes, e.g. 1M:16G")->default_str("1M:16G");
   command_->add_option("--factor", args_.factor, "Size multiplier from MIN to MAX")->default_str("2");
-  command_->add_option("--format", args_.format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
-                                          CLI::ignore_case))
-      ->default_str("table");
+  add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--compare", args_.compare, "nccl-tests measurements (JSON) to compare with");
   command_->add_option("--top-links", args_.top_links, "Most utilized links listed")->default_str("5");
   command_->add_flag("--no-symmetry", args_.no_symmetry,

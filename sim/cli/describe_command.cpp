@@ -30,6 +30,18 @@ int describe_gpus(Format format, std::ostream& out) {
     out << list.dump(2) << "\n";
     return 0;
   }
+  if (format == Format::CSV) {
+    out << "gpu,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_capacity_bytes,hbm_bandwidth_bytes_per_s,"
+           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count\n";
+    for (const core::GpuSpec& g : core::gpu_catalog()) {
+      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{}\n", g.name,
+                         tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
+                         tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
+                         tflops(g, core::Precision::FP8), g.hbm_capacity.value(), g.hbm_bandwidth.value(),
+                         g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count);
+    }
+    return 0;
+  }
   out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}\n", "gpu", "fp32", "tf32", "bf16",
                      "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms");
   out << fmt::format("{:<16}{:>40}{:>10}{:>12}{:>12}{:>12}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
@@ -56,6 +68,15 @@ int describe_models(Format format, std::ostream& out) {
     out << list.dump(2) << "\n";
     return 0;
   }
+  if (format == Format::CSV) {
+    out << "model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,activation,experts,parameters\n";
+    for (const models::ModelSpec& m : models::model_catalog()) {
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", m.name, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden,
+                         m.vocab, m.activation == models::Activation::GELU ? "gelu" : "swiglu", m.experts,
+                         m.parameter_count(PARAMS_AT_SEQUENCE));
+    }
+    return 0;
+  }
   out << fmt::format("{:<14}{:>7}{:>7}{:>7}{:>9}{:>8}{:>8}{:>9}{:>9}{:>10}\n", "model", "layers", "hidden", "heads",
                      "kv_heads", "ffn", "vocab", "mlp", "experts", "params");
   for (const models::ModelSpec& m : models::model_catalog()) {
@@ -72,6 +93,9 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
   if (args.what == "gpus") return describe_gpus(args.format, out);
   if (args.what == "models") return describe_models(args.format, out);
   if (args.what == "profile") {
+    if (args.format == Format::CSV) {
+      throw core::InputError("--format", "", "describe profile prints a JSON profile; csv applies to gpus and models");
+    }
     core::Profile profile;
     if (!args.gpu.empty()) {
       const core::GpuSpec* gpu = core::find_gpu(args.gpu);

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"gpus", "models", "profile"}));
   describe_cmd->add_option("--gpu", describe.gpu, "profile: the built-in profile of this GPU (e.g. A100-SXM4-80GB)");
-  add_format(describe_cmd, describe.format, /*csv=*/false);
+  add_format(describe_cmd, describe.format, /*csv=*/true);  // gpus and models; profile: table or json
 
   trainsim::cli::ValidateArgs validate;
   double tolerance_pct = -1;

@@ -187,5 +187,14 @@ expect sweep-simgrid-nodes 0 "$bin" sweep "$sweep_scenario" --set parallelism.da
   --backend simgrid --format csv
 contains sweep-simgrid-nodes "$tmp/out" "2,16,"
 
+# CSV wherever a table is printed: collective, describe gpus / models.
+expect collective-csv 0 "$bin" collective --op all_reduce --gpus 8 --gpu A100-SXM4-80GB --sizes 1M:4M --fidelity analytic --format csv
+contains collective-csv "$tmp/out" "size_bytes,count,time_us,algbw_GB/s,busbw_GB/s,algorithm"
+expect describe-gpus-csv 0 "$bin" describe gpus --format csv
+contains describe-gpus-csv "$tmp/out" "H100-SXM5-80GB,"
+expect describe-models-csv 0 "$bin" describe models --format csv
+contains describe-models-csv "$tmp/out" "gpt3-175b,96,12288"
+expect describe-profile-csv 2 "$bin" describe profile --format csv
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
