@@ -12,9 +12,10 @@ packages=(cmake g++ make pkg-config libsimgrid-dev nlohmann-json3-dev libfmt-dev
           protobuf-compiler libgtest-dev libcli11-dev libeigen3-dev
           librsvg2-bin)  # rsvg-convert: --plot FILE.png
 # Only for the test suite (-DTRAINSIM_BUILD_TESTS=ON): python3 checks the SVG/HTML files and headless
-# Chromium renders the HTML report once.
+# Chromium renders the HTML report once; Open MPI (optional for a build: `mpirun -np N trainsim
+# search`, docs/search.md) so that cli.search_mpi runs instead of being skipped.
 for arg in "$@"; do
-  if [ "$arg" = "-DTRAINSIM_BUILD_TESTS=ON" ]; then packages+=(python3 chromium); fi
+  if [ "$arg" = "-DTRAINSIM_BUILD_TESTS=ON" ]; then packages+=(python3 chromium libopenmpi-dev openmpi-bin); fi
 done
 missing=()
 for p in "${packages[@]}"; do

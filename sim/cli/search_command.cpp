@@ -9,6 +9,7 @@
 
 #include "sim/cli/progress.hpp"
 #include "sim/cli/report_charts.hpp"
+#include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
@@ -229,6 +230,15 @@ void write_plot(const Search& search, const SearchResult& r, const std::string& 
                            "--plot");
 }
 
+void log_first_pass(const SearchResult& result, const SearchOptions& o, std::ostream& err) {
+  if (o.quiet) return;
+  err << fmt::format("search: first pass: {} candidates, {} estimated, {} valid in {:.2f} s ({:.0f} estimates per "
+                     "minute, {} jobs)\n",
+                     result.candidates, result.estimated, result.valid, result.first_pass_s,
+                     static_cast<double>(result.estimated) / std::max(result.first_pass_s, 1e-9) * 60, o.jobs);
+  err << fmt::format("search: analytic backend: {} best estimates in {:.2f} s\n", result.ranked.size(), result.refine_s);
+}
+
 int finish(const Search& search, SearchResult& result, const SearchArgs& args, std::ostream& out) {
   search.rank(result);
   if (search.options().recheck && !result.interrupted) search.recheck(result);
@@ -260,8 +270,20 @@ std::vector<int> parse_gpu_counts(const std::string& text) {
   return out;
 }
 
+std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted) {
+  if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
+  if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
+  const Search search(args.options);
+  const SearchResult result = search.evaluate();
+  log_first_pass(result, args.options, err);
+  interrupted = result.interrupted;
+  return shard_json(search, result).dump(1) + "\n";
+}
+
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   if (args.options.scenario.empty()) throw core::InputError("search", "", "expected a scenario file (or `search merge FILES`)");
+  // Started by mpirun with several ranks: each evaluates its share and rank 0 prints the merge.
+  if (mpi_world_size() > 1) return search_mpi_command(std::move(args), out, err);
   if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
   if (!args.shard.empty()) parse_shard(args.shard, args.options);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
@@ -269,13 +291,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   const Search search(args.options);
   SearchResult result = search.evaluate();
-  if (!args.options.quiet) {
-    err << fmt::format("search: first pass: {} candidates, {} estimated, {} valid in {:.2f} s ({:.0f} estimates per "
-                       "minute, {} jobs)\n",
-                       result.candidates, result.estimated, result.valid, result.first_pass_s,
-                       static_cast<double>(result.estimated) / std::max(result.first_pass_s, 1e-9) * 60, args.options.jobs);
-    err << fmt::format("search: analytic backend: {} best estimates in {:.2f} s\n", result.ranked.size(), result.refine_s);
-  }
+  log_first_pass(result, args.options, err);
   if (!args.shard.empty()) {
     const std::string text = shard_json(search, result).dump(1) + "\n";
     if (args.out.empty()) {
@@ -294,14 +310,11 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   return code;
 }
 
-int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {
-  if (args.merge_files.empty()) throw core::InputError("search merge", "", "expected shard files");
-  StopOnInterrupt interrupt;
+int merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, const SearchArgs& args, std::ostream& out) {
   std::vector<SearchResult> shards;
   core::Json options;
   std::vector<bool> seen;
-  for (const std::string& file : args.merge_files) {
-    const core::Json j = core::load_json_file(file);
+  for (const auto& [j, file] : files) {
     shards.push_back(shard_from_json(j, file));
     if (options.is_null()) {
       options = j["options"];
@@ -309,7 +322,7 @@ int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {
     } else if (j["options"] != options || j["shard"][1].get<size_t>() != seen.size()) {
       throw core::InputError(file, "/options",
                              fmt::format("this shard comes from another search than {} (its options or shard count differ)",
-                                         args.merge_files.front()));
+                                         files.front().second));
     }
     const size_t index = j["shard"][0].get<size_t>();
     if (index >= seen.size() || seen[index]) {
@@ -334,6 +347,14 @@ int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {
   const Search search(o);
   SearchResult result = search.merge(shards);
   return finish(search, result, args, out);
+}
+
+int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {
+  if (args.merge_files.empty()) throw core::InputError("search merge", "", "expected shard files");
+  StopOnInterrupt interrupt;
+  std::vector<std::pair<core::Json, std::string>> files;
+  for (const std::string& file : args.merge_files) files.emplace_back(core::load_json_file(file), file);
+  return merge_shards(files, args, out);
 }
 
 SearchSubcommand::SearchSubcommand(CLI::App& app) {

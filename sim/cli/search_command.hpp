@@ -5,6 +5,9 @@
 
 #include <optional>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/search.hpp"
@@ -27,6 +30,15 @@ struct SearchArgs {
 
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err);
 int search_merge_command(SearchArgs args, std::ostream& out, std::ostream& err);
+
+// Stages 1-4 of `search` on the shard in args.options (shard_index/shard_count; --gpus and --plot
+// checked first): the shard JSON text that `--shard` writes; `interrupted` tells whether Ctrl-C
+// stopped it. Logs the first-pass timing on `err` unless quiet. Throws InputError as search_command.
+std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted);
+// `search merge` on shard documents already read (each with the name its errors give): checks that
+// they come from one search and cover every shard once, then ranks, re-checks and prints the result
+// as one process would have (args: --top, --no-recheck, --format, --plot, --quiet, --jobs).
+int merge_shards(const std::vector<std::pair<core::Json, std::string>>& shards, const SearchArgs& args, std::ostream& out);
 
 // Parses --gpus: "A:B" (the powers of two from A to B, A and B included) or "A,B,C". Throws
 // InputError naming --gpus.

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 trainsim search` (docs/search.md, "Under MPI"): the result printed by rank 0 equals the
+# one-process result (--jobs 1) byte for byte, with and without the SimGrid re-check; the other rank
+# prints nothing; an input error is printed once and exits 2; --shard is refused under mpirun.
+# Usage: search_mpi.sh TRAINSIM SOURCE_DIR MPIEXEC. An empty MPIEXEC means trainsim was built without
+# MPI: exit 77, which ctest reports as skipped (tests/cli/CMakeLists.txt).
+set -u
+bin=$1
+src=$2
+mpiexec=${3:-}
+if [ -z "$mpiexec" ]; then
+  echo "skipped: trainsim was built without MPI (no libopenmpi-dev when cmake configured)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+mpirun=("$mpiexec" --oversubscribe --allow-run-as-root -np 2)
+
+expect() {  # expect NAME CODE COMMAND...
+  local name=$1 code=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL $name: exit $got, expected $code"; sed 's/^/  stderr: /' "$tmp/err" | head -20
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+same() {  # same NAME FILE_A FILE_B
+  if cmp -s "$2" "$3"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: $2 and $3 differ"; diff "$2" "$3" | head -20
+    failures=$((failures + 1))
+  fi
+}
+count() {  # count NAME FILE TEXT N: TEXT on exactly N lines of FILE
+  local n
+  n=$(grep -cF -- "$3" "$2")
+  if [ "$n" -eq "$4" ]; then passes=$((passes + 1)); else echo "FAIL $1: '$3' on $n lines of $2, expected $4"; sed 's/^/  /' "$2" | head -20; failures=$((failures + 1)); fi
+}
+
+# The small search of tests/cli/exit_codes.sh.
+small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
+       --refine 8 --top 2)
+
+expect one-json 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1 --quiet
+cp "$tmp/out" "$tmp/one.json"
+expect mpi-json 0 "${mpirun[@]}" "$bin" search "${small[@]}" --no-recheck --format json --quiet
+same mpi-json "$tmp/one.json" "$tmp/out"
+count mpi-json "$tmp/out" '"schema": "trainsim.search/1"' 1
+
+# The table with the SimGrid re-check (on rank 0), --jobs threads in each rank, timing on stderr.
+expect one-table 0 "$bin" search "${small[@]}" --jobs 1 --quiet
+cp "$tmp/out" "$tmp/one.txt"
+expect mpi-table 0 "${mpirun[@]}" "$bin" search "${small[@]}" --jobs 2
+same mpi-table "$tmp/one.txt" "$tmp/out"
+count mpi-table "$tmp/err" "search: 2 MPI ranks" 1
+count mpi-table "$tmp/err" "search: first pass:" 1
+
+# Bad input: exit 2, the error once (every rank finds it; rank 0 prints it).
+expect mpi-bad-gpus 2 "${mpirun[@]}" "$bin" search "${small[@]}" --gpus 4096:512
+count mpi-bad-gpus "$tmp/err" "error: --gpus" 1
+expect mpi-shard 2 "${mpirun[@]}" "$bin" search "${small[@]}" --shard 0/2
+count mpi-shard "$tmp/err" "cannot be used under mpirun" 1
+
+echo "search_mpi: $passes passed, $failures failed"
+[ "$failures" -eq 0 ]
