@@ -246,7 +246,13 @@ class StageEmitter {
     // piece is half the pass (dgrad or wgrad), on all rows or, chunked, on 2·fraction of them.
     t.gemm = op.gemm;
     t.gemm.m = static_cast<float>(op.gemm.m * (backward ? std::min(1.0, 2 * fraction) : fraction));
-    if (op.precision != workload_.precision) {
+    // Ops without a precision of their own (norms, elementwise, embedding) carry OpCost's BF16
+    // default: they run at the training precision, except in FP8 training, where Transformer Engine
+    // keeps them in BF16. (Taking the default as theirs asked a V100 in fp16 for a bf16 peak.)
+    const bool own_precision = op.op_class == core::OpClass::GEMM || op.op_class == core::OpClass::ATTENTION ||
+                               op.op_class == core::OpClass::FLASH_ATTENTION ||
+                               workload_.precision == core::Precision::FP8;
+    if (own_precision && op.precision != workload_.precision) {
       t.precision = op.precision;
       t.has_precision = true;
     }

@@ -157,6 +157,37 @@ std::vector<int> balanced_split(int layers, int chunks) {
   return split;
 }
 
+double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const double micro_batches = static_cast<double>(micro_batch_count(t, p));
+  const bool tp = p.tensor > 1;
+  const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
+  // Tasks of one layer for one micro-batch, forward + backward + recompute.
+  auto per_layer = [&](LayerKind kind) {
+    const double ops = static_cast<double>(layer_ops(m, t, p, kind).size());
+    double n = 2 * ops + 2;                                   // compute forward and backward, memory alloc / free
+    if (p.recompute == Recompute::FULL) n += ops + 1;         // the forward again (+ its allocation)
+    if (p.recompute == Recompute::SELECTIVE) n += 1;          // the attention core again
+    double comms = 0;                                         // collectives of one pass
+    if (tp) comms += 2;                                       // all-reduce, or all-gather + reduce-scatter
+    if (tp && p.sequence_parallel) comms += 2;
+    if (p.tp_overlap_active()) n += 4.0 * p.tensor + ops;     // chunked GEMMs + collectives; split backward
+    if (p.context > 1) comms += 1;                            // K/V all-gather (reduce-scatter back)
+    if (kind == LayerKind::MOE && p.expert > 1) comms += 2;   // dispatch and combine all-to-all
+    n += comms * (p.recompute == Recompute::FULL ? 3 : 2);
+    if (zero3) n += 3;                                        // gather forward and backward, reduce-scatter
+    return n;
+  };
+  const double moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
+  const double dense_layers = m.layers - moe_layers;
+  double per_micro_batch = dense_layers * per_layer(LayerKind::DENSE) +
+                           (moe_layers > 0 ? moe_layers * per_layer(LayerKind::MOE) : 0);
+  const double edge_ops = static_cast<double>(embedding_ops(m, t, p).size() + head_ops(m, t, p).size());
+  per_micro_batch += 2 * edge_ops + (tp ? 8 : 0) + 4.0 * p.pipeline_chunks();
+  // Gradient buckets, parameter gathers and the optimizer: a few tasks per layer and stage.
+  const double per_iteration = 4.0 * m.layers + 8.0 * p.pipeline;
+  return micro_batches * per_micro_batch + per_iteration;
+}
+
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   BuiltWorkload built;
   built.balanced_split = p.stage_layers.empty();

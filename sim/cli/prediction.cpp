@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -65,6 +66,7 @@ std::string split_description(const Prediction& p) {
 
 Prediction predict(const Scenario& scenario, const std::string& backend_override,
                    const std::vector<int>& timeline_ranks) {
+  check_task_budget(scenario);  // read_scenario checked it, except for search's layouts (StrategyCheck::SKIP)
   const auto start = std::chrono::steady_clock::now();
   Prediction p;
   p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism);
@@ -77,6 +79,9 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
   options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
   p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
+  // Inputs are bounded (physical ranges, training sizes), so a non-finite time is a bug, never a prediction.
+  TRAINSIM_CHECK(std::isfinite(p.iteration_time_s()) && p.iteration_time_s() > 0,
+                 fmt::format("the predicted iteration time is {} s", p.iteration_time_s()));
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return p;
 }

@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 
 #include "calibrate/accuracy.hpp"
@@ -106,7 +108,20 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   r.backend = args.backend;
   const std::unique_ptr<engine::Backend> backend =
       args.backend == "analytic" ? engine::make_analytic_backend() : engine::make_simgrid_backend();
-  r.result = backend->run(r.built.workload, r.traced.cluster, r.traced.profile, options);
+  try {
+    r.result = backend->run(r.built.workload, r.traced.cluster, r.traced.profile, options);
+  } catch (const engine::WorkloadStuck& e) {
+    // A workload built from traces runs what was measured: if it cannot run to its end, the traces
+    // do not describe one consistent run.
+    throw core::InputError(fmt::format("{}", fmt::join(args.paths, ", ")), "",
+                           fmt::format("the traces do not replay as one run ({}); the likely cause is ranks whose "
+                                       "traces disagree on their collective sequence (another call, size or order) "
+                                       "or a truncated trace: check that every rank's trace is complete and from "
+                                       "the same run",
+                                       e.what()));
+  }
+  TRAINSIM_CHECK(std::isfinite(r.result.iteration_time.value()) && r.result.iteration_time.value() > 0,
+                 fmt::format("a non-finite or non-positive replayed iteration time ({})", r.result.iteration_time.value()));
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out << (args.format == Format::JSON ? replay_json(r).dump(2) + "\n" : replay_table(r));
   return 0;

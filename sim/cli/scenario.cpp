@@ -4,8 +4,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/workload_builder.hpp"
+
 namespace trainsim::cli {
 namespace {
+
+// The largest simulation.max_tasks accepted: 2^40 tasks would need over 100 TB.
+constexpr int64_t MAX_TASKS_LIMIT = int64_t{1} << 40;
 
 const std::vector<std::string> BACKENDS = {"analytic", "simgrid"};
 const std::vector<std::string> FIDELITIES = {"step", "flow", "analytic"};
@@ -24,6 +29,7 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   s.profile = r.string("profile", "");
   s.symmetry = r.boolean("symmetry", s.symmetry);
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
+  s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
   r.finish();
   return s;
 }
@@ -137,6 +143,7 @@ core::Json SimulationConfig::to_json() const {
   j["symmetry"] = symmetry;
   j["algorithm"] = network::to_string(algorithm);
   j["fidelity"] = std::string(engine::to_string(fidelity));
+  j["max_tasks"] = max_tasks;
   return j;
 }
 
@@ -258,7 +265,20 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   }
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
+  if (strategy == StrategyCheck::CHECK) check_task_budget(s);
   return s;
+}
+
+void check_task_budget(const Scenario& s) {
+  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism);
+  if (tasks <= static_cast<double>(s.simulation.max_tasks)) return;
+  throw ImpossibleScenario(
+      s.file, "/simulation/max_tasks",
+      fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "
+                  "memory), above the budget of {} tasks (simulation.max_tasks): raise training.micro_batch, "
+                  "lower training.global_batch, or raise simulation.max_tasks",
+                  tasks, models::micro_batch_count(s.training, s.parallelism), s.model.layers,
+                  tasks * TASK_BYTES / 1e9, s.simulation.max_tasks));
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {

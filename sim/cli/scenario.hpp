@@ -18,6 +18,14 @@
 
 namespace trainsim::cli {
 
+// Default of simulation.max_tasks: the most tasks the workload's programs (one per pipeline stage)
+// may have. Memory grows by about TASK_BYTES per task (measured 120-170 bytes: the task and
+// dependency records plus the executor's state; each further simulated rank adds about 16 bytes
+// per task), so the default bounds a prediction to about 2 GB; the largest bundled scenario or
+// validation case has 2.7 million tasks (docs/scenario.md).
+inline constexpr int64_t DEFAULT_MAX_TASKS = 12'000'000;
+inline constexpr double TASK_BYTES = 170;
+
 // The "simulation" section.
 struct SimulationConfig {
   std::string backend = "simgrid";       // simgrid (flow-level network, contention) | analytic (closed forms)
@@ -25,6 +33,7 @@ struct SimulationConfig {
   bool symmetry = true;                  // simulate one representative per class of symmetric ranks
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
+  int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)
 
   core::Json to_json() const;
 };
@@ -76,6 +85,12 @@ class ImpossibleScenario : public core::InputError {
  public:
   using core::InputError::InputError;
 };
+
+// Throws ImpossibleScenario at /simulation/max_tasks, naming the estimate, its memory and the
+// budget, when models::estimate_task_count (the tasks of the pipeline stages' programs, estimated
+// from the sizes before anything is built) exceeds s.simulation.max_tasks: such a workload would
+// run for minutes and grow to gigabytes, or run out of memory, instead of predicting.
+void check_task_budget(const Scenario& s);
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.

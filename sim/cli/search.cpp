@@ -490,6 +490,11 @@ SearchResult Search::evaluate() const {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
+              // As check_task_budget (predict() would refuse it in the refinement).
+              if (models::estimate_task_count(v.base.model, training, par) > static_cast<double>(v.base.simulation.max_tasks)) {
+                ++out.rejected["workload above simulation.max_tasks"];
+                continue;
+              }
               ++out.estimated;
               const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile);
               if (options_.fits && est.peak_memory_bytes > capacity) {

@@ -12,6 +12,7 @@
 #include "network/cluster.hpp"
 #include "network/collective_cost.hpp"
 #include "sim/core/device.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/units.hpp"
 #include "sim/core/workload.hpp"
 
@@ -104,6 +105,16 @@ struct SimulationResult {
   // SimGrid backend: the network flows that the timeline ranks send or receive, in completion order;
   // empty for the analytic backend.
   std::vector<FlowEvent> flows;
+};
+
+// Thrown by Backend::run when the workload cannot run to its end: a deadlock (no task can run while
+// some remain) or the members of one call disagreeing on what it is. For a workload built from a
+// scenario this is a bug in trainsim (an InternalError, exit 1); for one built from measured
+// traces (`trainsim replay`) the likely cause is the input (ranks whose traces disagree on their
+// collective sequence, a truncated trace), and the caller turns it into an InputError.
+class WorkloadStuck : public core::InternalError {
+ public:
+  using core::InternalError::InternalError;
 };
 
 class Backend {

@@ -282,7 +282,7 @@ class Executor::Impl {
   void check_agreement(const Task& a, const Task& b, const Meeting& m) const {
     const bool same = a.kind == TaskKind::COLLECTIVE ? a.collective == b.collective && a.bytes == b.bytes
                                                      : a.kind != b.kind && a.bytes == b.bytes;
-    TRAINSIM_CHECK(same, fmt::format("the members of one call disagree: {} {} of {} bytes vs {} {} of {} bytes "
+    if (!same) throw WorkloadStuck(fmt::format("the members of one call disagree: {} {} of {} bytes vs {} {} of {} bytes "
                                      "(communication of rank {})",
                                      kind_name(a.kind), core::to_string(a.collective), a.bytes, kind_name(b.kind),
                                      core::to_string(b.collective), b.bytes, m.first_rank));
@@ -329,7 +329,7 @@ class Executor::Impl {
       }
       heads += fmt::format("; stream {}: {} {}", core::to_string(static_cast<core::Stream>(s)), task_label(prog, ti), reason);
     }
-    throw core::InternalError(fmt::format(
+    throw WorkloadStuck(fmt::format(
         "deadlock: no task can run while {} remain on {} simulated ranks; rank {} (program \"{}\"){}", stuck_tasks,
         stuck_ranks, rank, prog.name, heads));
   }

@@ -195,6 +195,24 @@ contains describe-gpus-csv "$tmp/out" "H100-SXM5-80GB,"
 expect describe-models-csv 0 "$bin" describe models --format csv
 contains describe-models-csv "$tmp/out" "gpt3-175b,96,12288"
 expect describe-profile-csv 2 "$bin" describe profile --format csv
+# Resource limits: a workload above simulation.max_tasks is refused before anything is built (it
+# used to run for minutes and grow to gigabytes), and runs once the budget is raised (check only).
+expect task-budget 2 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic \
+  --set training.global_batch=8000000
+contains task-budget "$tmp/err" "/simulation/max_tasks: the workload would have about"
+expect task-budget-raised 0 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" --set training.global_batch=8000000 \
+  --set simulation.max_tasks=1000000000000
+
+# replay of ranks whose traces disagree on a collective: an input error naming the likely cause,
+# not "this is a bug".
+sed '0,/"In msg nelems": 1048576/s//"In msg nelems": 524288/; 0,/"Out msg nelems": 1048576/s//"Out msg nelems": 524288/' \
+  "$src/tests/data/traces/kineto_rank1.json" >"$tmp/kineto_rank1_other.json"
+expect import-kineto-disagree 0 "$bin" trace import-kineto "$src/tests/data/traces/kineto_rank0.json" \
+  "$tmp/kineto_rank1_other.json" --out "$tmp/kineto-disagree"
+for backend in analytic simgrid; do
+  expect "replay-disagree-$backend" 2 "$bin" replay "$tmp/kineto-disagree" --backend "$backend"
+  contains "replay-disagree-$backend" "$tmp/err" "the traces do not replay as one run"
+done
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

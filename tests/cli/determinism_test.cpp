@@ -1,0 +1,41 @@
+// Determinism: every bundled scenario (scenarios/*.json, scenarios/sanity/*.json) predicted twice
+// with the analytic backend gives byte-identical JSON reports, the wall-clock time excluded. The
+// SimGrid backend is covered by the golden tests (one prediction per process).
+
+#include <filesystem>
+#include <gtest/gtest.h>
+
+#include "sim/cli/prediction.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);
+
+std::string report_text(const Scenario& s) {
+  core::Json r = report_json(s, predict(s, "analytic"));
+  r["simulation"].erase("wall_s");  // the only wall-clock field of the report
+  return r.dump(2);
+}
+
+TEST(Determinism, EveryBundledScenarioGivesTheSameReportTwice) {
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"scenarios", "scenarios/sanity"}) {
+    for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 6u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.filename().string());
+    const Scenario s = load_scenario(f.string());
+    const std::string first = report_text(s);
+    const std::string second = report_text(load_scenario(f.string()));
+    EXPECT_EQ(first, second);
+    EXPECT_EQ(first.find("wall_s"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::cli
