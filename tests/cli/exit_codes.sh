@@ -4,26 +4,8 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-passes=0
-
-expect() {  # expect NAME CODE COMMAND...
-  local name=$1 code=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    echo "FAIL $name: exit $got, expected $code"; sed 's/^/  stderr: /' "$tmp/err" | head -5
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then passes=$((passes + 1)); else echo "FAIL $1: '$3' not in $2"; failures=$((failures + 1)); fi
-}
+# shellcheck source=tests/cli/check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 
 expect run-json 0 "$bin" run "$src/scenarios/gpt3-175b-a100-1024.json" --format json
 contains run-json "$tmp/out" '"schema": "trainsim.report/1"'
@@ -214,5 +196,4 @@ for backend in analytic simgrid; do
   contains "replay-disagree-$backend" "$tmp/err" "the traces do not replay as one run"
 done
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report

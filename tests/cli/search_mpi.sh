@@ -12,32 +12,10 @@ if [ -z "$mpiexec" ]; then
   echo "skipped: trainsim was built without MPI (no libopenmpi-dev when cmake configured)"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-passes=0
+# shellcheck source=tests/cli/check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 mpirun=("$mpiexec" --oversubscribe --allow-run-as-root -np 2)
 
-expect() {  # expect NAME CODE COMMAND...
-  local name=$1 code=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    echo "FAIL $name: exit $got, expected $code"; sed 's/^/  stderr: /' "$tmp/err" | head -20
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
-same() {  # same NAME FILE_A FILE_B
-  if cmp -s "$2" "$3"; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: $2 and $3 differ"; diff "$2" "$3" | head -20
-    failures=$((failures + 1))
-  fi
-}
 count() {  # count NAME FILE TEXT N: TEXT on exactly N lines of FILE
   local n
   n=$(grep -cF -- "$3" "$2")
