@@ -269,9 +269,14 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   return s;
 }
 
+bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
+                        int64_t max_tasks) {
+  return models::estimate_task_count(m, t, p) <= static_cast<double>(max_tasks);
+}
+
 void check_task_budget(const Scenario& s) {
+  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks)) return;
   const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism);
-  if (tasks <= static_cast<double>(s.simulation.max_tasks)) return;
   throw ImpossibleScenario(
       s.file, "/simulation/max_tasks",
       fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "

@@ -91,6 +91,10 @@ class ImpossibleScenario : public core::InputError {
 // from the sizes before anything is built) exceeds s.simulation.max_tasks: such a workload would
 // run for minutes and grow to gigabytes, or run out of memory, instead of predicting.
 void check_task_budget(const Scenario& s);
+// Whether a layout's workload stays within `max_tasks` (the test check_task_budget applies; search
+// uses it on layouts it has not made into scenarios).
+bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
+                        int64_t max_tasks);
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.

@@ -490,8 +490,8 @@ SearchResult Search::evaluate() const {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
-              // As check_task_budget (predict() would refuse it in the refinement).
-              if (models::estimate_task_count(v.base.model, training, par) > static_cast<double>(v.base.simulation.max_tasks)) {
+              // predict() would refuse it in the refinement (check_task_budget).
+              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks)) {
                 ++out.rejected["workload above simulation.max_tasks"];
                 continue;
               }
