@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/error.hpp"
+
 namespace trainsim::core {
 namespace {
 
@@ -407,6 +409,26 @@ Json Profile::to_json() const {
   };
   j["network"] = {{"intra_node", link(network.intra_node)}, {"inter_node", link(network.inter_node)}};
   return j;
+}
+
+namespace {
+double operand_ratio(const GemmTile& t) { return double(t.m) * t.n / (t.m + t.n); }
+}  // namespace
+
+TileChoice best_tile(double m, double n, double count, int sms, const DeviceProfile& profile) {
+  TRAINSIM_CHECK(m > 0 && n > 0 && count > 0 && sms > 0 && !profile.gemm_tiles.empty(), "best_tile needs a shape and tiles");
+  const double full = operand_ratio(profile.gemm_full_tile);
+  TileChoice best;
+  best.utilization = -1;
+  for (const GemmTile& t : profile.gemm_tiles) {
+    TileChoice c;
+    c.tile = t;
+    c.tiles = count * std::ceil(m / t.m) * std::ceil(n / t.n);
+    c.waves = std::ceil(c.tiles / sms);
+    c.utilization = count * m * n / (c.waves * sms * t.m * t.n) * std::min(1.0, operand_ratio(t) / full);
+    if (c.utilization > best.utilization) best = c;
+  }
+  return best;
 }
 
 }  // namespace trainsim::core

@@ -55,6 +55,20 @@ struct GemmTile {
   int n = 128;
 };
 
+struct DeviceProfile;
+
+struct TileChoice {
+  GemmTile tile;
+  double tiles = 0;        // thread blocks
+  double waves = 0;        // ceil(tiles / SMs)
+  double utilization = 1;  // of the GPU: quantization and operand factor (sim/engine/compute_model.hpp)
+};
+
+// The best of the profile's tiles for `count` products with an m x n output each (the tile and wave
+// quantization model of sim/engine/compute_model.hpp).
+// REQUIRES: m, n, count > 0, sms > 0, !profile.gemm_tiles.empty().
+TileChoice best_tile(double m, double n, double count, int sms, const DeviceProfile& profile);
+
 // Turns a compute task's FLOPs and bytes into time (sim/engine/compute_model.hpp has the formula).
 // Every constant of a built-in profile says where it comes from in `sources` (shown by `trainsim
 // describe profile --gpu NAME`).

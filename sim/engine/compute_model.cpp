@@ -12,8 +12,6 @@ namespace {
 // FlashAttention with a causal mask computes only the blocks on and below the diagonal.
 constexpr double FLASH_CAUSAL_FRACTION = 0.5;
 
-double operand_ratio(const core::GemmTile& t) { return double(t.m) * t.n / (t.m + t.n); }
-
 // FLOPs divided by utilization, for the products the task runs.
 double quantized_flops(const core::Task& task, int sms, const core::DeviceProfile& profile) {
   const core::GemmShape& g = task.gemm;
@@ -28,22 +26,6 @@ double quantized_flops(const core::Task& task, int sms, const core::DeviceProfil
 }
 
 }  // namespace
-
-TileChoice best_tile(double m, double n, double count, int sms, const core::DeviceProfile& profile) {
-  TRAINSIM_CHECK(m > 0 && n > 0 && count > 0 && sms > 0 && !profile.gemm_tiles.empty(), "best_tile needs a shape and tiles");
-  const double full = operand_ratio(profile.gemm_full_tile);
-  TileChoice best;
-  best.utilization = -1;
-  for (const core::GemmTile& t : profile.gemm_tiles) {
-    TileChoice c;
-    c.tile = t;
-    c.tiles = count * std::ceil(m / t.m) * std::ceil(n / t.n);
-    c.waves = std::ceil(c.tiles / sms);
-    c.utilization = count * m * n / (c.waves * sms * t.m * t.n) * std::min(1.0, operand_ratio(t) / full);
-    if (c.utilization > best.utilization) best = c;
-  }
-  return best;
-}
 
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,
                            const core::DeviceProfile& profile) {

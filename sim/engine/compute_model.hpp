@@ -25,16 +25,9 @@
 
 namespace trainsim::engine {
 
-struct TileChoice {
-  core::GemmTile tile;
-  double tiles = 0;        // thread blocks
-  double waves = 0;        // ceil(tiles / SMs)
-  double utilization = 1;  // u above, operand factor included
-};
-
-// The best of the profile's tiles for `count` products with an m x n output each.
-// REQUIRES: m, n, count > 0, sms > 0, !profile.gemm_tiles.empty().
-TileChoice best_tile(double m, double n, double count, int sms, const core::DeviceProfile& profile);
+// The tile choice lives with the profile (core::best_tile), so that calibration fits against it.
+using core::best_tile;
+using core::TileChoice;
 
 // REQUIRES: task.kind == COMPUTE and gpu.peak(the task's precision) > 0.
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,
