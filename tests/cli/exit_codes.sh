@@ -98,6 +98,18 @@ else
 fi
 expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
 
+# issue 17: calibrate on the shape-less Kineto fixtures fits nothing (exit 3, each reason on stderr,
+# no profile written); on the example recorded with shapes it fits GEMMs, attention and bandwidth.
+expect calibrate-nothing 3 "$bin" calibrate "$tmp/kineto" -o "$tmp/nothing.json"
+contains calibrate-nothing "$tmp/err" "nothing was fitted"
+if [ -e "$tmp/nothing.json" ]; then echo "FAIL calibrate-nothing: a profile was written"; failures=$((failures + 1)); fi
+expect import-kineto-shapes 0 "$bin" trace import-kineto "$src/tests/data/traces/kineto-shapes/rank0.pt.trace.json" \
+  --out "$tmp/kineto-shapes"
+expect calibrate-shapes 0 "$bin" calibrate "$tmp/kineto-shapes" -o "$tmp/shapes.json" --format csv
+contains calibrate-shapes "$tmp/out" "gemm bf16,90,true,true"
+contains calibrate-shapes "$tmp/out" "flash_attention bf16,"
+contains calibrate-shapes "$tmp/shapes.json" '"schema": "trainsim.profile/1"'
+
 # search: a small space end to end (table/json/csv, SimGrid re-check), determinism over --jobs,
 # shards merged = one process, and bad input.
 small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
