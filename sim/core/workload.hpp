@@ -199,6 +199,12 @@ struct Workload {
   uint32_t intern(std::string_view name);
   const Program& program_of(int rank) const { return programs[program_of_rank[static_cast<size_t>(rank)]]; }
   size_t task_count() const;  // over programs (templates), not ranks
+  // A 64-bit FNV-1a hash of everything a backend times: the layout, groups, precision, symmetric
+  // axes, which program each rank runs, and every task's kind, stream, class, sizes, peers and
+  // dependencies. Memory (MEMORY tasks' bytes, static_memory) and names are left out, so two
+  // workloads with equal fingerprints simulate to the same time on the same cluster, whatever
+  // their memory (search re-checks one of them with SimGrid).
+  uint64_t timing_fingerprint() const;
   // Throws InternalError if a dependency points forward, a group index or peer is invalid, or
   // program_of_rank does not cover the layout. Builders call it; tests rely on it.
   void validate() const;

@@ -117,6 +117,9 @@ small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set trainin
 expect search-table 0 "$bin" search "${small[@]}"
 contains search-table "$tmp/out" "why #1 wins over #"
 contains search-table "$tmp/out" "re-checked with SimGrid"
+# ZeRO-1 and ZeRO-2 of the distributed optimizer differ only in memory: one SimGrid run serves both.
+expect search-recheck-shared 0 "$bin" search "${small[@]}" --top 4
+contains search-recheck-shared "$tmp/out" "4 re-checked with SimGrid (2 simulations: layouts with the same workload timing share one)"
 expect search-json-1 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1
 cp "$tmp/out" "$tmp/search1.json"
 contains search-json-1 "$tmp/out" '"schema": "trainsim.search/1"'
