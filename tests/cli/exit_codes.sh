@@ -118,7 +118,8 @@ expect search-table 0 "$bin" search "${small[@]}"
 contains search-table "$tmp/out" "why #1 wins over #"
 contains search-table "$tmp/out" "re-checked with SimGrid"
 # ZeRO-1 and ZeRO-2 of the distributed optimizer differ only in memory: one SimGrid run serves both.
-expect search-recheck-shared 0 "$bin" search "${small[@]}" --top 4
+expect search-recheck-shared 0 "$bin" search "$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 \
+  --set training.global_batch=32 --max-micro-batch 2 --refine 8 --top 4 --quiet
 contains search-recheck-shared "$tmp/out" "4 re-checked with SimGrid (2 simulations: layouts with the same workload timing share one)"
 expect search-json-1 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1
 cp "$tmp/out" "$tmp/search1.json"
