@@ -57,6 +57,20 @@ bool axis_of(Stream s, Axis& out) {
   return false;
 }
 
+std::string_view to_string(GemmSparsity s) {
+  switch (s) {
+    case GemmSparsity::NONE: return "none";
+    case GemmSparsity::STRUCTURED_2_4: return "2:4";
+    case GemmSparsity::UNSTRUCTURED: return "unstructured";
+    case GemmSparsity::BLOCK: return "block";
+  }
+  return "?";
+}
+
+// A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by
+// about TASK_BYTES per task (sim/cli/scenario.hpp), so keep it from growing by accident.
+static_assert(sizeof(Task) <= 80, "Task grew: update TASK_BYTES and the max_tasks documentation");
+
 std::string_view to_string(OpClass c) {
   switch (c) {
     case OpClass::GEMM: return "gemm";
