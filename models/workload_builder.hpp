@@ -82,10 +82,21 @@
 
 #include "models/accounting.hpp"
 #include "models/model_spec.hpp"
+#include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "sim/core/workload.hpp"
 
 namespace trainsim::models {
+
+// What pruning changed on one pipeline stage (one rank of it), for the report.
+struct StagePruning {
+  double pruned_parameters = 0;   // elements of the pruned matrices the rank holds (dense count)
+  MemoryBreakdown dense_memory;   // weights, gradients, optimizer states without pruning
+  // Buffer bytes (nccl-tests' size) of the rank's DATA_COMM collectives per iteration: gradient
+  // reductions, parameter gathers, the tied embedding's all-reduce; as emitted, and without pruning.
+  double data_bytes = 0;
+  double dense_data_bytes = 0;
+};
 
 struct BuiltWorkload {
   core::Workload workload;
@@ -98,6 +109,7 @@ struct BuiltWorkload {
   std::vector<MemoryBreakdown> memory;    // per program (pipeline stage), analytic; activations = the
                                           // peak of the running sum of the program's MEMORY tasks;
                                           // buffers = ZeRO-3's gathered units (1 + prefetch)
+  std::vector<StagePruning> pruning;      // per program; empty without pruning
 };
 
 // REQUIRES: check_strategy() found no problem for these arguments.
@@ -107,7 +119,11 @@ struct BuiltWorkload {
 //   TrainingConfig t;  t.global_batch = 1536;
 //   ParallelismConfig p;  p.tensor = 8;  p.pipeline = 8;  p.data = 16;
 //   BuiltWorkload w = build_workload(m, t, p);   // 8 programs, 1024 ranks, 12 layers per stage
-BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// `pruning` (optimizations.pruning, pruning.hpp): the pruned GEMMs carry their sparse kernel, the
+// gradient reductions and parameter gathers what `communication` sends, the optimizer step the kept
+// values, and the memory breakdown the sparse storage.
+BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
+                             const PruningConfig& pruning = {});
 
 // An estimate of the tasks build_workload() would emit over all programs (Workload::task_count()),
 // from the sizes alone and in time independent of them, so that a workload too large to simulate

@@ -34,6 +34,12 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   return s;
 }
 
+// optimizations.pruning (models/pruning.hpp); the GPU and precision checks come with the other
+// cross-section checks.
+void read_pruning(core::ObjectReader& optimizations, Scenario& s) {
+  if (auto p = optimizations.object("pruning")) s.pruning = models::PruningConfig::from_json(*p);
+}
+
 Expectation read_expectation(core::ObjectReader& r) {
   Expectation e;
   // A measurement is positive; mfu is a fraction of the peak, so at most 1 (45% is written 0.45).
@@ -155,6 +161,7 @@ core::Json Scenario::to_json() const {
   j["training"] = training.to_json();
   j["parallelism"] = parallelism.to_json();
   j["optimizations"] = core::Json::object();
+  if (pruning.enabled()) j["optimizations"]["pruning"] = pruning.to_json();
   j["simulation"] = simulation.to_json();
   j["profile"] = profile.to_json();
   if (expect) {
@@ -239,7 +246,10 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
     core::ObjectReader reader(section, file, "/parallelism", diag);
     s.parallelism = models::ParallelismConfig::from_json(reader);
   }
-  if (auto o = root.object("optimizations")) o->finish();  // no optimization is implemented yet: any key is unknown
+  if (auto o = root.object("optimizations")) {
+    read_pruning(*o, s);
+    o->finish();
+  }
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
   if (auto e = root.object("expect")) s.expect = read_expectation(*e);
   std::optional<core::ObjectReader> inline_profile = root.object("profile");
@@ -263,6 +273,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
                    fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
                                s.cluster.gpu, core::to_string(s.training.precision)));
   }
+  models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
   if (strategy == StrategyCheck::CHECK) check_task_budget(s);

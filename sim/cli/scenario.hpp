@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/model_spec.hpp"
+#include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
 #include "network/collective_cost.hpp"
@@ -69,6 +70,7 @@ struct Scenario {
   models::ModelSpec model;
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;
+  models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
   SimulationConfig simulation;
   core::Profile profile;            // datasheet defaults, or simulation.profile
   std::optional<Expectation> expect;

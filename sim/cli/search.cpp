@@ -419,6 +419,9 @@ Scenario Search::scenario_of(const Layout& l) const {
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   Scenario s = v->base;
   configure(v->base, zero_templates_, l, s.parallelism, s.training);
+  // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
+  // predicting the dense iterations before start_iteration (docs/search.md).
+  s.pruning.start_iteration = 0;
   return s;
 }
 
@@ -508,7 +511,8 @@ SearchResult Search::evaluate() const {
                 continue;
               }
               ++out.estimated;
-              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile);
+              const Estimate est =
+                  estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile, v.base.pruning);
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;

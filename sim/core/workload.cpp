@@ -59,6 +59,20 @@ bool axis_of(Stream s, Axis& out) {
   return false;
 }
 
+std::string_view to_string(GemmSparsity s) {
+  switch (s) {
+    case GemmSparsity::NONE: return "none";
+    case GemmSparsity::STRUCTURED_2_4: return "2:4";
+    case GemmSparsity::UNSTRUCTURED: return "unstructured";
+    case GemmSparsity::BLOCK: return "block";
+  }
+  return "?";
+}
+
+// A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by
+// about TASK_BYTES per task (sim/cli/scenario.hpp), so keep it from growing by accident.
+static_assert(sizeof(Task) <= 80, "Task grew: update TASK_BYTES and the max_tasks documentation");
+
 std::string_view to_string(OpClass c) {
   switch (c) {
     case OpClass::GEMM: return "gemm";
@@ -272,6 +286,7 @@ class Fnv1a {
 }  // namespace
 
 uint64_t Workload::timing_fingerprint() const {
+  static_assert(sizeof(Task) == 80, "Task changed: add its new timing fields to timing_fingerprint");
   Fnv1a h;
   for (int size : layout.sizes()) h.add(size);
   h.add(precision);
@@ -308,6 +323,9 @@ uint64_t Workload::timing_fingerprint() const {
       h.add(t.gemm.count);
       h.add(t.precision);
       h.add(t.has_precision);
+      h.add(t.sparsity);
+      h.add(t.sparse_block);
+      h.add(t.density);
       h.add(t.dep_begin);
       h.add(t.dep_count);
     }

@@ -135,6 +135,19 @@ struct GemmShape {
 
 enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
 
+// The sparse kernel a GEMM task runs on its pruned weight (optimizations.pruning; NONE: a dense GEMM,
+// also for pruned weights whose zeros are multiplied as such). The task's `flops` stay the dense
+// count; the compute model (sim/engine/compute_model.hpp) turns the kind, Task::density and
+// Task::sparse_block into a speedup of the passes that can use the kernel:
+//   STRUCTURED_2_4  2:4 weights on sparse tensor cores: forward and data gradient (transposable
+//                   masks, as PyTorch's SemiSparseLinear / xFormers sparsify24 build them); the weight
+//                   gradient is a dense GEMM
+//   UNSTRUCTURED    a sparse kernel for unstructured weights: SpMM forward and data gradient, SDDMM
+//                   weight gradient (only the kept entries), at the profile's efficiency curve
+//   BLOCK           a block-sparse kernel on sparse_block x sparse_block blocks: the three passes
+enum class GemmSparsity : uint8_t { NONE = 0, STRUCTURED_2_4, UNSTRUCTURED, BLOCK };
+std::string_view to_string(GemmSparsity s);  // "none", "2:4", "unstructured", "block"
+
 enum class Precision : uint8_t { FP32, TF32, BF16, FP16, FP8 };
 inline constexpr int PRECISION_COUNT = 5;
 std::string_view to_string(Precision p);
@@ -163,8 +176,11 @@ struct Task {
   Precision precision = Precision::BF16;        // COMPUTE: operand precision, when has_precision; else the
   bool has_precision = false;                   // workload's (FP8 training keeps attention and the
                                                 // output layer in BF16: Transformer Engine)
+  GemmSparsity sparsity = GemmSparsity::NONE;   // COMPUTE, GEMM class: sparse kernel on its weight
+  uint8_t sparse_block = 0;                     // BLOCK: block size (2-128)
   uint32_t dep_begin = 0;                       // dependencies: Program::deps[dep_begin, +dep_count)
   uint32_t dep_count = 0;
+  float density = 1;                            // sparsity != NONE: kept fraction of the weight, in (0, 1]
 };
 
 struct Program {

@@ -34,6 +34,13 @@ contains check "$tmp/out" '"kv_heads": 8'
 expect describe 0 "$bin" describe gpus
 contains describe "$tmp/out" "H200-SXM-141GB"
 
+# optimizations.pruning: 2:4 sparse kernels on a GPU without sparse tensor cores are refused (exit
+# 2, naming the key); a pruned run says what pruning changed against dense.
+expect pruning-v100 2 "$bin" run "$src/tests/data/bad/pruning-2of4-on-v100.json"
+contains pruning-v100 "$tmp/err" "/optimizations/pruning/method: 2:4 sparse kernels need sparse tensor cores"
+expect pruning-run 0 "$bin" run "$src/scenarios/llama3-8b-2of4-h100-16.json" --backend analytic
+contains pruning-run "$tmp/out" "weights+grads+optimizer"
+
 # issue 10: version, run --format csv, data "auto", compare (side by side; bad input exits 2).
 expect version 0 "$bin" version
 contains version "$tmp/out" "trainsim "
