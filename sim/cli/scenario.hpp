@@ -70,8 +70,15 @@ struct Scenario {
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;
   SimulationConfig simulation;
-  core::Profile profile;            // datasheet defaults, or simulation.profile
+  core::Profile profile;            // the GPU's built-in profile, then simulation.profile, then the inline one
   std::optional<Expectation> expect;
+  // What does not stop a prediction but makes it less certain (`run` and `check` print each on
+  // stderr, `run` also in the report's "warnings"): a GPU described without a base gets the
+  // datasheet-default efficiencies; a profile fitted on another GPU than the scenario's.
+  std::vector<std::string> warnings;
+  // The profile's fitted_on.gpu is not the scenario's GPU (nor a described GPU's base): what is
+  // wrong, for `run --strict-profile` to refuse; "" when it matches or is not known.
+  std::string profile_mismatch;
 
   // The fully resolved scenario: every default filled in, quantities as unit strings.
   core::Json to_json() const;
