@@ -217,8 +217,8 @@ void apply_override(core::Json& doc, const std::string& assignment) {
     if (keys[i].empty()) {
       throw core::InputError("--set", "", fmt::format("empty key in \"{}\"", path));
     }
-    if (node->is_string() && pointer == "/model") {
-      // A catalog model name becomes {"base": name} so that single fields can be overridden.
+    if (node->is_string() && (pointer == "/model" || pointer == "/cluster/gpu")) {
+      // A catalog model or GPU name becomes {"base": name} so that single fields can be overridden.
       *node = core::Json{{"base", node->get<std::string>()}};
     }
     if (node->is_null()) *node = core::Json::object();

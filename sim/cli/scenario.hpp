@@ -105,7 +105,8 @@ bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.
-// Setting a key inside a model given by catalog name turns it into {"base": name, key: value}.
+// Setting a key inside a model or a cluster.gpu given by catalog name turns it into
+// {"base": name, key: value} (`--set cluster.gpu.hbm_bandwidth="6.7 TB/s"`).
 // Throws InputError (file "--set") for a malformed override.
 void apply_override(core::Json& doc, const std::string& assignment);
 

@@ -81,6 +81,15 @@ TEST(DescribedGpu, DoubleHbmBandwidthSpeedsUpMemoryBoundOpsAndNotGemms) {
   }
 }
 
+// --set on a figure of a catalog GPU makes it {"base": name, figure: value}, as --set does for models.
+TEST(DescribedGpu, SetOnAFigureOfACatalogGpuMakesItTheBase) {
+  const Scenario s = load_scenario(SCENARIOS + "llama3-70b-h100-64.json", {"cluster.gpu.hbm_bandwidth=6.7 TB/s"});
+  EXPECT_TRUE(s.cluster.gpu_described);
+  EXPECT_EQ(s.cluster.gpu_base, "H100-SXM5-80GB");
+  EXPECT_DOUBLE_EQ(s.cluster.gpu_spec.hbm_bandwidth.value(), 6.7e12);
+  EXPECT_EQ(s.to_json()["cluster"]["gpu"]["base"], "H100-SXM5-80GB");
+}
+
 // The same GPU described in full from the H100's figures predicts what the catalog H100 predicts
 // once it is given the H100's profile (its own default is the datasheet defaults, and it says so).
 TEST(DescribedGpu, FullDescriptionOfACatalogGpuWithItsProfileMatchesTheCatalogGpu) {
