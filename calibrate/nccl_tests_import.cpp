@@ -136,6 +136,13 @@ class Parser {
     };
     if (starts({"nccl-tests", "version"}) || starts({"nThread"})) {
       begin_run(number, true);
+      for (std::string_view field : f) {  // "nccl-library=22602": the NCCL the test ran with
+        constexpr std::string_view LIBRARY = "nccl-library=";
+        if (field.substr(0, LIBRARY.size()) != LIBRARY) continue;
+        uint32_t code = 0;
+        const auto [ptr, ec] = std::from_chars(field.data() + LIBRARY.size(), field.data() + field.size(), code);
+        if (ec == std::errc() && ptr == field.data() + field.size()) current_.nccl_version = code;
+      }
     } else if (starts({"Collective", "test", "starting:"})) {
       begin_run(number, true);
       if (f.size() > 3) name_program(f[3], number);

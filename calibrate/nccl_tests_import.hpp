@@ -76,6 +76,7 @@ struct NcclTestsRun {
   std::string file;
   size_t first_line = 0;                  // where the run's output starts
   std::string program;                    // "all_reduce_perf"; "" when the output does not say
+  uint32_t nccl_version = 0;              // NCCL_VERSION_CODE of "nccl-library=N"; 0 when not printed
   core::CollectiveOp op = core::CollectiveOp::ALL_REDUCE;
   std::vector<NcclTestsRank> ranks;       // as listed (rank order)
   std::vector<NcclTestsRow> rows;         // as printed (ascending size)

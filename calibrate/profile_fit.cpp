@@ -736,6 +736,7 @@ ProfileFit fit_profile(const FitInputs& inputs, const FitOptions& options) {
   out.profile.device.source = "trainsim calibrate";
   out.profile.network.source = "trainsim calibrate";
   out.gpu = options.gpu.name;
+  out.profile.device.fitted_on = core::FittedOn{options.gpu.name, "", "", ""};
   out.nccl_tests = inputs.nccl_tests;
   std::vector<CollectiveSample> collectives;
   if (inputs.traces != nullptr) {

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "sim/core/error.hpp"
+#include "sim/core/gpu_description.hpp"
 
 namespace trainsim::network {
 namespace {
@@ -30,12 +31,6 @@ size_t index_of(const std::vector<std::string>& names, const std::string& name) 
   return 0;
 }
 
-std::string quoted_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += fmt::format("{}\"{}\"", out.empty() ? "" : ", ", n);
-  return out;
-}
-
 core::BytesPerSecond positive_bandwidth(core::ObjectReader& r, std::string_view key, core::BytesPerSecond fallback) {
   const core::BytesPerSecond b = r.bandwidth(key, fallback);
   if (b.value() <= 0) {
@@ -45,11 +40,22 @@ core::BytesPerSecond positive_bandwidth(core::ObjectReader& r, std::string_view 
   return b;
 }
 
+// The fabric inside a node when the scenario names none: NVSwitch, or PCIe for a GPU without NVLink.
+IntraFabric default_fabric(const core::GpuSpec& gpu) {
+  return gpu.nvlink_bandwidth.value() > 0 ? IntraFabric::NVSWITCH : IntraFabric::PCIE;
+}
+
 void read_intra_node(core::ObjectReader& r, const core::GpuSpec& gpu, IntraNode& out) {
-  out.fabric = static_cast<IntraFabric>(index_of(fabric_names(), r.choice("fabric", "nvswitch", fabric_names())));
+  out.fabric = static_cast<IntraFabric>(
+      index_of(fabric_names(), r.choice("fabric", to_string(default_fabric(gpu)), fabric_names())));
   const core::BytesPerSecond fallback =
       out.fabric == IntraFabric::PCIE ? gpu.pcie_bandwidth : gpu.nvlink_bandwidth;
-  out.bandwidth = positive_bandwidth(r, "bandwidth", fallback);
+  if (fallback.value() <= 0 && !r.has("bandwidth")) {
+    r.problem("bandwidth", fmt::format("missing: {} has no NVLink, so fabric \"{}\" needs its bandwidth per GPU and "
+                                       "direction, e.g. \"100 GB/s\" (or fabric \"pcie\")",
+                                       gpu.name, to_string(out.fabric)));
+  }
+  out.bandwidth = positive_bandwidth(r, "bandwidth", fallback.value() > 0 ? fallback : gpu.pcie_bandwidth);
   out.latency = r.duration("latency", out.latency);
   out.nvls = r.boolean("nvls", out.nvls);
   if (out.nvls && out.fabric != IntraFabric::NVSWITCH) {
@@ -149,15 +155,11 @@ core::BytesPerSecond ClusterConfig::nic_bandwidth_per_gpu() const {
 
 ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   ClusterConfig c;
-  c.gpu = r.string("gpu", DEFAULT_GPU);
-  if (const core::GpuSpec* spec = core::find_gpu(c.gpu)) {
-    c.gpu_spec = *spec;
-  } else {
-    const std::string hint = core::closest_match(c.gpu, core::gpu_names());
-    r.problem("gpu", fmt::format("expected a GPU of the catalog ({}), found \"{}\"{}", quoted_names(core::gpu_names()),
-                                 c.gpu, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
-    c.gpu_spec = *core::find_gpu(DEFAULT_GPU);
-  }
+  const core::GpuChoice gpu = core::read_gpu(r, "gpu", DEFAULT_GPU);
+  c.gpu_spec = gpu.spec;
+  c.gpu = gpu.spec.name;
+  c.gpu_base = gpu.base;
+  c.gpu_described = gpu.described;
   c.nodes = static_cast<int>(r.integer("nodes", c.nodes, 1, 1 << 20));
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.gpus_per_node, 1, 1024));
   if (static_cast<int64_t>(c.nodes) * c.gpus_per_node > (int64_t{1} << 24)) {
@@ -168,7 +170,9 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   if (auto intra = r.object("intra_node")) {
     read_intra_node(*intra, c.gpu_spec, c.intra_node);
   } else {
-    c.intra_node.bandwidth = c.gpu_spec.nvlink_bandwidth;
+    c.intra_node.fabric = default_fabric(c.gpu_spec);
+    c.intra_node.bandwidth =
+        c.intra_node.fabric == IntraFabric::PCIE ? c.gpu_spec.pcie_bandwidth : c.gpu_spec.nvlink_bandwidth;
   }
   if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
   if (const core::Json* v = r.raw("price_per_gpu_hour")) {
@@ -186,7 +190,7 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
 
 core::Json ClusterConfig::to_json() const {
   core::Json j;
-  j["gpu"] = gpu;
+  j["gpu"] = gpu_described ? core::GpuChoice{gpu_spec, gpu_base, true}.to_json() : core::Json(gpu);
   j["nodes"] = nodes;
   j["gpus_per_node"] = gpus_per_node;
   j["intra_node"] = {{"fabric", to_string(intra_node.fabric)},

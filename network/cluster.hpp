@@ -2,11 +2,13 @@
 // The "cluster" section of a scenario: which GPUs, how many, and how they are connected.
 //
 //   "cluster": {
-//     "gpu": "A100-SXM4-80GB",       // catalog name (`trainsim describe gpus`); default A100-SXM4-80GB
+//     "gpu": "A100-SXM4-80GB",       // catalog name (`trainsim describe gpus`), or an object describing
+//                                    //   a GPU (sim/core/gpu_description.hpp); default A100-SXM4-80GB
 //     "nodes": 128,                  // >= 1; default 1
 //     "gpus_per_node": 8,            // >= 1; default 8
 //     "intra_node": {
-//       "fabric": "nvswitch",        // nvswitch | nvlink-mesh | pcie; default nvswitch
+//       "fabric": "nvswitch",        // nvswitch | nvlink-mesh | pcie; default nvswitch (pcie for a
+//                                    //   GPU without NVLink)
 //       "bandwidth": "300 GB/s",     // per GPU, per direction; default: the GPU's NVLink bandwidth
 //                                    //   (its PCIe bandwidth when fabric is pcie)
 //       "latency": "1 us",           // per hop; default 1 us
@@ -84,8 +86,10 @@ std::vector<int> torus_dimensions(int nodes);
 int fat_tree_levels(int64_t endpoints, int radix);
 
 struct ClusterConfig {
-  std::string gpu = "A100-SXM4-80GB";
-  core::GpuSpec gpu_spec;            // resolved from the catalog
+  std::string gpu = "A100-SXM4-80GB";  // the GPU's name (gpu_spec.name)
+  core::GpuSpec gpu_spec;            // resolved from the catalog, or as the scenario describes it
+  std::string gpu_base;              // a described GPU's "base" ("" when described from scratch)
+  bool gpu_described = false;        // "gpu" was an object (core::GpuChoice)
   int nodes = 1;
   int gpus_per_node = 8;
   IntraNode intra_node;
@@ -97,6 +101,9 @@ struct ClusterConfig {
   // Inter-node bandwidth available to one GPU when all GPUs of its node send at once:
   // nics_per_node * nic_bandwidth / gpus_per_node.
   core::BytesPerSecond nic_bandwidth_per_gpu() const;
+  // The catalog GPU whose built-in device profile applies (DeviceProfile::defaults_for): the GPU
+  // itself, a described GPU's base, or "" for a GPU described from scratch (the datasheet defaults).
+  std::string profile_gpu() const { return gpu_described ? gpu_base : gpu_spec.name; }
 
   // Reads the section, resolving every default. Problems (unknown GPU with a "did you mean" hint,
   // values out of range, unknown keys) are recorded in r's Diagnostics; the caller throws.

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "calibrate/measured_on.hpp"
 #include "calibrate/nccl_tests_import.hpp"
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
@@ -44,7 +45,7 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
   core::Diagnostics diag;
   core::ObjectReader r(cluster, origin, "/cluster", diag);
   out.cluster = network::ClusterConfig::from_json(r);
-  out.profile.device = core::DeviceProfile::defaults_for(out.cluster.gpu_spec.name);
+  out.profile.device = core::DeviceProfile::defaults_for(out.cluster.profile_gpu());
   const core::Json* profile = doc.contains("simulation") && doc["simulation"].is_object() &&
                                       doc["simulation"].contains("profile")
                                   ? &doc["simulation"]["profile"]
@@ -134,7 +135,8 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
     inputs.collectives.insert(inputs.collectives.end(), samples.begin(), samples.end());
   }
   inputs.nccl_tests = args.nccl_tests;
-  const calibrate::ProfileFit fit = calibrate::fit_profile(inputs, options);
+  calibrate::ProfileFit fit = calibrate::fit_profile(inputs, options);
+  fit.profile.device.fitted_on = calibrate::measured_on(fit.gpu, traces ? &*traces : nullptr, runs);
   const core::Json json = calibrate::profile_fit_json(fit);
   const bool fitted = std::any_of(fit.categories.begin(), fit.categories.end(),
                                   [](const calibrate::FitCategory& c) { return c.in_profile; });

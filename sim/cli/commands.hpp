@@ -29,14 +29,19 @@ struct RunArgs {
   std::string html;                    // --html FILE: self-contained HTML report (sim/cli/html_report.hpp)
   std::string timeline_window;         // --timeline-window START:END, simulated seconds (END may be empty)
   std::vector<int> timeline_micro_batches;  // --timeline-micro-batches 0,1 (engine::TimelineFilter)
+  bool strict_profile = false;         // --strict-profile: a profile fitted on another GPU is an input error
 };
-int run_command(const RunArgs& args, std::ostream& out);
+// The report on `out`; the scenario's warnings (Scenario::warnings) on `err`, one "warning: " line
+// each, and in the report. Throws core::InputError at /simulation/profile for a profile fitted on
+// another GPU with strict_profile.
+int run_command(const RunArgs& args, std::ostream& out, std::ostream& err);
 
 struct CheckArgs {
   std::string scenario;
   std::vector<std::string> overrides;
 };
-int check_command(const CheckArgs& args, std::ostream& out);
+// The resolved scenario on `out`, its warnings on `err`.
+int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err);
 
 struct DescribeArgs {
   std::string what;  // gpus | models | profile

@@ -10,6 +10,14 @@ namespace {
 
 double tflops(const core::GpuSpec& g, core::Precision p) { return g.peak(p).value() / 1e12; }
 
+// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 int describe_gpus(Format format, std::ostream& out) {
   if (format == Format::JSON) {
     core::Json list = core::Json::array();
@@ -33,27 +41,32 @@ int describe_gpus(Format format, std::ostream& out) {
   }
   if (format == Format::CSV) {
     out << "gpu,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_capacity_bytes,hbm_bandwidth_bytes_per_s,"
-           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count,sparse_tensor_cores\n";
+           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count,sparse_tensor_cores,source\n";
     for (const core::GpuSpec& g : core::gpu_catalog()) {
-      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{},{}\n", g.name,
+      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{},{},{}\n", g.name,
                          tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                          tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                          tflops(g, core::Precision::FP8), g.hbm_capacity.value(), g.hbm_bandwidth.value(),
-                         g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count, g.sparse_tensor_cores);
+                         g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count, g.sparse_tensor_cores,
+                         csv_field(g.source));
     }
     return 0;
   }
-  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", "gpu", "fp32", "tf32",
-                     "bf16", "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms", "2:4");
+  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", "gpu", "fp32", "tf32", "bf16",
+                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms", "sparse");
   out << fmt::format("{:<16}{:>40}{:>10}{:>12}{:>12}{:>12}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
   for (const core::GpuSpec& g : core::gpu_catalog()) {
     out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", g.name,
                        tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                        tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                        tflops(g, core::Precision::FP8), core::format_bytes(g.hbm_capacity),
-                       core::format_bandwidth(g.hbm_bandwidth), core::format_bandwidth(g.nvlink_bandwidth),
-                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count, g.sparse_tensor_cores ? "2x" : "-");
+                       core::format_bandwidth(g.hbm_bandwidth),
+                       g.nvlink_bandwidth.value() > 0 ? core::format_bandwidth(g.nvlink_bandwidth) : std::string("none"),
+                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count, g.sparse_tensor_cores ? "2:4" : "no");
   }
+  out << "\nsources:\n";
+  for (const core::GpuSpec& g : core::gpu_catalog()) out << fmt::format("  {}: {}\n", g.name, g.source);
+  out << "\nA scenario may also describe a GPU: cluster.gpu {\"base\": NAME, ...figures} or every figure (docs/scenario.md).\n";
   return 0;
 }
 

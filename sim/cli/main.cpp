@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--timeline-micro-batches", run.timeline_micro_batches,
                       "Timeline only for these micro-batches (and the optimizer and data-parallel tasks)")
       ->delimiter(',');
+  run_cmd->add_flag("--strict-profile", run.strict_profile,
+                    "A profile fitted on another GPU than the scenario's is an error (exit 2), not a warning");
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
@@ -99,8 +101,8 @@ int main(int argc, char** argv) {
     }
     if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = sweep.run(std::cout)) return *code;
-    if (*run_cmd) return trainsim::cli::run_command(run, std::cout);
-    if (*check_cmd) return trainsim::cli::check_command(check, std::cout);
+    if (*run_cmd) return trainsim::cli::run_command(run, std::cout, std::cerr);
+    if (*check_cmd) return trainsim::cli::check_command(check, std::cout, std::cerr);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);
     if (*validate_cmd) {
       if (tolerance_pct > 0) validate.tolerance = tolerance_pct / 100.0;

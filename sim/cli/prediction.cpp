@@ -219,6 +219,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                      {"events", p.result.events},
                      {"simulated_ranks", p.result.simulated_ranks},
                      {"profile", s.profile.device.source}};
+  if (!s.warnings.empty()) j["warnings"] = s.warnings;
   return j;
 }
 
@@ -325,6 +326,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("simulated by {} backend in {:.3f} s ({} events{}, {} of {} ranks simulated, profile: {})",
                    p.backend, p.wall_s, p.result.events, flows, p.result.simulated_ranks, s.cluster.world_size(),
                    s.profile.device.source));
+  for (const std::string& w : s.warnings) line("warning: " + w);
   return out;
 }
 

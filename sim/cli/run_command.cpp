@@ -68,10 +68,18 @@ engine::TimelineFilter timeline_filter(const RunArgs& args, const Prediction& p)
   return f;
 }
 
+void print_warnings(const Scenario& s, std::ostream& err) {
+  for (const std::string& w : s.warnings) err << "warning: " << w << "\n";
+}
+
 }  // namespace
 
-int run_command(const RunArgs& args, std::ostream& out) {
+int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   const Scenario scenario = load_scenario(args.scenario, args.overrides);
+  if (args.strict_profile && !scenario.profile_mismatch.empty()) {
+    throw core::InputError(scenario.file, "/simulation/profile", scenario.profile_mismatch + " (--strict-profile)");
+  }
+  print_warnings(scenario, err);
   std::vector<int> ranks = args.timeline_ranks;
   if (!args.timeline.empty() && ranks.empty()) ranks = default_timeline_ranks(scenario);
   for (int r : ranks) {
@@ -109,8 +117,9 @@ int run_command(const RunArgs& args, std::ostream& out) {
   return 0;
 }
 
-int check_command(const CheckArgs& args, std::ostream& out) {
+int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   const Scenario scenario = load_scenario(args.scenario, args.overrides);
+  print_warnings(scenario, err);
   out << scenario.to_json().dump(2) << "\n";
   return 0;
 }

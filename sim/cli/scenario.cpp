@@ -85,6 +85,29 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
   profile = core::Profile::from_json(r, profile);
 }
 
+// Scenario::warnings and profile_mismatch: where the device profile does not describe the
+// scenario's GPU. A described GPU's base counts as its GPU (its built-in profile is the base's).
+// `own_profile`: the scenario names a profile file or has an inline one.
+void check_profile_gpu(Scenario& s, bool own_profile) {
+  const network::ClusterConfig& c = s.cluster;
+  if (c.gpu_described && c.gpu_base.empty() && !own_profile) {
+    s.warnings.push_back(fmt::format(
+        "cluster.gpu describes \"{}\" without a \"base\": its compute efficiencies are the datasheet defaults "
+        "(`trainsim describe profile`), not a GPU's built-in profile; give \"base\" (the catalog GPU it is "
+        "closest to) or a calibrated simulation.profile",
+        c.gpu));
+  }
+  const std::string& fitted = s.profile.device.fitted_on.gpu;
+  if (fitted.empty() || fitted == c.gpu || (c.gpu_described && fitted == c.gpu_base)) return;
+  const bool based = c.gpu_described && !c.gpu_base.empty();
+  s.profile_mismatch = fmt::format(
+      "the profile {} was fitted on {}, not on the scenario's {}{}: its efficiencies describe another GPU's kernels; "
+      "calibrate on {}",
+      s.profile.device.source, fitted, c.gpu, based ? fmt::format(" (base {})", c.gpu_base) : "",
+      based ? c.gpu_base : c.gpu);
+  s.warnings.push_back(s.profile_mismatch + " (`run --strict-profile` makes this an error)");
+}
+
 // parallelism.data "auto": replaces it in `section` by world / (tensor x pipeline x context x
 // expert), expert left out when folded (expert_tensor given). Returns the problem when that does not
 // divide, for the cross-section phase (the section itself is well-formed); a string other than
@@ -201,8 +224,8 @@ void apply_override(core::Json& doc, const std::string& assignment) {
     if (keys[i].empty()) {
       throw core::InputError("--set", "", fmt::format("empty key in \"{}\"", path));
     }
-    if (node->is_string() && pointer == "/model") {
-      // A catalog model name becomes {"base": name} so that single fields can be overridden.
+    if (node->is_string() && (pointer == "/model" || pointer == "/cluster/gpu")) {
+      // A catalog model or GPU name becomes {"base": name} so that single fields can be overridden.
       *node = core::Json{{"base", node->get<std::string>()}};
     }
     if (node->is_null()) *node = core::Json::object();
@@ -255,11 +278,12 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   std::optional<core::ObjectReader> inline_profile = root.object("profile");
   root.finish();
 
-  s.profile.device = core::DeviceProfile::defaults_for(s.cluster.gpu_spec.name);
+  s.profile.device = core::DeviceProfile::defaults_for(s.cluster.profile_gpu());
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
   if (inline_profile) s.profile = core::Profile::from_json(*inline_profile, s.profile);
 
   diag.throw_if_any();
+  check_profile_gpu(s, !s.simulation.profile.empty() || inline_profile.has_value());
 
   // Cross-section checks only make sense once every section parsed.
   core::Diagnostics impossible;
@@ -270,8 +294,10 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   }
   if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
     impossible.add(file, "/training/precision",
-                   fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
-                               s.cluster.gpu, core::to_string(s.training.precision)));
+                   fmt::format("{} has no {} tensor-core rate {}", s.cluster.gpu,
+                               core::to_string(s.training.precision),
+                               s.cluster.gpu_described ? "(cluster.gpu.dense_peak)"
+                                                       : "in the GPU catalog (see `trainsim describe gpus`)"));
   }
   models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());

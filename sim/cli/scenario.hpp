@@ -72,8 +72,15 @@ struct Scenario {
   models::ParallelismConfig parallelism;
   models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
   SimulationConfig simulation;
-  core::Profile profile;            // datasheet defaults, or simulation.profile
+  core::Profile profile;            // the GPU's built-in profile, then simulation.profile, then the inline one
   std::optional<Expectation> expect;
+  // What does not stop a prediction but makes it less certain (`run` and `check` print each on
+  // stderr, `run` also in the report's "warnings"): a GPU described without a base gets the
+  // datasheet-default efficiencies; a profile fitted on another GPU than the scenario's.
+  std::vector<std::string> warnings;
+  // The profile's fitted_on.gpu is not the scenario's GPU (nor a described GPU's base): what is
+  // wrong, for `run --strict-profile` to refuse; "" when it matches or is not known.
+  std::string profile_mismatch;
 
   // The fully resolved scenario: every default filled in, quantities as unit strings.
   core::Json to_json() const;
@@ -100,7 +107,8 @@ bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.
-// Setting a key inside a model given by catalog name turns it into {"base": name, key: value}.
+// Setting a key inside a model or a cluster.gpu given by catalog name turns it into
+// {"base": name, key: value} (`--set cluster.gpu.hbm_bandwidth="6.7 TB/s"`).
 // Throws InputError (file "--set") for a malformed override.
 void apply_override(core::Json& doc, const std::string& assignment);
 

@@ -13,9 +13,8 @@ namespace {
 constexpr double TFLOPS = 1e12;
 constexpr double GBPS = 1e9;
 
-GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, double hbm_gib,
-                 double hbm_tbps, double nvlink_gbps, double pcie_gbps, int sms, bool sparse_tensor_cores,
-                 std::string source) {
+GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, double hbm_gib, double hbm_tbps,
+                 double nvlink_gbps, double pcie_gbps, int sms, bool sparse, std::string source) {
   GpuSpec g;
   g.name = std::move(name);
   for (size_t i = 0; i < tflops.size(); ++i) g.dense_peak[i] = FlopsPerSecond(tflops[i] * TFLOPS);
@@ -24,7 +23,7 @@ GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, d
   g.nvlink_bandwidth = BytesPerSecond(nvlink_gbps * GBPS);
   g.pcie_bandwidth = BytesPerSecond(pcie_gbps * GBPS);
   g.sm_count = sms;
-  g.sparse_tensor_cores = sparse_tensor_cores;
+  g.sparse_tensor_cores = sparse;
   g.source = std::move(source);
   return g;
 }
@@ -32,26 +31,48 @@ GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, d
 }  // namespace
 
 const std::vector<GpuSpec>& gpu_catalog() {
-  // Columns: fp32, tf32, bf16, fp16, fp8 dense TFLOP/s (0: no tensor-core support for that type);
-  // HBM GiB (as nvidia-smi reports the marketed size), HBM TB/s, NVLink GB/s per direction, PCIe GB/s
-  // per direction (x16: Gen3 15.75, Gen4 31, Gen5 63); SMs enabled on the product (NVIDIA architecture
-  // whitepapers: V100 80, A100 108, H100 SXM5 132; B200 148 = 2 dies x 74); sparse tensor cores
-  // (2:4 structured sparsity at twice the dense rate): the Ampere whitepaper introduces them with the
-  // A100, and the A100, H100, H200 and DGX B200 datasheets list every tensor-core rate "with
-  // sparsity" at twice the dense one; the V100 (Volta) datasheet has no sparse rate.
+  // Columns: fp32, tf32, bf16, fp16, fp8 dense TFLOP/s (0: no tensor-core support for that type;
+  // datasheets quote tensor rates with 2:4 sparsity, marked *, which are twice the dense ones);
+  // HBM GiB (as nvidia-smi reports the marketed size), HBM TB/s, NVLink GB/s per direction (0: none),
+  // PCIe GB/s per direction (x16: Gen3 15.75, Gen4 31, Gen5 63); SMs enabled on the product (NVIDIA
+  // architecture whitepapers: V100 80, A100 108, H100 SXM5 132; B200 148 = 2 dies x 74; AMD compute
+  // units for MI300X); 2:4 sparse tensor cores (Ampere and later, CDNA 3).
   static const std::vector<GpuSpec> catalog = {
       make_gpu("V100-SXM2-32GB", {15.7, 0, 0, 125, 0}, 32, 0.9, 150, 15.75, 80, false,
-               "NVIDIA V100 datasheet (fp16 125 TFLOP/s, fp32 15.7; no sparse rates); NVLink2 150 GB/s per direction; Volta whitepaper (80 SMs)"),
+               "NVIDIA V100 datasheet (fp16 125 TFLOP/s, fp32 15.7); NVLink2 150 GB/s per direction; Volta whitepaper (80 SMs)"),
       make_gpu("A100-SXM4-40GB", {19.5, 156, 312, 312, 0}, 40, 1.555, 300, 31, 108, true,
-               "NVIDIA A100 datasheet (sparse = 2 x dense); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
+               "NVIDIA A100 datasheet; NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
       make_gpu("A100-SXM4-80GB", {19.5, 156, 312, 312, 0}, 80, 2.039, 300, 31, 108, true,
-               "NVIDIA A100 80GB datasheet (HBM2e 2.039 TB/s; sparse = 2 x dense); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
+               "NVIDIA A100 80GB datasheet (HBM2e 2.039 TB/s); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
       make_gpu("H100-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 450, 63, 132, true,
                "NVIDIA H100 SXM5 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; Hopper whitepaper (132 SMs)"),
+      make_gpu("H800-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 200, 63, 132, true,
+               "NVIDIA H800 Tensor Core GPU datasheet, H800 SXM column: FP32 67 TFLOPS, TF32 989*, BF16 1,979*, "
+               "FP16 1,979*, FP8 3,958* TFLOPS (* with sparsity; dense = half), 80 GB HBM3 at 3.35 TB/s, NVLink "
+               "400 GB/s (200 GB/s per direction), PCIe Gen5 128 GB/s (63 GB/s per direction); the H100 SXM5's "
+               "GH100 configuration (Hopper whitepaper: 132 SMs)"),
       make_gpu("H200-SXM-141GB", {67, 494.5, 989, 989, 1979}, 141, 4.8, 450, 63, 132, true,
-               "NVIDIA H200 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)"),
+               "NVIDIA H200 datasheet; NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)"),
       make_gpu("B200", {80, 1125, 2250, 2250, 4500}, 180, 8.0, 900, 63, 148, true,
-               "NVIDIA DGX B200 datasheet (180 GB usable; dense = sparse/2); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)"),
+               "NVIDIA DGX B200 datasheet (180 GB usable); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)"),
+      make_gpu("GB200", {90, 1250, 2500, 2500, 5000}, 186, 8.0, 900, 63, 148, true,
+               "One Blackwell GPU of a GB200 superchip (1 Grace CPU + 2 GPUs). NVIDIA GB200 NVL72 specifications "
+               "(https://www.nvidia.com/en-us/data-center/gb200-nvl72/), per superchip: FP32 180 TFLOPS, TF32 5 "
+               "PFLOPS*, FP16/BF16 10 PFLOPS*, FP8 20 PFLOPS* (* with sparsity; dense = half), up to 372 GB HBM3e "
+               "at 16 TB/s, NVLink 3.6 TB/s; halved per GPU: 186 GB, 8 TB/s, NVLink5 900 GB/s per direction. "
+               "SMs: 148 as B200 (NVIDIA publishes no SM count for it); PCIe Gen5 x16 (the NVLink-C2C link to "
+               "the Grace CPU is not modelled)"),
+      make_gpu("L40S", {91.6, 183, 362.05, 362.05, 733}, 48, 0.864, 0, 31, 142, true,
+               "NVIDIA L40S datasheet: FP32 91.6 TFLOPS, TF32 183 | 366*, BF16 362.05 | 733*, FP16 362.05 | "
+               "733*, FP8 733 | 1,466* TFLOPS (* with sparsity), 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s "
+               "bidirectional (31 GB/s per direction), no NVLink (intra_node.fabric defaults to pcie); 142 SMs "
+               "(AD102 as configured: 18,176 CUDA cores / 128 per SM, 142 RT cores)"),
+      make_gpu("MI300X", {163.4, 653.7, 1307.4, 1307.4, 2614.9}, 192, 5.3, 448, 63, 304, true,
+               "AMD Instinct MI300X accelerator data sheet (amd.com): FP32 163.4, TF32 653.7, FP16 1,307.4, BF16 "
+               "1,307.4, FP8 2,614.9 TFLOPS dense (twice with structured sparsity), 192 GB HBM3 at 5.3 TB/s, 304 "
+               "compute units, 7 Infinity Fabric links of 128 GB/s (896 GB/s aggregate bidirectional: 448 GB/s "
+               "per direction, 64 GB/s to each peer of a fully connected 8-GPU node: set intra_node.fabric "
+               "\"nvlink-mesh\"), PCIe Gen5 x16 128 GB/s (63 GB/s per direction)"),
   };
   return catalog;
 }
@@ -126,21 +147,27 @@ KernelCeilings ceilings_of(std::string_view gpu) {
     k.gemm_source = mamf + ": A100 SXM BF16 267.9 of 312 TFLOP/s (CUDA 12.1)";
     k.flash = 0.60;
     k.flash_source = "FlashAttention-2 (Dao 2023), Figures 4-6: A100 forward+backward, head dim 128, causal: ~190 TFLOP/s";
-  } else if (gpu.rfind("H100-", 0) == 0 || gpu.rfind("H200-", 0) == 0) {
+  } else if (gpu.rfind("H100-", 0) == 0 || gpu.rfind("H200-", 0) == 0 || gpu.rfind("H800-", 0) == 0) {
     k.gemm = 794.5 / 989;
-    k.gemm_source = mamf + ": H100/H200 SXM BF16 794.5 of 989 TFLOP/s";
+    k.gemm_source = mamf + ": H100/H200 SXM BF16 794.5 of 989 TFLOP/s" +
+                    (gpu.rfind("H800-", 0) == 0 ? " (H800: the same GH100 configuration, assumed alike)" : "");
     k.fp8_scale = (1453.4 / 1979) / (794.5 / 989);
     k.fp8_source = mamf + ": H200 SXM FP8 1453.4 of 1979 TFLOP/s (73.4%) vs BF16 80.3%";
     k.flash = 0.55;
     k.flash_source =
         "FlashAttention-3 (Shah et al. 2024) and cuDNN fused attention on H100, head dim 128, causal, 2-8k "
         "tokens: forward ~600, backward ~450 TFLOP/s";
-  } else if (gpu.rfind("B200", 0) == 0) {
+  } else if (gpu.rfind("B200", 0) == 0 || gpu.rfind("GB200", 0) == 0) {
     k.gemm = 1745.0 / 2250;
-    k.gemm_source = mamf + ": B200 SXM BF16 1745 of 2250 TFLOP/s";
+    k.gemm_source = mamf + ": B200 SXM BF16 1745 of 2250 TFLOP/s" +
+                    (gpu.rfind("GB200", 0) == 0 ? " (GB200: the same Blackwell GPU, assumed alike)" : "");
     k.fp8_scale = (3432.5 / 4500) / (1745.0 / 2250);
     k.fp8_source = mamf + ": B200 SXM FP8 3432.5 of 4500 TFLOP/s (76.3%) vs BF16 77.6%";
     k.flash_source = "assumed as on H100 (no published FlashAttention-4 figure in reach)";
+  } else if (gpu == "MI300X") {
+    k.gemm = 781.9 / 1307.4;
+    k.gemm_source = mamf + ": MI300X BF16 781.9 TFLOP/s (ROCm 6.2) of the datasheet's 1307.4";
+    k.flash_source = "assumed (no published FlashAttention figure for MI300X in reach)";
   } else {
     k.gemm_source = "assumed (no public MAMF figure for this GPU): the A100/H100 range";
     k.flash_source = "assumed (FlashAttention-2 does not support this GPU)";
@@ -167,7 +194,8 @@ TrainingEfficiency training_efficiency_of(std::string_view gpu) {
   // H100: the three MLPerf Training v4.0 GPT-3 175B submissions (FP8, 512-11,616 GPUs).
   constexpr TrainingEfficiency H100 = {0.84, 0.58, "fitted on the 3 H100 MLPerf v4.0 runs of validation/training"};
   if (gpu.rfind("H100-", 0) == 0) return H100;
-  if (gpu.rfind("H200-", 0) == 0 || gpu.rfind("B200", 0) == 0) {
+  if (gpu.rfind("H200-", 0) == 0 || gpu.rfind("H800-", 0) == 0 || gpu.rfind("B200", 0) == 0 ||
+      gpu.rfind("GB200", 0) == 0) {
     return {H100.gemm, H100.memory, "assumed as on H100 (no published runs in validation/training)"};
   }
   if (gpu.rfind("A100-", 0) == 0) return A100;
@@ -187,6 +215,7 @@ DeviceProfile DeviceProfile::defaults_for(std::string_view gpu_name) {
   const TrainingEfficiency f = training_efficiency_of(gpu_name);
   const std::string training = fmt::format("x training-stack efficiency {}", f.source);
   p.source = fmt::format("built-in {} profile (kernel ceilings x training-stack efficiencies)", gpu_name);
+  p.fitted_on.gpu = gpu->name;
   const double gemm = k.gemm * f.gemm;
   const double memory = k.hbm * f.memory;
   p.op(OpClass::GEMM) = {gemm, 1e9, memory};
@@ -364,6 +393,25 @@ void read_link(ObjectReader& r, LinkEfficiency& l) {
   r.finish();
 }
 
+FittedOn read_fitted_on(ObjectReader& r) {
+  FittedOn f;
+  f.gpu = r.string("gpu", "");
+  f.cuda = r.string("cuda", "");
+  f.nccl = r.string("nccl", "");
+  f.framework = r.string("framework", "");
+  r.finish();
+  return f;
+}
+
+Json fitted_on_json(const FittedOn& f) {
+  Json j = Json::object();
+  if (!f.gpu.empty()) j["gpu"] = f.gpu;
+  if (!f.cuda.empty()) j["cuda"] = f.cuda;
+  if (!f.nccl.empty()) j["nccl"] = f.nccl;
+  if (!f.framework.empty()) j["framework"] = f.framework;
+  return j;
+}
+
 }  // namespace
 
 Profile Profile::from_json(ObjectReader& r) { return from_json(r, Profile{}); }
@@ -376,6 +424,12 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
   }
   p.device.source = r.file();
   p.network.source = r.file();
+  if (auto f = r.object("fitted_on")) {
+    p.device.fitted_on = read_fitted_on(*f);
+  } else if (const Json* fit = r.raw("fit"); fit != nullptr && fit->is_object() && fit->contains("gpu") &&
+                                              (*fit)["gpu"].is_string()) {
+    p.device.fitted_on = FittedOn{(*fit)["gpu"].get<std::string>(), "", "", ""};  // calibrate before fitted_on
+  }
   if (auto dev = r.object("device")) {
     if (auto ops = dev->object("ops")) {
       for (int c = 0; c < OP_CLASS_COUNT; ++c) {
@@ -422,6 +476,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
 Json Profile::to_json() const {
   Json j;
   j["schema"] = "trainsim.profile/1";
+  if (!device.fitted_on.empty()) j["fitted_on"] = fitted_on_json(device.fitted_on);
   Json ops = Json::object();
   for (int c = 0; c < OP_CLASS_COUNT; ++c) {
     const OpEfficiency& e = device.ops[static_cast<size_t>(c)];

@@ -32,8 +32,8 @@ struct GpuSpec {
   FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
 };
 
-// The built-in catalog, in a fixed order. Values: validation/hardware-specs.json
-// (NVIDIA datasheets via ml-engineering), dense (non-sparse) tensor-core rates; sparse_tensor_cores
+// The built-in catalog, in a fixed order. Values: validation/hardware-specs.json (vendor datasheets,
+// each entry's `source` names its document), dense (non-sparse) tensor-core rates; sparse_tensor_cores
 // where the datasheet gives "with sparsity" rates.
 const std::vector<GpuSpec>& gpu_catalog();
 // REQUIRES nothing; returns nullptr for an unknown name.
@@ -100,11 +100,25 @@ struct SparseKernels {
   double unstructured_efficiency(double sparsity) const;
 };
 
+// What a profile was measured on: `trainsim calibrate` records the traced GPU and the software stack
+// the traces name; a built-in profile names the catalog GPU it describes. Empty strings: not known
+// (the datasheet defaults describe no GPU in particular). `run` warns when a profile's GPU is not the
+// scenario's (sim/cli/scenario.hpp).
+struct FittedOn {
+  std::string gpu;        // catalog name (or a described GPU's name), e.g. "A100-SXM4-80GB"
+  std::string cuda;       // CUDA runtime version, e.g. "12.4"
+  std::string nccl;       // NCCL version, e.g. "2.21.5"
+  std::string framework;  // e.g. "pytorch" (Kineto traces are written by the PyTorch profiler)
+
+  bool empty() const { return gpu.empty() && cuda.empty() && nccl.empty() && framework.empty(); }
+};
+
 // Turns a compute task's FLOPs and bytes into time (sim/engine/compute_model.hpp has the formula).
 // Every constant of a built-in profile says where it comes from in `sources` (shown by `trainsim
 // describe profile --gpu NAME`).
 struct DeviceProfile {
   std::string source = "datasheet defaults";  // "datasheet defaults", a built-in profile, or the profile file
+  FittedOn fitted_on;                         // the GPU (and software) its constants were measured on
   std::array<OpEfficiency, OP_CLASS_COUNT> ops{};  // by OpClass
   Seconds kernel_overhead;                    // fixed cost added to every compute task (launch, tails)
   // GEMM and FlashAttention tasks of precision p reach max_efficiency x gemm_precision_scale[p]
@@ -126,7 +140,7 @@ struct DeviceProfile {
   static DeviceProfile defaults();
   // The built-in profile of a catalog GPU: the GPU's measured kernel ceilings (public
   // microbenchmarks) times the training-stack efficiencies fitted on published runs
-  // (docs/validation.md). Unknown names get defaults().
+  // (docs/validation.md); fitted_on.gpu names the GPU. Unknown names get defaults().
   static DeviceProfile defaults_for(std::string_view gpu_name);
 };
 
@@ -163,8 +177,11 @@ struct NetworkProfile {
   static NetworkProfile defaults();
 };
 
-// A profile file ("schema": "trainsim.profile/1") holds optional "device" and "network" sections;
-// what it leaves out keeps the defaults.
+// A profile file ("schema": "trainsim.profile/1") holds optional "device" and "network" sections
+// and an optional "fitted_on" object ({"gpu", "cuda", "nccl", "framework"}, strings, each optional);
+// what it leaves out keeps the defaults. A file without "fitted_on" but with the "fit" object of
+// older `calibrate` outputs takes fit.gpu; a file with neither keeps the base's fitted_on (the
+// built-in profile of the scenario's GPU, which it amends).
 struct Profile {
   DeviceProfile device = DeviceProfile::defaults();
   NetworkProfile network = NetworkProfile::defaults();

@@ -219,4 +219,26 @@ for backend in analytic simgrid; do
   contains "replay-disagree-$backend" "$tmp/err" "the traces do not replay as one run"
 done
 
+# issue 17: a profile fitted on another GPU warns (stderr and report), --strict-profile refuses it;
+# calibrate records the GPU; described GPUs and the catalog's sources.
+expect calibrate-a100 0 "$bin" calibrate --nccl-tests "$src/tests/data/nccl-tests/all_reduce_perf_8xA100.txt" \
+  -o "$tmp/a100-profile.json"
+contains calibrate-a100 "$tmp/a100-profile.json" '"fitted_on": {'
+contains calibrate-a100 "$tmp/a100-profile.json" '"gpu": "A100-SXM4-80GB",'
+h100="$src/scenarios/llama3-70b-h100-64.json"
+expect profile-mismatch 0 "$bin" run "$h100" --backend analytic --set simulation.profile="$tmp/a100-profile.json" --format json
+contains profile-mismatch "$tmp/err" "warning: the profile $tmp/a100-profile.json was fitted on A100-SXM4-80GB, not on the scenario's H100-SXM5-80GB"
+contains profile-mismatch "$tmp/out" '"warnings": ['
+expect strict-profile 2 "$bin" run "$h100" --backend analytic --set simulation.profile="$tmp/a100-profile.json" --strict-profile
+contains strict-profile "$tmp/err" "/simulation/profile: the profile $tmp/a100-profile.json was fitted on A100-SXM4-80GB"
+expect strict-profile-same-gpu 0 "$bin" run "$small" --backend analytic --set simulation.profile="$tmp/a100-profile.json" --strict-profile
+expect described-gpu 0 "$bin" run "$h100" --backend analytic --set 'cluster.gpu={"base": "H100-SXM5-80GB", "hbm_bandwidth": "6.7 TB/s"}'
+contains described-gpu "$tmp/out" "64 x H100-SXM5-80GB (custom)"
+expect described-gpu-bad 2 "$bin" run "$h100" --set 'cluster.gpu={"name": "X1"}'
+contains described-gpu-bad "$tmp/err" "/cluster/gpu/hbm_bandwidth: missing:"
+expect describe-sources 0 "$bin" describe gpus
+contains describe-sources "$tmp/out" "MI300X: AMD Instinct MI300X accelerator data sheet"
+expect describe-profile-new-gpu 0 "$bin" describe profile --gpu GB200
+contains describe-profile-new-gpu "$tmp/out" '"gpu": "GB200"'
+
 report

@@ -84,5 +84,38 @@ TEST(Profile, BadEfficiencyCurvesNameTheFieldAndWhatWasExpected) {
   EXPECT_NE(error_of(unknown_op).find("by_size/allreduce"), std::string::npos) << error_of(unknown_op);
 }
 
+// Item 3 of issue 17: a profile says which GPU (and software) it was fitted on.
+TEST(Profile, FittedOnRoundTripsAndOlderCalibrateOutputsGiveTheirFitGpu) {
+  const Profile p = read_profile(Json{{"schema", "trainsim.profile/1"},
+                                      {"fitted_on", {{"gpu", "A100-SXM4-80GB"}, {"cuda", "12.4"}, {"nccl", "2.21.5"},
+                                                     {"framework", "pytorch"}}}});
+  EXPECT_EQ(p.device.fitted_on.gpu, "A100-SXM4-80GB");
+  EXPECT_EQ(p.device.fitted_on.cuda, "12.4");
+  EXPECT_EQ(p.device.fitted_on.nccl, "2.21.5");
+  EXPECT_EQ(p.device.fitted_on.framework, "pytorch");
+  const Json written = p.to_json();
+  EXPECT_EQ(written["fitted_on"]["nccl"], "2.21.5");
+  EXPECT_EQ(read_profile(written).device.fitted_on.cuda, "12.4");
+
+  // `calibrate` before fitted_on wrote the GPU under "fit".
+  const Profile old = read_profile(Json{{"schema", "trainsim.profile/1"}, {"fit", {{"gpu", "H100-SXM5-80GB"}}}});
+  EXPECT_EQ(old.device.fitted_on.gpu, "H100-SXM5-80GB");
+
+  // Neither: the base's (the built-in profile the file amends); the datasheet defaults name no GPU.
+  Profile base;
+  base.device = DeviceProfile::defaults_for("B200");
+  Diagnostics diag;
+  const Json bare = {{"schema", "trainsim.profile/1"}, {"device", {{"kernel_overhead", "3 us"}}}};
+  ObjectReader r(bare, "p.json", "", diag);
+  EXPECT_EQ(Profile::from_json(r, base).device.fitted_on.gpu, "B200");
+  EXPECT_TRUE(DeviceProfile::defaults().fitted_on.empty());
+  EXPECT_FALSE(Profile{}.to_json().contains("fitted_on"));
+
+  EXPECT_NE(error_of(Json{{"fitted_on", {{"gpu", 12}}}}).find("p.json: /fitted_on/gpu: expected a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(Json{{"fitted_on", {{"cuda_version", "12"}}}}).find("/fitted_on/cuda_version: unknown key"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::core
