@@ -41,6 +41,7 @@ class CalibrationEndToEnd : public ::testing::Test {
     const network::LinkScope inter = network::inter_node_scope(cluster, nominal);
     FitOptions o;
     o.gpu = cluster.gpu_spec;
+    o.base = testing::a100_fit_base();
     o.links = {intra.bandwidth, intra.latency, inter.bandwidth, inter.latency};
     return fit_profile(TraceSet::load({dir_}), o);
   }

@@ -12,6 +12,7 @@ using testing::SyntheticParameters;
 FitOptions a100_options() {
   FitOptions o;
   o.gpu = *core::find_gpu("A100-SXM4-80GB");
+  o.base = testing::a100_fit_base();
   o.links = {core::BytesPerSecond(testing::NVLINK), core::Seconds(testing::INTRA_HOP_S),
              core::BytesPerSecond(testing::NIC_PER_GPU), core::Seconds(testing::INTER_HOP_S)};
   return o;
@@ -70,7 +71,7 @@ TEST(ProfileFit, TooFewPointsKeepTheDefaults) {
   FitOptions o = a100_options();
   o.min_samples = 4;
   const ProfileFit fit = fit_profile(TraceSet(std::move(one)), o);
-  const core::Profile defaults;
+  const core::Profile defaults = o.base;
   EXPECT_EQ(fit.profile.device.op(core::OpClass::GEMM).max_efficiency, defaults.device.op(core::OpClass::GEMM).max_efficiency);
   EXPECT_EQ(fit.profile.device.op(core::OpClass::GEMM).half_flops, defaults.device.op(core::OpClass::GEMM).half_flops);
   const FitCategory& g = category(fit, "gemm bf16");

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "sim/core/device.hpp"
 #include "sim/core/workload.hpp"
 
 namespace trainsim::calibrate::testing {
@@ -11,6 +12,13 @@ namespace {
 
 constexpr int RANKS = 16;
 constexpr int PER_NODE = 8;
+
+constexpr int A100_SMS = 108;
+
+const core::DeviceProfile& a100_tiles() {
+  static const core::DeviceProfile p = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
+  return p;
+}
 
 uint64_t ns(double seconds) { return static_cast<uint64_t>(std::llround(seconds * 1e9)); }
 
@@ -75,9 +83,11 @@ void iteration(RankWriter& w, int rank, int64_t number, const SyntheticParameter
   for (int i = 0; i < p.gemm_shapes; ++i) {
     const auto& d = dims[i % 12];
     const double flops = 2.0 * static_cast<double>(d[0] * d[1] * d[2]);
-    const double eff = p.gemm_max_efficiency * flops / (flops + p.gemm_half_flops);
+    // The compute model's shape-aware time: (F/u + half) / (peak·max) + overhead, u the shape's tile
+    // and wave utilization with the A100 built-in profile's tiles (what `calibrate` starts from).
+    const double u = core::best_tile(static_cast<double>(d[0]), static_cast<double>(d[1]), 1, A100_SMS, a100_tiles()).utilization;
     const double noise = p.gemm_noise * (i % 2 == 0 ? 1.0 : -1.0);
-    const double t = flops / (PEAK_BF16 * eff) + p.kernel_overhead_s;
+    const double t = (flops / u + p.gemm_half_flops) / (PEAK_BF16 * p.gemm_max_efficiency) + p.kernel_overhead_s;
     const uint32_t id = w.kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", t * (1 + noise),
                                  p.gap_s);
     const uint64_t external = 1000000u + w.next_id;
@@ -144,6 +154,12 @@ void iteration(RankWriter& w, int rank, int64_t number, const SyntheticParameter
 }
 
 }  // namespace
+
+core::Profile a100_fit_base() {
+  core::Profile p;
+  p.device = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
+  return p;
+}
 
 SyntheticRun make_synthetic_run(const SyntheticParameters& p) {
   SyntheticRun run;

@@ -2,8 +2,9 @@
 // A synthetic traced run made from known device and network parameters, for the calibration tests:
 // 2 hosts x 8 A100 GPUs, three iterations (ProfilerStep#0..2) per rank. Per iteration every rank
 // runs a sweep of bf16 GEMMs (Kernel + Gemm + ExternalCorrelation records) timed by
-// t = F / (peak * max * F / (F + half)) + kernel overhead (the compute model's, without tiles: the
-// datasheet-default profile the fits start from has none), device-to-device memcpys and memsets timed by their HBM
+// t = (F/u + half) / (peak * max) + kernel overhead, the compute model's with u the shape's tile and
+// wave utilization under the A100 built-in profile's tiles (the profile `calibrate` starts from for
+// an A100; fits must start from it too: see a100_fit_base), device-to-device memcpys and memsets timed by their HBM
 // traffic at memory_efficiency, then collectives timed by the ring model of
 // network/collective_cost.hpp: all_reduce, all_gather and reduce_scatter of several sizes on its
 // node's 8 ranks (intra-node), all_reduce of several sizes with the rank of the same local index on
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/device.hpp"
 #include "sim/core/trace_io.hpp"
 
 namespace trainsim::calibrate::testing {
@@ -45,6 +47,8 @@ struct SyntheticRun {
 };
 
 SyntheticRun make_synthetic_run(const SyntheticParameters& p);
+// The base profile to fit the synthetic run from: the A100 built-in profile, whose tiles time its GEMMs.
+core::Profile a100_fit_base();
 // Writes each rank with core::TraceWriter to dir/rankNN.trace; returns the paths.
 std::vector<std::string> write_synthetic_run(const SyntheticRun& run, const std::string& dir);
 
