@@ -23,8 +23,14 @@
 // buffers, plus the peak of the stored activations while the schedule runs, plus one layer's
 // recompute working set. Not modelled: tensor-parallel overlap (tp_comm_overlap) and bucket
 // latencies; the estimate is conservative there.
+// Offloading (models/offload.hpp), roughly: the GPU keeps split_model_states()'s share; offloaded
+// activations leave each chunk's last layer per micro-batch in flight plus two layers being moved;
+// a layer's activation copy or parameter fetch that outlasts its compute adds the difference; the
+// optimizer tail is the slowest of the CPU step, the parameter upload and the NVMe traffic
+// (overlapped) or their sum (not), and the gradient copies that outlast the last backward.
 
 #include "models/model_spec.hpp"
+#include "models/offload.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
 #include "sim/core/device.hpp"
@@ -39,6 +45,6 @@ struct Estimate {
 // REQUIRES: models::check_strategy found no problem for these arguments and `cluster`'s world size.
 Estimate estimate_layout(const models::ModelSpec& model, const models::TrainingConfig& training,
                          const models::ParallelismConfig& parallelism, const network::ClusterConfig& cluster,
-                         const core::Profile& profile);
+                         const core::Profile& profile, const models::OffloadConfig& offload = {});
 
 }  // namespace trainsim::cli
