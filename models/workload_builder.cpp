@@ -1,6 +1,7 @@
 #include "models/workload_builder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/schedule.hpp"
 #include "models/stage_program.hpp"
@@ -180,7 +181,15 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
     if (p.context > 1) comms += 1;                            // K/V all-gather (reduce-scatter back)
     if (kind == LayerKind::MOE && p.expert > 1) comms += 2;   // dispatch and combine all-to-all
     n += comms * (p.recompute == Recompute::FULL ? 3 : 2);
-    if (zero3) n += 3;                                        // gather forward and backward, reduce-scatter
+    if (zero3) {
+      // Gathers forward and backward (DeepSpeed cuts them into stage3_prefetch_bucket_size messages),
+      // reduce-scatter.
+      const double params = layer_parameters(m, p, kind).total();
+      const double messages = p.zero_impl == ZeroImpl::DEEPSPEED
+                                  ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
+                                  : 1.0;
+      n += 1 + 2 * messages;
+    }
     if (offload.activations != OffloadTarget::NONE) n += 6;  // out and back, with their memory tasks
     if (offload.gradients != OffloadTarget::NONE) n += 1;    // gradients to the host
     if (offload.parameters != OffloadTarget::NONE) n += 2;   // parameter fetches

@@ -51,6 +51,7 @@ double training_compute_s(const engine::Breakdown& b) { return b.compute.value()
 // Two decimals in the unit that keeps the number >= 1 (tables; JSON carries exact byte counts).
 std::string bytes_text(core::Bytes b) {
   const double v = b.value();
+  if (v >= core::TiB) return fmt::format("{:.2f} TiB", v / core::TiB);
   if (v >= core::GiB) return fmt::format("{:.2f} GiB", v / core::GiB);
   if (v >= core::MiB) return fmt::format("{:.2f} MiB", v / core::MiB);
   if (v >= core::KiB) return fmt::format("{:.2f} KiB", v / core::KiB);

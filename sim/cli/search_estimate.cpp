@@ -51,7 +51,12 @@ struct Context {
     task.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
     task.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
     task.gemm = op.gemm;
-    task.precision = op.precision;
+    // As the workload builder: ops without a precision of their own (norms, elementwise, embedding)
+    // run at the training precision, except in FP8 training (their OpCost default is BF16, which a
+    // V100 in fp16 does not have).
+    const bool own = op.op_class == core::OpClass::GEMM || op.op_class == core::OpClass::ATTENTION ||
+                     op.op_class == core::OpClass::FLASH_ATTENTION || t.precision == core::Precision::FP8;
+    task.precision = own ? op.precision : t.precision;
     task.has_precision = true;
     return engine::compute_time(task, t.precision, c.gpu_spec, prof.device).value();
   }
