@@ -5,11 +5,16 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <unordered_map>
 #include <fmt/format.h>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
+#include "calibrate/op_costs.hpp"
+#include "calibrate/trace_summary.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/trace_io.hpp"
 
@@ -274,6 +279,194 @@ void add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
   out.push_back(std::move(comm));
 }
 
+
+// ---- Linking kernels to the CPU ops that launched them ----------------------------------------
+
+// A CPU op (cat "cpu_op"), a CUDA runtime call (cat "cuda_runtime" / "cuda_driver") or a kernel, as
+// far as linking needs them.
+struct CpuOpEvent {
+  std::string thread;  // "pid/tid"
+  uint64_t start = 0, end = 0;
+  int64_t external_id = 0;
+  const Json* event = nullptr;
+  int parent = -1;     // the innermost op enclosing this one on its thread
+};
+
+struct LaunchEvent {
+  std::string thread;
+  uint64_t start = 0;
+  int64_t external_id = 0;
+};
+
+struct KernelEvent {
+  uint32_t correlation = 0;
+  int64_t external_id = 0;
+  std::string name;
+  uint64_t start = 0, end = 0;
+};
+
+std::string thread_key(const Json& ev) {
+  const auto pid = ev.find("pid"), tid = ev.find("tid");
+  return (pid == ev.end() ? std::string() : pid->dump()) + "/" + (tid == ev.end() ? std::string() : tid->dump());
+}
+
+// What a CPU op costs, decided once per op.
+struct Costed {
+  std::optional<trace::Gemm> gemm;
+  std::optional<trace::Operation> operation;
+  bool any() const { return gemm || operation; }
+};
+
+class OpLinker {
+ public:
+  explicit OpLinker(std::vector<CpuOpEvent> ops) : ops_(std::move(ops)) {
+    // Per thread, by start (an enclosing op first): a stack gives each op its parent.
+    std::sort(ops_.begin(), ops_.end(), [](const CpuOpEvent& a, const CpuOpEvent& b) {
+      return std::tie(a.thread, a.start, b.end) < std::tie(b.thread, b.start, a.end);
+    });
+    std::vector<int> stack;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (i > 0 && ops_[i].thread != ops_[i - 1].thread) stack.clear();
+      while (!stack.empty() && ops_[static_cast<size_t>(stack.back())].end <= ops_[i].start) stack.pop_back();
+      ops_[i].parent = stack.empty() ? -1 : stack.back();
+      stack.push_back(static_cast<int>(i));
+      if (ops_[i].external_id > 0) by_external_.try_emplace(ops_[i].external_id, static_cast<int>(i));
+    }
+    costed_.resize(ops_.size());
+    decided_.assign(ops_.size(), false);
+  }
+
+  // The op a kernel belongs to (-1: none), from its external id or its launch's.
+  int op_of(const KernelEvent& k, const std::unordered_map<uint32_t, LaunchEvent>& launches) const {
+    if (auto it = by_external_.find(k.external_id); k.external_id > 0 && it != by_external_.end()) return it->second;
+    const auto launch = launches.find(k.correlation);
+    if (launch == launches.end()) return -1;
+    if (auto it = by_external_.find(launch->second.external_id); launch->second.external_id > 0 && it != by_external_.end()) {
+      return it->second;
+    }
+    return enclosing(launch->second.thread, launch->second.start);
+  }
+
+  // The costed op a kernel's time counts for: its own op when costed; else the nearest costed
+  // ancestor, when that is a GEMM (for a GEMM kernel) or an attention op (for an attention kernel).
+  int costed_op_for(int op, TimeCategory kernel) {
+    for (int i = op; i >= 0; i = ops_[static_cast<size_t>(i)].parent) {
+      const Costed& c = costed(i);
+      if (!c.any()) continue;
+      if (i == op) return i;
+      const bool attention = c.operation && c.operation->kind() == trace::OPERATION_KIND_ATTENTION;
+      if ((c.gemm && kernel == TimeCategory::GEMM) || (attention && kernel == TimeCategory::ATTENTION)) return i;
+      return -1;
+    }
+    return -1;
+  }
+
+  const Costed& costed(int i) {
+    const size_t u = static_cast<size_t>(i);
+    if (!decided_[u]) {
+      decided_[u] = true;
+      const Json& ev = *ops_[u].event;
+      const auto name = ev.find("name");
+      const auto args = ev.find("args");
+      if (name != ev.end() && name->is_string() && args != ev.end() && args->is_object()) {
+        const CpuOp op = read_cpu_op(name->get<std::string>(), *args);
+        costed_[u].gemm = gemm_of(op);
+        if (!costed_[u].gemm) costed_[u].operation = operation_of(op);
+      }
+    }
+    return costed_[u];
+  }
+  const CpuOpEvent& op(int i) const { return ops_[static_cast<size_t>(i)]; }
+
+ private:
+  int enclosing(const std::string& thread, uint64_t t) const {
+    auto it = std::upper_bound(ops_.begin(), ops_.end(), std::pair{&thread, t},
+                               [](const std::pair<const std::string*, uint64_t>& key, const CpuOpEvent& o) {
+                                 return std::tie(*key.first, key.second) < std::tie(o.thread, o.start);
+                               });
+    if (it == ops_.begin()) return -1;
+    int i = static_cast<int>(std::prev(it) - ops_.begin());
+    if (ops_[static_cast<size_t>(i)].thread != thread) return -1;
+    while (i >= 0 && ops_[static_cast<size_t>(i)].end < t) i = ops_[static_cast<size_t>(i)].parent;
+    return i;
+  }
+
+  std::vector<CpuOpEvent> ops_;
+  std::unordered_map<int64_t, int> by_external_;
+  std::vector<Costed> costed_;
+  std::vector<bool> decided_;
+};
+
+bool contains_ci(std::string_view text, std::string_view word) {
+  auto lower = [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); };
+  return std::search(text.begin(), text.end(), word.begin(), word.end(),
+                     [&](char a, char b) { return lower(a) == lower(b); }) != text.end();
+}
+
+// A GEMM's types when the op did not record them, and FP32's compute type, from the cuBLAS/CUTLASS
+// kernel names ("..._bf16_...", "..._tf32_...", "..._e4m3_...", "..._f16_..."/"h16").
+void complete_gemm_types(trace::Gemm& g, const std::vector<const KernelEvent*>& kernels) {
+  bool tf32 = false;
+  trace::DataType named = trace::DATA_TYPE_UNKNOWN;
+  for (const KernelEvent* k : kernels) {
+    tf32 = tf32 || contains_ci(k->name, "tf32");
+    if (named != trace::DATA_TYPE_UNKNOWN) continue;
+    if (contains_ci(k->name, "bf16")) named = trace::DATA_TYPE_BFLOAT16;
+    else if (contains_ci(k->name, "e4m3")) named = trace::DATA_TYPE_FLOAT8_E4M3;
+    else if (contains_ci(k->name, "f16") || contains_ci(k->name, "h16")) named = trace::DATA_TYPE_FLOAT16;
+  }
+  if (g.a_type() == trace::DATA_TYPE_UNKNOWN && named != trace::DATA_TYPE_UNKNOWN) {
+    g.set_a_type(named);
+    g.set_b_type(named);
+    g.set_c_type(named);
+  }
+  g.set_compute_type(g.a_type() == trace::DATA_TYPE_FLOAT32 && tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F");
+}
+
+// Appends a Gemm or Operation record per costed op that launched kernels, and an
+// ExternalCorrelation per kernel linking it to that op (the tracer's convention, so one fitting
+// step reads both).
+void link_kernels(std::vector<CpuOpEvent> cpu_ops, const std::unordered_map<uint32_t, LaunchEvent>& launches,
+                  const std::vector<KernelEvent>& kernels, KinetoImport& t) {
+  if (cpu_ops.empty() || kernels.empty()) return;
+  OpLinker linker(std::move(cpu_ops));
+  std::map<int, std::vector<const KernelEvent*>> by_op;  // ordered: records come out in a fixed order
+  for (const KernelEvent& k : kernels) {
+    if (k.correlation == 0) continue;
+    const int op = linker.op_of(k, launches);
+    if (op < 0) continue;
+    const int costed = linker.costed_op_for(op, categorize_kernel(k.name));
+    if (costed >= 0) by_op[costed].push_back(&k);
+  }
+  int64_t next_id = 1;
+  for (const auto& [i, ks] : by_op) next_id = std::max(next_id, linker.op(i).external_id + 1);
+  for (const auto& [i, ks] : by_op) {
+    const Costed& c = linker.costed(i);
+    const uint64_t id = static_cast<uint64_t>(linker.op(i).external_id > 0 ? linker.op(i).external_id : next_id++);
+    trace::Record rec;
+    if (c.gemm) {
+      trace::Gemm* g = rec.mutable_gemm();
+      *g = *c.gemm;
+      complete_gemm_types(*g, ks);
+      g->set_correlation_id(id);
+      g->set_start_ns(ks.front()->start);
+      g->set_end_ns(ks.back()->end);
+    } else {
+      *rec.mutable_operation() = *c.operation;
+      rec.mutable_operation()->set_external_id(id);
+    }
+    t.records.push_back(std::move(rec));
+    for (const KernelEvent* k : ks) {
+      trace::Record link;
+      link.mutable_external_correlation()->set_external_id(id);
+      link.mutable_external_correlation()->set_correlation_id(k->correlation);
+      t.records.push_back(std::move(link));
+    }
+    ++t.costed_ops;
+    t.linked_kernels += ks.size();
+  }
+}
+
 }  // namespace
 
 KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
@@ -291,6 +484,9 @@ KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
     t.header.mutable_clock_anchor()->set_trace_clock_ns(base_ns);
     t.header.mutable_clock_anchor()->set_realtime_ns(base_ns);
   }
+  std::vector<CpuOpEvent> cpu_ops;
+  std::unordered_map<uint32_t, LaunchEvent> launches;  // by CUDA correlation id
+  std::vector<KernelEvent> kernels;
   for (size_t i = 0; i < events->size(); ++i) {
     const Json& ev = (*events)[i];
     const std::string pointer = core::append_pointer("/traceEvents", i);
@@ -305,6 +501,17 @@ KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
     const EventReader e(ev, origin, pointer, base_ns);
     if (category == "kernel") {
       add_kernel(e, t.records);
+      const auto [start, end] = e.interval();
+      kernels.push_back({u32(e.arg_integer("correlation", 0)), e.arg_integer("External id", 0), e.name(), start, end});
+    } else if (category == "cpu_op" || category == "Operator") {
+      const auto [start, end] = e.interval();
+      cpu_ops.push_back({thread_key(ev), start, end, e.arg_integer("External id", 0), &ev, -1});
+      ++t.skipped_events;
+    } else if (category == "cuda_runtime" || category == "cuda_driver" || category == "Runtime") {
+      const auto [start, end] = e.interval();
+      const uint32_t correlation = u32(e.arg_integer("correlation", 0));
+      if (correlation > 0) launches.try_emplace(correlation, LaunchEvent{thread_key(ev), start, e.arg_integer("External id", 0)});
+      ++t.skipped_events;
     } else if (category == "gpu_memcpy" || category == "gpu_memset") {
       const auto [start, end] = e.interval();
       trace::Record rec;
@@ -343,6 +550,7 @@ KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
       ++t.skipped_events;
     }
   }
+  link_kernels(std::move(cpu_ops), launches, kernels, t);
   return t;
 }
 

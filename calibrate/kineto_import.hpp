@@ -12,7 +12,17 @@
 //   cat "gpu_memset"             -> Memset
 //   cat "user_annotation" and
 //   cat "gpu_user_annotation"    -> Marker (domain = the category); "ProfilerStep#N" is iteration N
-// Everything else (CPU ops, runtime calls, flows, metadata) is skipped and counted.
+//   cat "cpu_op" with costed inputs -> Gemm (a GEMM's m, n, k, batch and types) or Operation
+//                                   (attention FLOPs, memory-bound bytes) from "Input Dims", "Input
+//                                   type" and "Concrete Inputs" (calibrate/op_costs.hpp), with one
+//                                   ExternalCorrelation per kernel it launched: the tracer's
+//                                   convention, so that `calibrate` fits both alike
+// A kernel belongs to the CPU op whose "External id" it carries, else to the op its launching runtime
+// call ("correlation") has, else to the innermost op enclosing that call on its thread (the op
+// stack). Its time counts for that op when the op is costed, else for the nearest costed ancestor
+// when that is a GEMM (a GEMM kernel) or an attention op (an attention kernel): a kernel of an
+// uncosted op nested in a costed memory-bound op is not counted for it.
+// Everything else (CPU ops and runtime calls as events, flows, metadata) is skipped and counted.
 // The header comes from "deviceProperties", "distributedInfo" (rank, world size, NCCL version) and
 // "cuda_runtime_version" / "cuda_driver_version". Timestamps are microseconds (fractional) in Kineto
 // and nanoseconds here: ns = baseTimeNanoseconds + round(ts * 1000).
@@ -34,7 +44,9 @@ struct KinetoImport {
   std::string source;                  // the file converted
   trace::Header header;
   std::vector<trace::Record> records;  // in trace event order
-  uint64_t skipped_events = 0;         // events of other categories
+  uint64_t skipped_events = 0;         // events of other categories (cpu_op and runtime events included)
+  uint64_t costed_ops = 0;             // Gemm and Operation records made from CPU ops
+  uint64_t linked_kernels = 0;         // kernels linked to them
 };
 
 // Reads and converts one Kineto trace. Throws core::InputError naming the file and the JSON pointer

@@ -1,6 +1,7 @@
 #include "calibrate/linear_fit.hpp"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/error.hpp"
@@ -52,6 +53,7 @@ LinearFit fit_linear(const std::vector<std::vector<double>>& x, const std::vecto
     ss_res += (predicted - times[r]) * (predicted - times[r]);
     ss_tot += (times[r] - mean) * (times[r] - mean);
     rel += std::pow((predicted - times[r]) / times[r], 2);
+    fit.max_relative_residual = std::max(fit.max_relative_residual, std::abs(predicted - times[r]) / times[r]);
   }
   fit.r_squared = ss_tot > 0 ? 1.0 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
   fit.rms_relative_residual = std::sqrt(rel / static_cast<double>(rows));

@@ -20,6 +20,7 @@ struct LinearFit {
   std::vector<double> coefficients; // one per column of x (empty unless solved)
   double r_squared = 0;             // 1 - SS_res / SS_tot of the times (1 when SS_tot is 0 and the fit is exact)
   double rms_relative_residual = 0; // sqrt(mean(((predicted - measured) / measured)^2))
+  double max_relative_residual = 0; // max |predicted - measured| / measured: the spread's worst sample
   size_t samples = 0;
 };
 

@@ -40,34 +40,111 @@ bool precision_of(const trace::Gemm& g, Precision& out) {
   }
 }
 
-// GEMM samples (FLOPs, summed kernel time) by precision, over every trace.
-std::map<Precision, std::vector<Sample>> gemm_samples(const TraceSet& traces) {
-  std::map<Precision, std::vector<Sample>> out;
-  for (const core::TraceFile& f : traces.files()) {
-    std::unordered_map<uint32_t, double> kernel_seconds;  // by CUDA correlation id
-    std::unordered_map<uint64_t, std::vector<uint32_t>> correlations;  // external id -> CUDA ids
+// Kernel time per external id in one trace file: ExternalCorrelation records map an external id (a
+// Gemm's correlation_id, an Operation's external_id) to the CUDA correlation ids of the kernels it
+// launched, whose durations add up.
+class KernelTimes {
+ public:
+  explicit KernelTimes(const core::TraceFile& f) {
     for (const trace::Record& r : f.records) {
       if (r.has_kernel() && r.kernel().end_ns() > r.kernel().start_ns()) {
-        kernel_seconds[r.kernel().correlation_id()] += static_cast<double>(r.kernel().end_ns() - r.kernel().start_ns()) * NS;
+        kernel_seconds_[r.kernel().correlation_id()] += static_cast<double>(r.kernel().end_ns() - r.kernel().start_ns()) * NS;
       } else if (r.has_external_correlation()) {
-        correlations[r.external_correlation().external_id()].push_back(r.external_correlation().correlation_id());
+        correlations_[r.external_correlation().external_id()].push_back(r.external_correlation().correlation_id());
       }
     }
+  }
+  // 0 when the id launched no traced kernel.
+  double seconds(uint64_t external_id) const {
+    const auto ids = correlations_.find(external_id);
+    if (ids == correlations_.end()) return 0;
+    double t = 0;
+    for (uint32_t id : ids->second) {
+      if (auto k = kernel_seconds_.find(id); k != kernel_seconds_.end()) t += k->second;
+    }
+    return t;
+  }
+
+ private:
+  std::unordered_map<uint32_t, double> kernel_seconds_;                 // by CUDA correlation id
+  std::unordered_map<uint64_t, std::vector<uint32_t>> correlations_;   // external id -> CUDA ids
+};
+
+struct GemmSample {
+  double flops = 0;
+  double t = 0;
+  double m = 0, n = 0, batch = 1;
+};
+
+// GEMM samples (FLOPs and shape, summed kernel time) by precision, over every trace.
+std::map<Precision, std::vector<GemmSample>> gemm_samples(const TraceSet& traces) {
+  std::map<Precision, std::vector<GemmSample>> out;
+  for (const core::TraceFile& f : traces.files()) {
+    const KernelTimes times(f);
     for (const trace::Record& r : f.records) {
       if (!r.has_gemm()) continue;
       const trace::Gemm& g = r.gemm();
       Precision p;
-      auto ids = correlations.find(g.correlation_id());
-      if (!precision_of(g, p) || ids == correlations.end()) continue;
-      double t = 0;
-      for (uint32_t id : ids->second) {
-        if (auto k = kernel_seconds.find(id); k != kernel_seconds.end()) t += k->second;
-      }
+      if (!precision_of(g, p)) continue;
+      const double t = times.seconds(g.correlation_id());
       const double batch = g.batch_count() == 0 ? 1.0 : static_cast<double>(g.batch_count());
-      const double flops = 2.0 * static_cast<double>(g.m()) * static_cast<double>(g.n()) * static_cast<double>(g.k()) * batch;
-      if (t > 0 && flops > 0) out[p].push_back({flops, t});
+      const double m = static_cast<double>(g.m()), n = static_cast<double>(g.n());
+      const double flops = 2.0 * m * n * static_cast<double>(g.k()) * batch;
+      if (t > 0 && flops > 0) out[p].push_back({flops, t, m, n, batch});
     }
   }
+  return out;
+}
+
+bool precision_of(trace::DataType type, Precision& out) {
+  trace::Gemm g;
+  g.set_a_type(type);
+  return precision_of(g, out);
+}
+
+// A sample whose HBM traffic alone, at the base profile's efficiency, takes this share of its time
+// (less the kernel overhead) or more is memory-bound: the compute model times it by its bytes, so it
+// says nothing about the FLOP rate.
+constexpr double MEMORY_BOUND_SHARE = 0.9;
+
+struct AttentionFilter {
+  double seconds_per_byte = 0;  // 1 / (HBM x the base profile's flash_attention memory efficiency)
+  double overhead = 0;
+  size_t assumed_causal = 0;    // samples whose mask was assumed
+  size_t memory_bound = 0;      // samples left out
+};
+
+// Operation samples of one kind: (executed FLOPs for attention, else bytes; summed kernel time), by
+// precision. Attention samples pass `filter`, which leaves out memory-bound ones and counts.
+std::map<Precision, std::vector<Sample>> operation_samples(const TraceSet& traces, trace::OperationKind kind,
+                                                           AttentionFilter* filter = nullptr) {
+  std::map<Precision, std::vector<Sample>> out;
+  for (const core::TraceFile& f : traces.files()) {
+    const KernelTimes times(f);
+    for (const trace::Record& r : f.records) {
+      if (!r.has_operation() || r.operation().kind() != kind) continue;
+      const trace::Operation& op = r.operation();
+      Precision p = Precision::BF16;
+      if (!precision_of(op.data_type(), p) && kind == trace::OPERATION_KIND_ATTENTION) continue;
+      const double t = times.seconds(op.external_id());
+      const double x = kind == trace::OPERATION_KIND_ATTENTION ? op.executed_flops() : op.bytes();
+      if (t <= 0 || x <= 0) continue;
+      if (filter != nullptr) {
+        if (op.bytes() * filter->seconds_per_byte >= MEMORY_BOUND_SHARE * (t - filter->overhead)) {
+          ++filter->memory_bound;
+          continue;
+        }
+        filter->assumed_causal += !op.causal_known();
+      }
+      out[p].push_back({x, t});
+    }
+  }
+  return out;
+}
+
+std::vector<Sample> all_precisions(const std::map<Precision, std::vector<Sample>>& by_precision) {
+  std::vector<Sample> out;
+  for (const auto& [p, samples] : by_precision) out.insert(out.end(), samples.begin(), samples.end());
   return out;
 }
 
@@ -147,6 +224,7 @@ LinearFit fit_affine(const std::vector<Sample>& samples, size_t min_samples, Fit
   cat.fitted = fit.solved;
   cat.r_squared = fit.r_squared;
   cat.rms_relative_residual = fit.rms_relative_residual;
+  cat.max_relative_residual = fit.max_relative_residual;
   return fit;
 }
 
@@ -154,6 +232,20 @@ double clamp_efficiency(double e, std::string& note) {
   if (e <= 1.0) return e;
   note += fmt::format("; efficiency {:.4g} > 1 clamped to 1 (check the nominal figures)", e);
   return 1.0;
+}
+
+// The compute model's tensor-core time, t = (x + h) / (P·max·s) + overhead with x the FLOPs (GEMMs:
+// divided by the shape's tile and wave utilization; FlashAttention: executed), is t = c0 + c1·x:
+// max·s = 1 / (P·c1) and h = (c0 − overhead) / c1.
+core::OpEfficiency tensor_core_efficiency(const LinearFit& fit, double peak, double scale, const FitOptions& o,
+                                          core::OpEfficiency e, FitCategory& cat) {
+  e.max_efficiency = clamp_efficiency(1.0 / (peak * scale * fit.coefficients[1]), cat.note);
+  const double overhead = o.base.device.kernel_overhead.value();
+  e.half_flops = std::max(0.0, (fit.coefficients[0] - overhead) / fit.coefficients[1]);
+  if (fit.coefficients[0] < overhead) {
+    cat.note += "; fixed cost below the profile's kernel overhead: half_flops clamped to 0";
+  }
+  return e;
 }
 
 void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
@@ -165,30 +257,39 @@ void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
     FitCategory cat;
     cat.name = "gemm";
     cat.samples = kernels_of(traces, TimeCategory::GEMM);
-    cat.note = "not fitted: no GEMM kernel joins a Gemm record (shapes come from the tracer's cuBLAS wrappers, "
-               "not from Kineto imports); defaults kept";
+    cat.note = "not fitted: no GEMM kernel joins a Gemm record (shapes come from the tracer's cuBLAS wrappers, or "
+               "from Kineto traces recorded with record_shapes=True); defaults kept";
     out.categories.push_back(cat);
     return;
   }
-  for (const auto& [precision, samples] : by_precision) {
+  // With tiles in the base profile, each GEMM's FLOPs are divided by its shape's tile and wave
+  // utilization: the fit then finds the efficiency the compute model applies on top of them.
+  const core::DeviceProfile& base = o.base.device;
+  const bool shaped = o.gpu.sm_count > 0 && !base.gemm_tiles.empty();
+  for (const auto& [precision, gemms] : by_precision) {
     FitCategory cat;
     cat.name = fmt::format("gemm {}", core::to_string(precision));
     const double peak = o.gpu.peak(precision).value();
     if (peak <= 0) {
-      cat.samples = samples.size();
+      cat.samples = gemms.size();
       cat.note = fmt::format("{} has no dense {} peak in the catalog: not fitted", o.gpu.name, core::to_string(precision));
       out.categories.push_back(cat);
       continue;
+    }
+    std::vector<Sample> samples;
+    double utilization = 0;
+    for (const GemmSample& g : gemms) {
+      const double u = shaped ? core::best_tile(g.m, g.n, g.batch, o.gpu.sm_count, base).utilization : 1.0;
+      samples.push_back({g.flops / u, g.t});
+      utilization += u;
     }
     const LinearFit fit = fit_affine(samples, o.min_samples, cat);
     if (fit.solved && fit.coefficients[1] <= 0) {
       cat.note = "time does not grow with FLOPs: defaults kept";
     } else if (fit.solved) {
-      core::OpEfficiency e = o.base.device.op(OpClass::GEMM);
-      e.max_efficiency = clamp_efficiency(1.0 / (peak * fit.coefficients[1]), cat.note);
-      e.half_flops = std::max(0.0, fit.coefficients[0] / fit.coefficients[1]);
-      if (fit.coefficients[0] < 0) cat.note += "; negative fixed cost: half_flops clamped to 0";
-      cat.parameters = {{"max_efficiency", e.max_efficiency}, {"half_flops", e.half_flops}, {"peak_flops_per_s", peak}};
+      const core::OpEfficiency e = tensor_core_efficiency(fit, peak, 1.0, o, base.op(OpClass::GEMM), cat);
+      cat.parameters = {{"max_efficiency", e.max_efficiency}, {"half_flops", e.half_flops}, {"peak_flops_per_s", peak},
+                        {"mean_tile_utilization", utilization / static_cast<double>(gemms.size())}};
       fitted[precision] = e;
       if (samples.size() > best_samples) {
         best = precision;
@@ -199,49 +300,174 @@ void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
   }
   if (best_samples == 0) return;
   out.profile.device.ops[static_cast<size_t>(OpClass::GEMM)] = fitted[best];
-  // Fitted on FLOPs alone, the efficiency already holds the traced shapes' tile and wave losses: no
-  // quantization on top of it, and the other precisions keep their ratio to the fitted one.
+  // The other precisions keep their ratio to the fitted one. Fitted on FLOPs alone (no tiles in the
+  // base profile), the efficiency already holds the traced shapes' quantization.
   core::DeviceProfile& dev = out.profile.device;
-  dev.gemm_tiles.clear();
   const double fitted_scale = dev.gemm_precision_scale[static_cast<size_t>(best)];
   for (double& scale : dev.gemm_precision_scale) scale /= fitted_scale;
   for (auto& [key, source] : dev.sources) {
-    if (key == "ops.gemm.max_efficiency") source = fmt::format("fitted on traced {} GEMMs (trainsim calibrate)", core::to_string(best));
-    if (key == "gemm_tiles") source = "none: the fitted efficiency already includes the traced shapes' quantization";
+    if (key == "ops.gemm.max_efficiency") {
+      source = fmt::format("fitted on traced {} GEMMs{} (trainsim calibrate)", core::to_string(best),
+                           shaped ? " over their tile and wave utilization" : "");
+    }
+    if (key == "gemm_tiles" && !shaped) source = "none: the fitted efficiency already includes the traced shapes' quantization";
   }
   for (FitCategory& c : out.categories) {
     if (c.name == fmt::format("gemm {}", core::to_string(best))) {
       c.in_profile = true;
-      c.note = fmt::format("sets device.ops.gemm (max_efficiency, half_flops){}", c.note);
+      c.note = fmt::format("sets device.ops.gemm (max_efficiency, half_flops{}){}",
+                           shaped ? "; over each shape's tile and wave utilization" : "", c.note);
     } else if (c.fitted && c.note.empty()) {
       c.note = "reported only: the profile has one GEMM curve (the precision with the most samples)";
     }
   }
 }
 
-void fit_memory(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+// FlashAttention: t = (executed FLOPs + h) / (P·max·s) + overhead, after the GEMM fit set the scales.
+void fit_attention(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+  AttentionFilter filter;
+  filter.seconds_per_byte =
+      1.0 / (o.gpu.hbm_bandwidth.value() * o.base.device.op(OpClass::FLASH_ATTENTION).memory_efficiency);
+  filter.overhead = o.base.device.kernel_overhead.value();
+  const auto by_precision = operation_samples(traces, trace::OPERATION_KIND_ATTENTION, &filter);
+  if (by_precision.empty()) {
+    FitCategory k;
+    k.name = "flash_attention";
+    k.samples = kernels_of(traces, TimeCategory::ATTENTION);
+    k.note = filter.memory_bound > 0
+                 ? fmt::format("not fitted: all {} costed attention ops are memory-bound; defaults kept", filter.memory_bound)
+                 : "not fitted: no attention kernel joins a costed attention op (Kineto traces recorded with "
+                   "record_shapes=True give them); defaults kept";
+    out.categories.push_back(k);
+    return;
+  }
+  core::DeviceProfile& dev = out.profile.device;
+  Precision best = Precision::BF16;
+  size_t best_samples = 0;
+  std::map<Precision, core::OpEfficiency> fitted;
+  std::vector<size_t> indices;
+  for (const auto& [precision, samples] : by_precision) {
+    FitCategory cat;
+    cat.name = fmt::format("flash_attention {}", core::to_string(precision));
+    const double peak = o.gpu.peak(precision).value();
+    const LinearFit fit = peak > 0 ? fit_affine(samples, o.min_samples, cat) : LinearFit{};
+    if (peak <= 0) {
+      cat.samples = samples.size();
+      cat.note = fmt::format("{} has no dense {} peak in the catalog: not fitted", o.gpu.name, core::to_string(precision));
+    } else if (fit.solved && fit.coefficients[1] <= 0) {
+      cat.note = "time does not grow with FLOPs: defaults kept";
+    } else if (fit.solved) {
+      const double scale = dev.gemm_precision_scale[static_cast<size_t>(precision)];
+      const core::OpEfficiency e =
+          tensor_core_efficiency(fit, peak, scale, o, dev.op(OpClass::FLASH_ATTENTION), cat);
+      cat.parameters = {{"max_efficiency", e.max_efficiency}, {"half_flops", e.half_flops}, {"peak_flops_per_s", peak}};
+      fitted[precision] = e;
+      if (samples.size() > best_samples) {
+        best = precision;
+        best_samples = samples.size();
+      }
+    }
+    indices.push_back(out.categories.size());
+    out.categories.push_back(cat);
+  }
+  if (best_samples == 0) return;
+  dev.op(OpClass::FLASH_ATTENTION) = fitted[best];
+  for (auto& [key, source] : dev.sources) {
+    if (key == "ops.flash_attention.max_efficiency") {
+      source = fmt::format("fitted on traced {} attention kernels (trainsim calibrate)", core::to_string(best));
+    }
+  }
+  for (size_t i : indices) {
+    FitCategory& c = out.categories[i];
+    if (c.name == fmt::format("flash_attention {}", core::to_string(best))) {
+      c.in_profile = true;
+      c.note = fmt::format("sets device.ops.flash_attention (max_efficiency, half_flops){}{}{}", c.note,
+                           filter.assumed_causal > 0
+                               ? fmt::format("; {} sample(s) taken as causal (no is_causal in the trace)", filter.assumed_causal)
+                               : "",
+                           filter.memory_bound > 0
+                               ? fmt::format("; {} memory-bound sample(s) left out (their HBM traffic takes >= {:.0f} % "
+                                             "of their time)", filter.memory_bound, 100 * MEMORY_BOUND_SHARE)
+                               : "");
+    } else if (c.fitted && c.note.empty()) {
+      c.note = "reported only: the profile has one attention curve (the precision with the most samples)";
+    }
+  }
+}
+
+// Memory-bound: t = bytes / (HBM·eff) + c0. Returns whether the efficiency was fitted.
+bool fit_bandwidth(const std::string& name, const std::vector<Sample>& samples, const FitOptions& o,
+                   std::initializer_list<OpClass> classes, const std::string& what, ProfileFit& out) {
   FitCategory cat;
-  cat.name = "memory";
-  const LinearFit fit = fit_affine(memory_samples(traces), o.min_samples, cat);
+  cat.name = name;
+  const LinearFit fit = fit_affine(samples, o.min_samples, cat);
+  bool set = false;
   if (fit.solved && fit.coefficients[1] <= 0) {
     cat.note = "time does not grow with bytes: defaults kept";
   } else if (fit.solved) {
     const double hbm = o.gpu.hbm_bandwidth.value();
     std::string note;
     const double eff = clamp_efficiency(1.0 / (hbm * fit.coefficients[1]), note);
-    for (OpClass c : {OpClass::ELEMENTWISE, OpClass::NORM, OpClass::EMBEDDING, OpClass::OPTIMIZER}) {
-      out.profile.device.ops[static_cast<size_t>(c)].memory_efficiency = eff;
+    std::vector<std::string> names;
+    for (OpClass c : classes) {
+      out.profile.device.op(c).memory_efficiency = eff;
+      names.emplace_back(core::to_string(c));
     }
     cat.parameters = {{"memory_efficiency", eff}, {"fixed_s", fit.coefficients[0]}, {"hbm_bytes_per_s", hbm}};
     cat.in_profile = true;
-    cat.note = fmt::format("sets memory_efficiency of elementwise, norm, embedding, optimizer (d2d memcpy, memset){}", note);
+    cat.note = fmt::format("sets memory_efficiency of {} ({}){}", fmt::join(names, ", "), what, note);
+    set = true;
   }
   out.categories.push_back(cat);
-  for (auto [category, what] : {std::pair{TimeCategory::ELEMENTWISE, "bytes"}, std::pair{TimeCategory::ATTENTION, "FLOPs"}}) {
+  return set;
+}
+
+void fit_memory(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
+  // Costed ops set their own classes; device copies set the classes no op fit set.
+  const std::vector<Sample> elementwise = all_precisions(operation_samples(traces, trace::OPERATION_KIND_ELEMENTWISE));
+  const std::vector<Sample> norm = all_precisions(operation_samples(traces, trace::OPERATION_KIND_NORM));
+  ProfileFit ops;
+  ops.profile = out.profile;
+  const bool pointwise = !elementwise.empty() &&
+                         fit_bandwidth("elementwise", elementwise, o, {OpClass::ELEMENTWISE, OpClass::EMBEDDING, OpClass::OPTIMIZER},
+                                       "pointwise ops' input and output bytes", ops);
+  const bool norms = !norm.empty() && fit_bandwidth("norm", norm, o, {OpClass::NORM}, "norm ops' bytes", ops);
+  std::vector<OpClass> rest;
+  for (OpClass c : {OpClass::ELEMENTWISE, OpClass::NORM, OpClass::EMBEDDING, OpClass::OPTIMIZER}) {
+    const bool by_op = c == OpClass::NORM ? norms : pointwise;
+    if (!by_op) rest.push_back(c);
+  }
+  const std::vector<Sample> copies = memory_samples(traces);
+  if (!rest.empty() || !copies.empty()) {
+    FitCategory cat;
+    cat.name = "memory";
+    const LinearFit fit = fit_affine(copies, o.min_samples, cat);
+    if (fit.solved && fit.coefficients[1] <= 0) {
+      cat.note = "time does not grow with bytes: defaults kept";
+    } else if (fit.solved) {
+      const double hbm = o.gpu.hbm_bandwidth.value();
+      std::string note;
+      const double eff = clamp_efficiency(1.0 / (hbm * fit.coefficients[1]), note);
+      std::vector<std::string> names;
+      for (OpClass c : rest) {
+        ops.profile.device.op(c).memory_efficiency = eff;
+        names.emplace_back(core::to_string(c));
+      }
+      cat.parameters = {{"memory_efficiency", eff}, {"fixed_s", fit.coefficients[0]}, {"hbm_bytes_per_s", hbm}};
+      cat.in_profile = !rest.empty();
+      cat.note = rest.empty() ? "reported only: the costed ops' fits set every memory-bound class"
+                              : fmt::format("sets memory_efficiency of {} (d2d memcpy, memset){}", fmt::join(names, ", "), note);
+    }
+    out.categories.push_back(cat);
+  }
+  out.profile = ops.profile;
+  for (FitCategory& c : ops.categories) out.categories.push_back(std::move(c));
+  if (elementwise.empty()) {
     FitCategory k;
-    k.name = std::string(to_string(category));
-    k.samples = kernels_of(traces, category);
-    k.note = fmt::format("not fitted: traces give no {} for these kernels; defaults kept", what);
+    k.name = "elementwise";
+    k.samples = kernels_of(traces, TimeCategory::ELEMENTWISE);
+    k.note = "not fitted: no kernel joins a costed pointwise op (Kineto traces recorded with record_shapes=True give "
+             "them); defaults kept";
     out.categories.push_back(k);
   }
 }
@@ -266,6 +492,7 @@ FitCategory fit_collectives(const std::string& name, const std::vector<Collectiv
   cat.fitted = fit.solved;
   cat.r_squared = fit.r_squared;
   cat.rms_relative_residual = fit.rms_relative_residual;
+  cat.max_relative_residual = fit.max_relative_residual;
   if (!fit.solved) {
     cat.note = "latency and bandwidth terms not separable (one size per group size): defaults kept";
     return cat;
@@ -381,6 +608,7 @@ FitCategory fit_curve(const std::string& scope_name, CollectiveOp op, const std:
     ss_res += (predicted - t) * (predicted - t);
     ss_tot += (t - mean) * (t - mean);
     rel += (predicted - t) * (predicted - t) / (t * t);
+    cat.max_relative_residual = std::max(cat.max_relative_residual, std::abs(predicted - t) / t);
   }
   cat.fitted = true;
   cat.in_profile = true;
@@ -485,6 +713,14 @@ void fit_network(const std::vector<CollectiveSample>& all, const FitOptions& o, 
 
 const core::GpuSpec* catalog_gpu_for(const std::string& device_name) {
   if (const core::GpuSpec* exact = core::find_gpu(device_name)) return exact;
+  // Names the CUDA driver gives (cudaGetDeviceProperties, nvidia-smi) that contain no catalog name.
+  static const std::pair<std::string_view, std::string_view> ALIASES[] = {
+      {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},  // H100 SXM5
+      {"NVIDIA H200", "H200-SXM-141GB"},            // H200 SXM
+  };
+  for (const auto& [driver_name, catalog_name] : ALIASES) {
+    if (device_name == driver_name) return core::find_gpu(std::string(catalog_name));
+  }
   const core::GpuSpec* best = nullptr;
   for (const core::GpuSpec& g : core::gpu_catalog()) {
     if (device_name.find(g.name) != std::string::npos && (best == nullptr || g.name.size() > best->name.size())) best = &g;
@@ -505,6 +741,7 @@ ProfileFit fit_profile(const FitInputs& inputs, const FitOptions& options) {
   if (inputs.traces != nullptr) {
     for (const core::TraceFile& f : inputs.traces->files()) out.traces.push_back(f.path);
     fit_gemm(*inputs.traces, options, out);
+    fit_attention(*inputs.traces, options, out);
     fit_memory(*inputs.traces, options, out);
     collectives = traced_collectives(*inputs.traces);
   }
@@ -530,6 +767,7 @@ core::Json profile_fit_json(const ProfileFit& fit) {
     if (c.fitted) {
       cat["r_squared"] = c.r_squared;
       cat["rms_relative_residual"] = c.rms_relative_residual;
+      cat["max_relative_residual"] = c.max_relative_residual;
     }
     cat["parameters"] = params;
     if (!c.curve.empty()) {
@@ -551,7 +789,8 @@ std::string format_fit_table(const ProfileFit& fit) {
   if (!fit.traces.empty() || fit.nccl_tests.empty()) sources.push_back(fmt::format("{} trace file(s)", fit.traces.size()));
   if (!fit.nccl_tests.empty()) sources.push_back(fmt::format("{} nccl-tests file(s)", fit.nccl_tests.size()));
   std::string s = fmt::format("calibration of {} from {}\n", fit.gpu, fmt::join(sources, " and "));
-  s += fmt::format("{:<32} {:>8} {:>10} {:>10}  {}\n", "category", "samples", "r_squared", "rms_rel", "parameters / note");
+  s += fmt::format("{:<32} {:>8} {:>10} {:>10} {:>10}  {}\n", "category", "samples", "r_squared", "rms_rel", "max_rel",
+                   "parameters / note");
   for (const FitCategory& c : fit.categories) {
     std::string params;
     for (const auto& [name, value] : c.parameters) params += fmt::format("{}={:.6g} ", name, value);
@@ -564,7 +803,8 @@ std::string format_fit_table(const ProfileFit& fit) {
     }
     const std::string r2 = c.fitted ? fmt::format("{:.6f}", c.r_squared) : "-";
     const std::string rms = c.fitted ? fmt::format("{:.3e}", c.rms_relative_residual) : "-";
-    s += fmt::format("{:<32} {:>8} {:>10} {:>10}  {}{}{}\n", c.name, c.samples, r2, rms, params,
+    const std::string max = c.fitted ? fmt::format("{:.3e}", c.max_relative_residual) : "-";
+    s += fmt::format("{:<32} {:>8} {:>10} {:>10} {:>10}  {}{}{}\n", c.name, c.samples, r2, rms, max, params,
                      params.empty() ? "" : "| ", c.note);
   }
   return s;

@@ -7,18 +7,29 @@
 // Categories, each reported with its sample count, R², RMS relative residual and parameters:
 //  - "gemm <precision>": kernels joined to Gemm records (Gemm.correlation_id is the external id;
 //    ExternalCorrelation maps it to the CUDA correlation id of the kernels it launched, whose
-//    durations add up). FLOPs F = 2·m·n·k·batch_count. The compute model's
-//        t = F / (peak · max · F / (F + half)) = F / (peak·max) + half / (peak·max)
-//    is fitted as t = c0 + c1·F (equivalently 1/eff = 1/max + (half/max)/F, linear in 1/F):
-//    max_efficiency = 1 / (peak·c1), half_flops = c0 / c1. Precision from the A type (FP32 with a
+//    durations add up: the tracer's cuBLAS wrappers and Kineto imports of traces recorded with
+//    record_shapes=True both write them). FLOPs F = 2·m·n·k·batch_count. With GEMM tiles in the base
+//    profile (every built-in GPU profile has them) the compute model's shape-aware time
+//        t = (F/u + half) / (peak · max) + overhead,  u = the shape's tile and wave utilization
+//    (core::best_tile) is fitted as t = c0 + c1·(F/u): max_efficiency = 1 / (peak·c1), half_flops =
+//    (c0 − kernel_overhead) / c1, and the tiles stay in the profile. Without tiles u = 1, and the
+//    fitted efficiency holds the traced shapes' quantization. Precision from the A type (FP32 with a
 //    TF32 compute type counts as TF32); peak from the GPU catalog. The profile has one GEMM curve:
-//    the precision with the most samples sets it, the others are reported only.
+//    the precision with the most samples sets it (the other precisions keep their ratio to it in
+//    gemm_precision_scale), the others are reported only.
+//  - "flash_attention <precision>": Operation records of kind ATTENTION (Kineto imports:
+//    calibrate/op_costs.hpp): t = (executed FLOPs + half) / (peak · max · scale) + overhead, the
+//    same affine fit. Samples whose bytes at the base profile's attention memory efficiency take
+//    >= 90 % of their time are memory-bound and left out (the note counts them, and the samples
+//    whose causal mask was assumed).
+//  - "elementwise" and "norm": Operation records of those kinds, t = c0 + bytes / (HBM · eff):
+//    memory_efficiency of elementwise, embedding and optimizer (pointwise streaming kernels), and of
+//    norm.
 //  - "memory": device-side copies whose bytes are known: device-to-device memcpys (2·bytes of HBM
 //    traffic: read and write) and memsets (bytes). t = c0 + c1·traffic, memory_efficiency =
-//    1 / (HBM·c1); it is set for the memory-bound op classes (elementwise, norm, embedding,
-//    optimizer). Kernels themselves carry no byte counts in traces, so "elementwise" and
-//    "attention" (kernel categories of trace_summary.hpp) are reported with their sample counts as
-//    not fitted: neither bytes nor FLOPs are known for them.
+//    1 / (HBM·c1); it sets the memory-bound classes (elementwise, norm, embedding, optimizer) that no
+//    costed-op fit above set. Categories without samples say why (the kernels are there, but no op
+//    gives their FLOPs or bytes: the tracer's own records have no attention or pointwise costs).
 //  - "<scope> <op>" and "<scope>" for scope intra_node (every member of the communicator on one
 //    host) and inter_node (one member per host): t = steps·a + factor·S·b, with NCCL's ring steps
 //    (2(n-1) for all_reduce, n-1 otherwise) and nccl-tests' bus-bandwidth factor, S the per-rank
@@ -95,6 +106,7 @@ struct FitCategory {
   bool in_profile = false;                                // its parameters went into the profile
   double r_squared = 0;
   double rms_relative_residual = 0;
+  double max_relative_residual = 0;                       // the residual spread's worst sample
   std::vector<std::pair<std::string, double>> parameters; // name -> value (SI units)
   std::vector<core::EfficiencyPoint> curve;               // "<scope> <op> curve": its points
   std::string note;                                       // what it set, or why nothing
@@ -120,7 +132,7 @@ ProfileFit fit_profile(const TraceSet& traces, const FitOptions& options);  // F
 
 // The profile (Profile::to_json, "schema": "trainsim.profile/1") plus "source": "trainsim calibrate"
 // and "fit": {"gpu", "traces", "nccl_tests", "categories": [{name, samples, fitted, in_profile,
-// r_squared, rms_relative_residual, parameters, curve: [{size_bytes, efficiency}] (curves only),
+// r_squared, rms_relative_residual, max_relative_residual, parameters, curve: [{size_bytes, efficiency}] (curves only),
 // note}]}. Profile::from_json reads it back.
 core::Json profile_fit_json(const ProfileFit& fit);
 // One line per category: name, samples, R², RMS relative residual, parameters, a curve's points

@@ -67,6 +67,8 @@ struct OpCost {
   core::GemmShape gemm;               // GEMM ops: the products' shape (core::GemmShape); count 0 otherwise
   core::Precision precision = core::Precision::BF16;  // operand precision of GEMMs and attention
                                                       // (gemm_precision(): FP8 training keeps some in BF16)
+  core::GemmSparsity sparsity = core::GemmSparsity::NONE;  // GEMMs on pruned weights with a sparse kernel
+  double density = 1;                                      // (workload_builder: optimizations.pruning)
 };
 
 // Bytes of one element of GEMM operands: 4 (fp32, tf32), 2 (bf16, fp16), 1 (fp8).

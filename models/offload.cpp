@@ -19,12 +19,6 @@ OffloadTarget target_of(const std::string& s) {
   return OffloadTarget::NONE;
 }
 
-// Parameters of `local` in the partition that ZeRO stage `from` and above shard.
-double sharded(const ParameterCount& local, const ParallelismConfig& p, int from_stage) {
-  const bool shard = p.zero_stage >= from_stage;
-  return local.dense / (shard ? p.dense_replicas() : 1) + local.expert / (shard ? p.expert_replicas() : 1);
-}
-
 void add(OffloadedStates& host, OffloadedStates& nvme, OffloadTarget where, core::Bytes OffloadedStates::*field,
          core::Bytes bytes) {
   if (where == OffloadTarget::CPU) host.*field += bytes;
@@ -167,9 +161,16 @@ double moment_bytes_per_parameter() { return 8.0; }
 
 StateSplit split_model_states(const ParameterCount& local, const TrainingConfig& t, const ParallelismConfig& p,
                               const OffloadConfig& o) {
+  return split_model_states(model_state_memory(local, t, p), local, t, p, o);
+}
+
+StateSplit split_model_states(const MemoryBreakdown& states, const ParameterCount& local, const TrainingConfig& t,
+                              const ParallelismConfig& p, const OffloadConfig& o) {
   StateSplit s;
-  s.gpu = model_state_memory(local, t, p);
-  const double partition = sharded(local, p, 1);
+  s.gpu = states;
+  // The optimizer states' bytes split into moments and master weights (and size the fp32 gradient
+  // partition) in proportion, so that a sparse storage of them (pruning) carries over.
+  const double partition = states.optimizer_states.value() / optimizer_bytes_per_parameter(t.precision);
   const core::Bytes moments(partition * moment_bytes_per_parameter());
   const core::Bytes master(partition * master_weight_bytes_per_parameter(t.precision));
   if (o.optimizer_states != OffloadTarget::NONE) s.gpu.optimizer_states -= moments;

@@ -149,6 +149,11 @@ struct StateSplit {
 // offloaded gradients are the fp32 accumulation of that partition (4 bytes).
 StateSplit split_model_states(const ParameterCount& local, const TrainingConfig& t, const ParallelismConfig& p,
                               const OffloadConfig& o);
+// The same from the model states' memory on the GPU without offloading (`states`: pruning's sparse
+// storage, models/pruning.hpp): the moments, master weights and gradient partition are taken in
+// proportion to its optimizer states, the weights whole.
+StateSplit split_model_states(const MemoryBreakdown& states, const ParameterCount& local, const TrainingConfig& t,
+                              const ParallelismConfig& p, const OffloadConfig& o);
 
 // Bytes of the fp32 master copy per parameter: 4 in mixed precision, 0 in fp32 / tf32 training.
 double master_weight_bytes_per_parameter(core::Precision p);

@@ -28,6 +28,9 @@ struct Unit {
   UnitKind kind = UnitKind::LAYER;
   int layer = 0;
   ParameterCount params;
+  PrunedParameters pruned;  // the pruned part of params
+  ParameterCount sent;      // elements its gradient reductions and parameter gathers send (pruning.hpp)
+  ParameterCount index;     // index bytes sent with them
 };
 
 // A data-parallel gradient bucket, reduced once the backward of the unit that completes it has run
@@ -35,7 +38,9 @@ struct Unit {
 struct Bucket {
   double parameters = 0;
   bool expert = false;
-  int id = 0;  // index into StageEmitter::buckets_by_id_
+  int id = 0;         // index into StageEmitter::buckets_by_id_
+  double sent = 0;    // elements sent (parameters, less the pruned zeros under sparse communication)
+  double index = 0;   // index bytes sent with them
 };
 
 struct Comm {
@@ -143,8 +148,8 @@ class StageEmitter {
       const double word_embedding = static_cast<double>(plan_.model->vocab) * static_cast<double>(plan_.model->hidden) /
                                     par_.tensor;
       gradient_collective(CollectiveOp::ALL_REDUCE, static_cast<uint16_t>(plan_.groups.embedding),
-                          word_embedding * plan_.gradient_reduce_bytes, 0, plan_.micro_batches - 1,
-                          "embedding gradient all_reduce", *embedding_gradient_);
+                          plan_.embedding_gradient_bytes, 0, plan_.micro_batches - 1, "embedding gradient all_reduce",
+                          *embedding_gradient_, word_embedding * plan_.gradient_reduce_bytes);
     }
     emit_optimizer();
     result_.peak_activation_bytes = peak_;
@@ -161,16 +166,25 @@ class StageEmitter {
     for (int c = 0; c < plan_.chunks; ++c) {
       const int pos = position(c);
       std::vector<Unit>& units = units_[static_cast<size_t>(c)];
-      if (pos == 0) units.push_back({UnitKind::EMBEDDING, 0, plan_.embedding_params});
+      if (pos == 0) units.push_back(make_unit(UnitKind::EMBEDDING, 0, plan_.embedding_params, plan_.embedding_pruned));
       for (int l = 0; l < plan_.chunk_layers[static_cast<size_t>(pos)]; ++l) {
         const int layer = plan_.first_layer[static_cast<size_t>(pos)] + l;
-        units.push_back({UnitKind::LAYER, layer, plan_.layer(layer).params});
+        units.push_back(make_unit(UnitKind::LAYER, layer, plan_.layer(layer).params, plan_.layer(layer).pruned));
       }
-      if (pos == plan_.positions - 1) units.push_back({UnitKind::HEAD, 0, plan_.head_params});
-      for (const Unit& u : units) result_.parameters += u.params;
+      if (pos == plan_.positions - 1) units.push_back(make_unit(UnitKind::HEAD, 0, plan_.head_params, plan_.head_pruned));
+      for (const Unit& u : units) {
+        result_.parameters += u.params;
+        result_.pruned += u.pruned;
+        stored_ += stored_elements(u.params, u.pruned, *plan_.pruning);
+      }
       const int layers = plan_.chunk_layers[static_cast<size_t>(pos)];
       last_layer_.push_back(layers > 0 ? plan_.first_layer[static_cast<size_t>(pos)] + layers - 1 : -1);
     }
+  }
+
+  Unit make_unit(UnitKind kind, int layer, const ParameterCount& params, const PrunedParameters& pruned) const {
+    return {kind, layer, params, pruned, sent_elements(params, pruned, *plan_.pruning),
+            sent_index_bytes(pruned, *plan_.pruning)};
   }
 
   // Buckets fill in backward order (Megatron-LM's DDP; DeepSpeed's reduce buckets); buckets_[chunk][i]
@@ -187,33 +201,42 @@ class StageEmitter {
       std::vector<std::vector<Bucket>>& ready = buckets_[c];
       ready.assign(units.size(), {});
       bucket_units_[c].assign(units.size(), {});
-      double dense = 0, expert = 0;
+      // Buckets fill by dense parameter count (the framework's bucket sizes); each carries what its
+      // messages send under pruning.
+      Bucket dense, expert;
+      dense.expert = false;
+      expert.expert = true;
       std::vector<size_t> dense_units, expert_units;  // forward indices of the open buckets' units
-      auto close = [&](size_t i, double& count, std::vector<size_t>& members, bool is_expert) {
-        const Bucket b{count, is_expert, static_cast<int>(buckets_by_id_.size())};
+      auto close = [&](size_t i, Bucket& open, std::vector<size_t>& members) {
+        Bucket b = open;
+        b.id = static_cast<int>(buckets_by_id_.size());
         buckets_by_id_.push_back(b);
         bucket_chunk_.push_back(static_cast<int>(c));
         ready[i].push_back(b);
         for (size_t u : members) bucket_units_[c][u].push_back(b.id);
-        count = 0;
+        open.parameters = open.sent = open.index = 0;
         members.clear();
       };
       for (size_t i = 0; i < units.size(); ++i) {
         const size_t forward_index = units.size() - 1 - i;
         const Unit& u = units[forward_index];
         if (plan_.reduce_dense && u.params.dense > 0) {
-          dense += u.params.dense;
+          dense.parameters += u.params.dense;
+          dense.sent += u.sent.dense;
+          dense.index += u.index.dense;
           dense_units.push_back(forward_index);
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
-          expert += u.params.expert;
+          expert.parameters += u.params.expert;
+          expert.sent += u.sent.expert;
+          expert.index += u.index.expert;
           expert_units.push_back(forward_index);
         }
-        if (dense > 0 && dense >= capacity) close(i, dense, dense_units, false);
-        if (expert > 0 && expert >= capacity) close(i, expert, expert_units, true);
+        if (dense.parameters > 0 && dense.parameters >= capacity) close(i, dense, dense_units);
+        if (expert.parameters > 0 && expert.parameters >= capacity) close(i, expert, expert_units);
       }
-      if (dense > 0) close(units.size() - 1, dense, dense_units, false);
-      if (expert > 0) close(units.size() - 1, expert, expert_units, true);
+      if (dense.parameters > 0) close(units.size() - 1, dense, dense_units);
+      if (expert.parameters > 0) close(units.size() - 1, expert, expert_units);
     }
   }
 
@@ -252,6 +275,11 @@ class StageEmitter {
     // piece is half the pass (dgrad or wgrad), on all rows or, chunked, on 2·fraction of them.
     t.gemm = op.gemm;
     t.gemm.m = static_cast<float>(op.gemm.m * (backward ? std::min(1.0, 2 * fraction) : fraction));
+    if (op.sparsity != core::GemmSparsity::NONE) {
+      t.sparsity = op.sparsity;
+      t.density = static_cast<float>(op.density);
+      if (op.sparsity == core::GemmSparsity::BLOCK) t.sparse_block = static_cast<uint8_t>(plan_.pruning->block_size);
+    }
     // Ops without a precision of their own (norms, elementwise, embedding) carry OpCost's BF16
     // default: they run at the training precision, except in FP8 training, where Transformer Engine
     // keeps them in BF16. (Taking the default as theirs asked a V100 in fp16 for a bf16 peak.)
@@ -293,14 +321,25 @@ class StageEmitter {
   }
 
   // A collective off the critical path (gradient reduction): only the optimizer waits for it.
+  // `dense_bytes`: what it would carry without pruning (StageResult::dense_data_bytes).
   void gradient_collective(CollectiveOp op, uint16_t group, double bytes, int layer, int mb, const std::string& name,
-                           uint32_t after) {
+                           uint32_t after, double dense_bytes) {
     Task t = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::BACKWARD, layer, mb, name);
     t.collective = op;
     t.group = group;
     t.bytes = bytes;
     gradient_collectives_.push_back(prog().add(t, {after}));
+    count_data(bytes, dense_bytes);
   }
+
+  void count_data(double bytes, double dense_bytes) {
+    result_.data_bytes += bytes;
+    result_.dense_data_bytes += dense_bytes;
+  }
+
+  // Bytes of a gradient reduction or parameter gather of `sent` elements at `element_bytes` each plus
+  // `index` bytes of sparse index.
+  static double message_bytes(double sent, double index, double element_bytes) { return sent * element_bytes + index; }
 
   void memory(double bytes, Phase phase, int layer, int mb) {
     Task t = make(TaskKind::MEMORY, Stream::COMPUTE, phase, layer, mb, "activations");
@@ -531,7 +570,7 @@ class StageEmitter {
       deps = {fetch};
       if (!plan_.zero3) ids.push_back(fetch);
     }
-    auto gather = [&](double params, uint16_t group) {
+    auto gather = [&](double params, double sent, double index_bytes, uint16_t group) {
       const int messages = plan_.gather_message_elements > 0
                                ? std::max(1, static_cast<int>(std::ceil(params / plan_.gather_message_elements)))
                                : 1;
@@ -539,13 +578,16 @@ class StageEmitter {
         Task t = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, phase, u.layer, mb, "parameter all_gather");
         t.collective = CollectiveOp::ALL_GATHER;
         t.group = group;
-        t.bytes = params / messages * plan_.weight_bytes;
+        t.bytes = sent / messages * plan_.weight_bytes + index_bytes / messages;
         ids.push_back(prog().add(t, deps));
+        count_data(t.bytes, params / messages * plan_.weight_bytes);
       }
     };
     if (!plan_.zero3) return;
-    if (plan_.reduce_dense && u.params.dense > 0) gather(u.params.dense, plan_.groups.data);
-    if (plan_.reduce_expert && u.params.expert > 0) gather(u.params.expert, plan_.groups.expert_data);
+    if (plan_.reduce_dense && u.params.dense > 0) gather(u.params.dense, u.sent.dense, u.index.dense, plan_.groups.data);
+    if (plan_.reduce_expert && u.params.expert > 0) {
+      gather(u.params.expert, u.sent.expert, u.index.expert, plan_.groups.expert_data);
+    }
   }
 
   // Issues the ZeRO-3 gathers of the pass up to the unit `index` + prefetch, then makes the next
@@ -619,15 +661,18 @@ class StageEmitter {
       const double grad = plan_.gradient_reduce_bytes;
       if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
         for (const Bucket& b : ready) {
-          zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data, b.parameters * grad,
-                                       u.layer, b.parameters, b.expert});
+          zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data,
+                                       message_bytes(b.sent, b.index, grad), u.layer, b.parameters * grad,
+                                       b.parameters, b.expert});
         }
       } else {
         if (plan_.reduce_dense && u.params.dense > 0) {
-          zero3_reductions_.push_back({plan_.groups.data, u.params.dense * grad, u.layer, u.params.dense, false});
+          zero3_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.layer,
+                                       u.params.dense * grad, u.params.dense, false});
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
-          zero3_reductions_.push_back({plan_.groups.expert_data, u.params.expert * grad, u.layer, u.params.expert, true});
+          zero3_reductions_.push_back({plan_.groups.expert_data, message_bytes(u.sent.expert, u.index.expert, grad),
+                                       u.layer, u.params.expert * grad, u.params.expert, true});
         }
       }
       if (par_.overlap_grad_reduce) flush_zero3_reductions(mb);
@@ -642,7 +687,7 @@ class StageEmitter {
   void flush_zero3_reductions(int mb) {
     for (const Reduction& r : zero3_reductions_) {
       gradient_collective(CollectiveOp::REDUCE_SCATTER, r.group, r.bytes, r.layer, mb, "gradient reduce_scatter",
-                          *last_compute_);
+                          *last_compute_, r.dense_bytes);
       offload_reduced_gradients(r.params, r.expert, r.layer, mb, gradient_collectives_.back());
     }
     zero3_reductions_.clear();
@@ -651,8 +696,9 @@ class StageEmitter {
   void reduce_bucket(const Bucket& b, int layer, int mb) {
     const CollectiveOp op = par_.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
     gradient_collective(op, b.expert ? plan_.groups.expert_data : plan_.groups.data,
-                        b.parameters * plan_.gradient_reduce_bytes, layer, mb,
-                        fmt::format("gradient {}", core::to_string(op)), *last_compute_);
+                        message_bytes(b.sent, b.index, plan_.gradient_reduce_bytes), layer, mb,
+                        fmt::format("gradient {}", core::to_string(op)), *last_compute_,
+                        b.parameters * plan_.gradient_reduce_bytes);
     offload_reduced_gradients(b.parameters, b.expert, layer, mb, gradient_collectives_.back());
     reduced_.push_back(b);
   }
@@ -917,18 +963,20 @@ class StageEmitter {
         Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::FORWARD, 0, 0, "parameter all_gather");
         g.collective = CollectiveOp::ALL_GATHER;
         g.group = b.expert ? plan_.groups.expert_data : plan_.groups.data;
-        g.bytes = b.parameters * plan_.weight_bytes;
+        g.bytes = message_bytes(b.sent, b.index, plan_.weight_bytes);
         parameter_gather_[k] = prog().add(g);
+        count_data(g.bytes, b.parameters * plan_.weight_bytes);
       }
     }
   }
 
-  // The Adam step on the locally owned parameters, then (ZeRO-1/2 without overlap_param_gather) the
-  // blocking all-gather of the updated parameters bucket by bucket.
+  // The Adam step on the locally owned parameters (under sparse storage, on the kept values), then
+  // (ZeRO-1/2 without overlap_param_gather) the blocking all-gather of the updated parameters bucket
+  // by bucket.
   void emit_optimizer() {
     const bool shard = par_.zero_stage >= 1;
-    const double updated = result_.parameters.dense / (shard ? par_.dense_replicas() : 1) +
-                           result_.parameters.expert / (shard ? par_.expert_replicas() : 1);
+    const double updated = stored_.dense / (shard ? par_.dense_replicas() : 1) +
+                           stored_.expert / (shard ? par_.expert_replicas() : 1);
     std::vector<uint32_t> deps = gradient_collectives_;
     deps.insert(deps.end(), gradient_copies_.begin(), gradient_copies_.end());
     deps.push_back(*last_compute_);
@@ -948,8 +996,9 @@ class StageEmitter {
       Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::OPTIMIZER, 0, 0, "parameter all_gather");
       g.collective = CollectiveOp::ALL_GATHER;
       g.group = b.expert ? plan_.groups.expert_data : plan_.groups.data;
-      g.bytes = b.parameters * plan_.weight_bytes;
+      g.bytes = message_bytes(b.sent, b.index, plan_.weight_bytes);
       prog().add(g, {step});
+      count_data(g.bytes, b.parameters * plan_.weight_bytes);
     }
   }
 
@@ -1062,6 +1111,7 @@ class StageEmitter {
   core::Workload& workload_;
   int stage_;
   StageResult result_;
+  ParameterCount stored_;                                  // elements with stored values (what Adam updates)
   std::vector<std::vector<Unit>> units_;                  // by chunk, forward order
   std::vector<std::vector<std::vector<Bucket>>> buckets_;  // by chunk, by unit in backward order
   std::vector<std::vector<std::vector<int>>> bucket_units_;  // by chunk, by unit in forward order: bucket ids
@@ -1080,7 +1130,8 @@ class StageEmitter {
     uint16_t group = 0;
     double bytes = 0;
     int layer = 0;
-    double params = 0;
+    double dense_bytes = 0;  // without pruning
+    double params = 0;       // parameters reduced (offloaded gradients: the rank's share goes to the host)
     bool expert = false;
   };
   std::vector<Reduction> zero3_reductions_;    // waiting for the end of the pass (no overlap_grad_reduce)

@@ -8,6 +8,7 @@
 
 #include "models/accounting.hpp"
 #include "models/offload.hpp"
+#include "models/pruning.hpp"
 #include "models/schedule.hpp"
 #include "sim/core/workload.hpp"
 
@@ -35,6 +36,7 @@ struct LayerPlan {
   double recompute_bytes = 0;    // re-created right before the backward (score matrix under selective
                                  // recompute, the whole layer under full recompute)
   ParameterCount params;
+  PrunedParameters pruned;       // the pruned part of params (optimizations.pruning)
 };
 
 struct BuildPlan {
@@ -64,6 +66,12 @@ struct BuildPlan {
 
   ParameterCount embedding_params;
   ParameterCount head_params;
+  PrunedParameters embedding_pruned;
+  PrunedParameters head_pruned;
+  const PruningConfig* pruning = nullptr;  // never null in a plan from make_plan
+  // Bytes of the tied word embedding's gradient all-reduce (first and last stage): V·h/t elements at
+  // gradient_reduce_bytes, or what `communication` sends of it when the embeddings are pruned.
+  double embedding_gradient_bytes = 0;
   // Bytes per parameter of every parameter all-gather (ZeRO-3 / FSDP gathers before use, ZeRO-1/2
   // gathers of the updated parameters): the one place that sets it, weight_bytes_per_parameter() of
   // the training run (1 with FP8 parameters).
@@ -106,6 +114,12 @@ struct StageResult {
   double optimizer_buffer_bytes = 0; // GPU buffers of a streamed optimizer step (states off the GPU,
                                      // step on the GPU): one or two chunks' states
   ParameterCount parameters;         // held by one rank of the stage
+  PrunedParameters pruned;           // the pruned part of `parameters`
+  // Bytes one rank sends per iteration in the collectives of its DATA_COMM stream (gradient
+  // reductions, parameter gathers, the tied embedding's all-reduce), as emitted and as they would be
+  // without pruning (`communication` "dense").
+  double data_bytes = 0;
+  double dense_data_bytes = 0;
 };
 
 // Emits the program of pipeline stage `stage`, interning task names in `workload`.

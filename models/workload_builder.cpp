@@ -42,11 +42,13 @@ GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Worklo
   return ids;
 }
 
-BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, const OffloadConfig& offload,
+BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, const PruningConfig& pruning,
+                    const OffloadConfig& offload,
                     GroupIds groups, std::vector<int> stage_layers) {
   BuildPlan plan;
   plan.model = &m;
   plan.parallelism = &p;
+  plan.pruning = &pruning;
   plan.offload = &offload;
   plan.offload_params = offload.parameters != OffloadTarget::NONE;
   plan.activation_bytes = activation_element_bytes(t.precision);
@@ -63,6 +65,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   }
   plan.embedding = embedding_ops(m, t, p);
   plan.head = head_ops(m, t, p);
+  apply_pruning(plan.head, pruning);
 
   const double e = activation_element_bytes(t.precision);
   const double b = static_cast<double>(t.micro_batch);
@@ -82,6 +85,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   auto layer_plan = [&](LayerKind kind) {
     LayerPlan l;
     l.ops = layer_ops(m, t, p, kind);
+    apply_pruning(l.ops, pruning);
+    l.pruned = pruned_parameters(layer_pruned_matrices(m, p, kind), pruning);
     l.stored_bytes = activation_bytes_per_layer(m, t, p, kind).value();
     const double whole_layer = activation_bytes_per_layer(m, t, no_recompute, kind).value();
     l.recompute_bytes = p.recompute == Recompute::FULL        ? whole_layer
@@ -96,6 +101,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 
   plan.embedding_params = embedding_parameters(m, t, p);
   plan.head_params = head_parameters(m, p);
+  plan.embedding_pruned = pruned_parameters(embedding_pruned_matrices(m, p, pruning), pruning);
+  plan.head_pruned = pruned_parameters(head_pruned_matrices(m, p, pruning), pruning);
   plan.weight_bytes = weight_bytes_per_parameter(t);
   plan.optimizer_step_bytes = optimizer_step_bytes_per_parameter(t.precision);
   // A ParallelismConfig built in code may leave zero_impl at its default; stage 3 then means FSDP,
@@ -105,6 +112,13 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2);
   const bool framework_reduce = p.zero_stage >= 1 && plan.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
   plan.gradient_reduce_bytes = framework_reduce ? activation_element_bytes(t.precision) : gradient_bytes_per_parameter();
+  const double word_embedding = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / p.tensor;
+  plan.embedding_gradient_bytes = word_embedding * plan.gradient_reduce_bytes;
+  if (pruning.embeddings && pruning.communication != SparseCommunication::DENSE) {
+    const PrunedParameters word = pruned_parameters({{static_cast<double>(m.vocab) / p.tensor, static_cast<double>(m.hidden)}}, pruning);
+    plan.embedding_gradient_bytes = word.kept.dense * plan.gradient_reduce_bytes +
+                                    sent_index_bytes(word, pruning).dense;
+  }
   if (p.zero_stage == 3 && plan.zero_impl == ZeroImpl::DEEPSPEED) {
     // DeepSpeed ZeRO-3 fetches parameters ahead by stage3_prefetch_bucket_size elements
     // (deepspeed.ai/docs/config-json, default 5e7): whole layers ahead when layers are smaller than
@@ -207,7 +221,7 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
 }
 
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const OffloadConfig& offload) {
+                             const PruningConfig& pruning, const OffloadConfig& offload) {
   BuiltWorkload built;
   built.balanced_split = p.stage_layers.empty();
   built.stage_layers = built.balanced_split ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;
@@ -220,18 +234,26 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
-  const BuildPlan plan = make_plan(m, t, p, offload, add_groups(p, m, w), built.stage_layers);
+  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
     StageResult r = build_stage_program(plan, w, stage);
-    const StateSplit split = split_model_states(r.parameters, t, p, offload);
+    const MemoryBreakdown states = model_state_memory(r.parameters, t, p, pruning, r.pruned);
+    if (pruning.enabled()) {
+      StagePruning sp;
+      sp.pruned_parameters = r.pruned.pruned.total();
+      sp.dense_memory = model_state_memory(r.parameters, t, p);
+      sp.data_bytes = r.data_bytes;
+      sp.dense_data_bytes = r.dense_data_bytes;
+      built.pruning.push_back(sp);
+    }
+    const StateSplit split = split_model_states(states, r.parameters, t, p, offload);
     MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
     mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
     r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers;
     r.program.static_host_memory = split.host.total();
-    const MemoryBreakdown whole = model_state_memory(r.parameters, t, p);
-    built.peak_without_offload.push_back(whole.weights + whole.gradients + whole.optimizer_states +
+    built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
                                          (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);

@@ -83,10 +83,21 @@
 #include "models/accounting.hpp"
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
+#include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "sim/core/workload.hpp"
 
 namespace trainsim::models {
+
+// What pruning changed on one pipeline stage (one rank of it), for the report.
+struct StagePruning {
+  double pruned_parameters = 0;   // elements of the pruned matrices the rank holds (dense count)
+  MemoryBreakdown dense_memory;   // weights, gradients, optimizer states without pruning
+  // Buffer bytes (nccl-tests' size) of the rank's DATA_COMM collectives per iteration: gradient
+  // reductions, parameter gathers, the tied embedding's all-reduce; as emitted, and without pruning.
+  double data_bytes = 0;
+  double dense_data_bytes = 0;
+};
 
 struct BuiltWorkload {
   core::Workload workload;
@@ -100,6 +111,7 @@ struct BuiltWorkload {
                                           // peak of the running sum of the program's MEMORY tasks;
                                           // buffers = ZeRO-3's gathered units (1 + prefetch), and a
                                           // streamed optimizer step's chunk buffers (offload)
+  std::vector<StagePruning> pruning;      // per program; empty without pruning
   // Offloading (optimizations.offload), per program: the model states one rank keeps in host memory
   // and on NVMe, and the GPU memory the stage would need without offloading (model states, ZeRO-3
   // buffers and the activations' peak, from the builder's accounting in issue order).
@@ -115,8 +127,12 @@ struct BuiltWorkload {
 //   TrainingConfig t;  t.global_batch = 1536;
 //   ParallelismConfig p;  p.tensor = 8;  p.pipeline = 8;  p.data = 16;
 //   BuiltWorkload w = build_workload(m, t, p);   // 8 programs, 1024 ranks, 12 layers per stage
+// `pruning` (optimizations.pruning, pruning.hpp): the pruned GEMMs carry their sparse kernel, the
+// gradient reductions and parameter gathers what `communication` sends, the optimizer step the kept
+// values, and the memory breakdown the sparse storage. `offload` (optimizations.offload,
+// offload.hpp): the copies, CPU optimizer tasks and host memory of what leaves the GPU.
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const OffloadConfig& offload = {});
+                             const PruningConfig& pruning = {}, const OffloadConfig& offload = {});
 
 // An estimate of the tasks build_workload() would emit over all programs (Workload::task_count()),
 // from the sizes alone and in time independent of them, so that a workload too large to simulate

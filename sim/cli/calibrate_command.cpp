@@ -4,12 +4,17 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <algorithm>
+#include <fmt/ranges.h>
+#include <iostream>
 #include <map>
 
 #include "calibrate/nccl_tests_import.hpp"
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
 #include "network/collective_cost.hpp"
+#include "sim/cli/cli_options.hpp"
+#include "sim/cli/report_figures.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 
@@ -82,6 +87,21 @@ std::string measured_device(const std::optional<calibrate::TraceSet>& traces,
   return named.front().second;
 }
 
+// One row per category: name, samples, fitted, in_profile, r_squared, rms and max relative residual
+// (empty when not fitted), parameters as "name=value;..." and the note.
+std::string fit_csv(const calibrate::ProfileFit& fit) {
+  std::string s = "category,samples,fitted,in_profile,r_squared,rms_relative_residual,max_relative_residual,parameters,note\n";
+  for (const calibrate::FitCategory& c : fit.categories) {
+    std::vector<std::string> params;
+    for (const auto& [name, value] : c.parameters) params.push_back(fmt::format("{}={:.6g}", name, value));
+    s += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(c.name), c.samples, c.fitted, c.in_profile,
+                     c.fitted ? fmt::format("{:.6g}", c.r_squared) : "", c.fitted ? fmt::format("{:.6g}", c.rms_relative_residual) : "",
+                     c.fitted ? fmt::format("{:.6g}", c.max_relative_residual) : "", csv_field(fmt::format("{}", fmt::join(params, ";"))),
+                     csv_field(c.note));
+  }
+  return s;
+}
+
 }  // namespace
 
 int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
@@ -116,17 +136,30 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   inputs.nccl_tests = args.nccl_tests;
   const calibrate::ProfileFit fit = calibrate::fit_profile(inputs, options);
   const core::Json json = calibrate::profile_fit_json(fit);
+  const bool fitted = std::any_of(fit.categories.begin(), fit.categories.end(),
+                                  [](const calibrate::FitCategory& c) { return c.in_profile; });
 
-  std::ofstream file(args.output);
-  file << json.dump(2) << "\n";
-  file.close();
-  if (!file) throw core::InputError(args.output, "", "cannot write the profile file");
+  if (fitted) {
+    std::ofstream file(args.output);
+    file << json.dump(2) << "\n";
+    file.close();
+    if (!file) throw core::InputError(args.output, "", "cannot write the profile file");
+  }
   if (args.format == Format::JSON) {
     out << json["fit"].dump(2) << "\n";
+  } else if (args.format == Format::CSV) {
+    out << fit_csv(fit);
   } else {
-    out << calibrate::format_fit_table(fit) << fmt::format("profile written to {}\n", args.output);
+    out << calibrate::format_fit_table(fit)
+        << (fitted ? fmt::format("profile written to {}\n", args.output) : std::string());
   }
-  return 0;
+  if (fitted) return 0;
+  // Nothing fitted: say why (each category's note) and leave no profile that would only repeat the base.
+  std::cerr << fmt::format("calibrate: nothing was fitted, so {} was not written:\n", args.output);
+  for (const calibrate::FitCategory& c : fit.categories) {
+    std::cerr << fmt::format("  {} ({} samples): {}\n", c.name, c.samples, c.note);
+  }
+  return EXIT_NOTHING_FITTED;
 }
 
 CalibrateSubcommand::CalibrateSubcommand(CLI::App& app) {
@@ -155,10 +188,7 @@ CalibrateSubcommand::CalibrateSubcommand(CLI::App& app) {
   command_->add_option("--min-samples", args_.min_samples, "Fewer points: a category keeps the defaults")
       ->check(CLI::PositiveNumber)
       ->default_str("4");
-  command_->add_option("--format", args_.format, "Fit report format: table or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
-                                          CLI::ignore_case))
-      ->default_str("table");
+  add_format(command_, args_.format, /*csv=*/true);
 }
 
 std::optional<int> CalibrateSubcommand::run(std::ostream& out) const {

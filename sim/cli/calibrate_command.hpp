@@ -3,14 +3,15 @@
 // nccl-tests outputs, or from both.
 //
 //   trainsim calibrate [TRACE_DIR...] [--nccl-tests FILE]... -o profile.json [--op OP]
-//                      [--scenario FILE] [--set key=value]... [--min-samples N] [--format table|json]
+//                      [--scenario FILE] [--set key=value]... [--min-samples N] [--format table|json|csv]
 //       Reads every rank's trace (folders of *.trace files, or files) and the standard output of
 //       nccl-tests' *_perf binaries (calibrate/nccl_tests_import.hpp; --op names the collective of
 //       outputs that do not: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all),
 //       at least one of the two; fits the profile (calibrate/profile_fit.hpp: nccl-tests rows are
 //       collective samples like the traced calls; without traces only the network is fitted), writes
 //       it to the -o file ("schema": "trainsim.profile/1", with a "fit" object of quality figures)
-//       and prints the fit quality per category. The nominal bandwidths and latencies that
+//       and prints the fit quality per category. When no category set anything, nothing is written,
+//       stderr gives each category's reason and the exit code is 3 (EXIT_NOTHING_FITTED). The nominal bandwidths and latencies that
 //       efficiencies are relative to come from the scenario's cluster section (after --set), or from
 //       the defaults of network/cluster.hpp with the measured GPU (the traces' device, else the
 //       nccl-tests ranks' device; intra-node: its NVLink bandwidth). A scenario then names the

@@ -10,9 +10,13 @@
 namespace trainsim::cli {
 
 // Output formats. CSV: `validate` (one row per compared figure), `run` (a header and one row of the
-// report's main figures, report_figures.hpp), `compare` and `search` (one row per layout); the other
+// report's main figures, report_figures.hpp), `compare` and `search` (one row per layout), `calibrate` (one row per category); the other
 // commands take table and json.
 enum class Format { TABLE, JSON, CSV };
+
+// `calibrate` fitted nothing (every category kept the base profile): no profile is written. Like
+// `validate`'s "outside the tolerance", a measured answer rather than an error.
+inline constexpr int EXIT_NOTHING_FITTED = 3;
 
 struct RunArgs {
   std::string scenario;

@@ -25,6 +25,7 @@ int describe_gpus(Format format, std::ostream& out) {
                       {"nvlink_bandwidth_bytes_per_s", g.nvlink_bandwidth.value()},
                       {"pcie_bandwidth_bytes_per_s", g.pcie_bandwidth.value()},
                       {"sm_count", g.sm_count},
+                      {"sparse_tensor_cores", g.sparse_tensor_cores},
                       {"source", g.source}});
     }
     out << list.dump(2) << "\n";
@@ -32,26 +33,26 @@ int describe_gpus(Format format, std::ostream& out) {
   }
   if (format == Format::CSV) {
     out << "gpu,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_capacity_bytes,hbm_bandwidth_bytes_per_s,"
-           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count\n";
+           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count,sparse_tensor_cores\n";
     for (const core::GpuSpec& g : core::gpu_catalog()) {
-      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{}\n", g.name,
+      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{},{}\n", g.name,
                          tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                          tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                          tflops(g, core::Precision::FP8), g.hbm_capacity.value(), g.hbm_bandwidth.value(),
-                         g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count);
+                         g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count, g.sparse_tensor_cores);
     }
     return 0;
   }
-  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}\n", "gpu", "fp32", "tf32", "bf16",
-                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms");
+  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", "gpu", "fp32", "tf32",
+                     "bf16", "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms", "2:4");
   out << fmt::format("{:<16}{:>40}{:>10}{:>12}{:>12}{:>12}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
   for (const core::GpuSpec& g : core::gpu_catalog()) {
-    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}\n", g.name,
+    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", g.name,
                        tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                        tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                        tflops(g, core::Precision::FP8), core::format_bytes(g.hbm_capacity),
                        core::format_bandwidth(g.hbm_bandwidth), core::format_bandwidth(g.nvlink_bandwidth),
-                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count);
+                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count, g.sparse_tensor_cores ? "2x" : "-");
   }
   return 0;
 }

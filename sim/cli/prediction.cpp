@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "sim/cli/time_to_train.hpp"
+#include "sim/engine/compute_model.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -109,12 +110,12 @@ std::string split_description(const Prediction& p) {
 
 }  // namespace
 
-Prediction predict(const Scenario& scenario, const std::string& backend_override,
-                   const std::vector<int>& timeline_ranks) {
-  check_task_budget(scenario);  // read_scenario checked it, except for search's layouts (StrategyCheck::SKIP)
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks) {
   Prediction p;
-  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.offload);
+  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
+                                   scenario.offload);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
   std::unique_ptr<engine::Backend> backend =
       p.backend == "simgrid" ? engine::make_simgrid_backend() : engine::make_analytic_backend();
@@ -127,6 +128,43 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
   // Inputs are bounded (physical ranges, training sizes), so a non-finite time is a bug, never a prediction.
   TRAINSIM_CHECK(std::isfinite(p.iteration_time_s()) && p.iteration_time_s() > 0,
                  fmt::format("the predicted iteration time is {} s", p.iteration_time_s()));
+  return p;
+}
+
+// A pruned GEMM's speedup over the dense one in forward and in backward (half data gradient, half
+// weight gradient), tile effects aside.
+std::pair<double, double> gemm_speedups(const Scenario& s) {
+  core::Task t;
+  t.op_class = core::OpClass::GEMM;
+  t.sparsity = s.pruning.kernel();
+  t.density = static_cast<float>(s.pruning.density());
+  t.sparse_block = static_cast<uint8_t>(s.pruning.block_size);
+  const double forward = engine::sparse_speedup(t, s.cluster.gpu_spec, s.profile.device);
+  const double wgrad = t.sparsity == core::GemmSparsity::STRUCTURED_2_4 ? 1.0 : forward;
+  return {forward, 2.0 / (1.0 / forward + 1.0 / wgrad)};
+}
+
+core::Json memory_json(const models::MemoryBreakdown& m) {
+  return {{"weights", static_cast<int64_t>(m.weights.value())},
+          {"gradients", static_cast<int64_t>(m.gradients.value())},
+          {"optimizer_states", static_cast<int64_t>(m.optimizer_states.value())}};
+}
+
+}  // namespace
+
+Prediction predict(const Scenario& scenario, const std::string& backend_override,
+                   const std::vector<int>& timeline_ranks) {
+  check_task_budget(scenario);  // read_scenario checked it, except for search's layouts (StrategyCheck::SKIP)
+  const auto start = std::chrono::steady_clock::now();
+  Prediction p = simulate(scenario, backend_override, timeline_ranks);
+  if (scenario.pruning.enabled() && scenario.pruning.start_iteration > 0) {
+    Scenario dense = scenario;
+    dense.pruning = models::PruningConfig{};
+    const Prediction d = simulate(dense, backend_override, {});
+    const auto& peaks = d.result.peak_memory_by_program;
+    const double peak = std::max_element(peaks.begin(), peaks.end())->value();
+    p.dense_phase = DensePhase{d.iteration_time_s(), peak, peak <= scenario.cluster.gpu_spec.hbm_capacity.value()};
+  }
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
@@ -225,7 +263,28 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   } else {
     j["memory"] = memory;
   }
-  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s)) j["time_to_train"] = t->to_json();
+  std::optional<double> dense_time;
+  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
+  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) j["time_to_train"] = t->to_json();
+  if (s.pruning.enabled()) {
+    const models::StagePruning& sp = p.built.pruning[stage];
+    const auto [forward, backward] = gemm_speedups(s);
+    core::Json pr = s.pruning.to_json();
+    pr["stage"] = stage;
+    pr["pruned_parameters_per_gpu"] = static_cast<int64_t>(sp.pruned_parameters);
+    pr["gemm_speedup"] = {{"forward", forward}, {"backward", backward}};
+    pr["memory_bytes"] = memory_json(mem);
+    pr["dense_memory_bytes"] = memory_json(sp.dense_memory);
+    pr["data_communication_bytes"] = static_cast<int64_t>(sp.data_bytes);
+    pr["dense_data_communication_bytes"] = static_cast<int64_t>(sp.dense_data_bytes);
+    if (p.dense_phase) {
+      pr["dense_phase"] = {{"iterations", s.pruning.start_iteration},
+                           {"iteration_time_s", p.dense_phase->iteration_time_s},
+                           {"peak_bytes_per_gpu", static_cast<int64_t>(p.dense_phase->peak_bytes_per_gpu)},
+                           {"fits", p.dense_phase->fits}};
+    }
+    j["pruning"] = pr;
+  }
 
   j["pipeline"] = {{"schedule", models::to_string(s.parallelism.schedule)},
                    {"micro_batches", p.built.micro_batches},
@@ -323,7 +382,9 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    m.model_tflops_per_gpu, m.hardware_tflops_per_gpu, m.peak_tflops,
                    core::to_string(s.training.precision)));
   line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
-  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s)) {
+  std::optional<double> dense_time;
+  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
+  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
     line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{})", "time to train",
                      t->days, t->iterations, t->tokens, t->gpu_hours,
                      t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : ""));
@@ -363,6 +424,32 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("activations", p.result.peak_dynamic_by_program[stage]);
   mrow("buffers", mem.buffers);
   if (s.offload.active()) offload_table(s, p, stage, line);
+  if (s.pruning.enabled()) {
+    const models::StagePruning& sp = p.built.pruning[stage];
+    const models::PruningConfig& c = s.pruning;
+    const auto [forward, backward] = gemm_speedups(s);
+    line("");
+    line(fmt::format("  {:<28}{} at {:g}% of the linear layers' weights{}, format {}, {}", "pruning",
+                     models::to_string(c.method), 100 * c.sparsity, c.embeddings ? " and the embeddings" : "",
+                     models::to_string(c.format),
+                     c.sparse_kernel ? fmt::format("sparse GEMMs {:.2f}x forward, {:.2f}x backward", forward, backward)
+                                     : std::string("dense GEMMs")));
+    const models::MemoryBreakdown& dm = sp.dense_memory;
+    line(fmt::format("    {:<26}{:>14} (dense {}; stage {})", "weights+grads+optimizer",
+                     bytes_text(mem.weights + mem.gradients + mem.optimizer_states),
+                     bytes_text(dm.weights + dm.gradients + dm.optimizer_states), stage));
+    line(fmt::format("    {:<26}{:>14} per iteration (dense {}; communication {})", "data-parallel comm",
+                     bytes_text(core::Bytes(sp.data_bytes)), bytes_text(core::Bytes(sp.dense_data_bytes)),
+                     models::to_string(c.communication)));
+    if (p.dense_phase) {
+      line(fmt::format("    {:<26}{:>14.4f} s per iteration, peak {}: {}",
+                       fmt::format("dense until iteration {}", c.start_iteration), p.dense_phase->iteration_time_s,
+                       bytes_text(core::Bytes(p.dense_phase->peak_bytes_per_gpu)),
+                       p.dense_phase->fits ? "fits" : "OUT OF MEMORY"));
+    } else {
+      line("    pruned from the first iteration (start_iteration 0): the figures above are the pruned job's");
+    }
+  }
   if (!p.result.top_links.empty()) {
     line("");
     line(fmt::format("  {:<44}{:>14}{:>13}", "most utilized links", "bytes", "utilization"));

@@ -1,6 +1,7 @@
 #pragma once
 // One prediction: scenario -> workload -> backend -> report. Shared by `run` and `validate`.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,22 +12,33 @@
 
 namespace trainsim::cli {
 
+// The iterations before optimizations.pruning.start_iteration: the same job without pruning.
+struct DensePhase {
+  double iteration_time_s = 0;
+  double peak_bytes_per_gpu = 0;  // of its worst stage
+  bool fits = true;               // within the GPU's memory
+};
+
 struct Prediction {
   models::BuiltWorkload built;
   engine::SimulationResult result;
   std::string backend;
   double wall_s = 0;  // CPU wall time of building and simulating
+  std::optional<DensePhase> dense_phase;  // pruning with start_iteration > 0
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };
 
 // REQUIRES: `scenario` came from load_scenario (so its strategy is possible). `timeline_ranks` are
-// recorded for --timeline.
+// recorded for --timeline. The prediction is of the steady-state iteration; with pruning that starts
+// at iteration n > 0, the dense iterations before it are predicted too (dense_phase: a second
+// simulation of the scenario without pruning), and time to train counts n of them.
 Prediction predict(const Scenario& scenario, const std::string& backend_override = "",
                    const std::vector<int>& timeline_ranks = {});
 
 // The report of DESIGN.md ("schema": "trainsim.report/1"), extended with the pipeline split, the
-// breakdown by phase and axis, and the memory of the worst stage.
+// breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object
+// (docs/scenario.md: what it changed against the same job dense).
 core::Json report_json(const Scenario& scenario, const Prediction& p);
 // The same as a human-readable table.
 std::string report_table(const Scenario& scenario, const Prediction& p);

@@ -34,10 +34,15 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   return s;
 }
 
-// The "optimizations" section: each optimization reads its own key.
-void read_optimizations(core::ObjectReader& r, Scenario& s) {
-  if (auto o = r.object("offload")) s.offload = models::OffloadConfig::from_json(*o);
-  r.finish();
+// optimizations.pruning (models/pruning.hpp); the GPU and precision checks come with the other
+// cross-section checks.
+void read_pruning(core::ObjectReader& optimizations, Scenario& s) {
+  if (auto p = optimizations.object("pruning")) s.pruning = models::PruningConfig::from_json(*p);
+}
+
+// optimizations.offload (models/offload.hpp); its checks come with the other cross-section checks.
+void read_offload(core::ObjectReader& optimizations, Scenario& s) {
+  if (auto o = optimizations.object("offload")) s.offload = models::OffloadConfig::from_json(*o);
 }
 
 // Offloaded model states must fit in each node's host memory and on its NVMe drives.
@@ -179,6 +184,7 @@ core::Json Scenario::to_json() const {
   j["training"] = training.to_json();
   j["parallelism"] = parallelism.to_json();
   j["optimizations"] = core::Json::object();
+  if (pruning.enabled()) j["optimizations"]["pruning"] = pruning.to_json();
   if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
   j["simulation"] = simulation.to_json();
   j["profile"] = profile.to_json();
@@ -264,7 +270,11 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
     core::ObjectReader reader(section, file, "/parallelism", diag);
     s.parallelism = models::ParallelismConfig::from_json(reader);
   }
-  if (auto o = root.object("optimizations")) read_optimizations(*o, s);
+  if (auto o = root.object("optimizations")) {
+    read_pruning(*o, s);
+    read_offload(*o, s);
+    o->finish();
+  }
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
   if (auto e = root.object("expect")) s.expect = read_expectation(*e);
   std::optional<core::ObjectReader> inline_profile = root.object("profile");
@@ -292,6 +302,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
                    fmt::format("{} has no {} tensor-core rate in the GPU catalog (see `trainsim describe gpus`)",
                                s.cluster.gpu, core::to_string(s.training.precision)));
   }
+  models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
   if (strategy == StrategyCheck::CHECK) check_task_budget(s);

@@ -10,6 +10,7 @@
 
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
+#include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
 #include "network/collective_cost.hpp"
@@ -71,6 +72,7 @@ struct Scenario {
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;
   models::OffloadConfig offload;    // optimizations.offload
+  models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
   SimulationConfig simulation;
   core::Profile profile;            // datasheet defaults, or simulation.profile
   std::optional<Expectation> expect;

@@ -109,6 +109,15 @@ Figures figures_of(const core::Json& report) {
   return f;
 }
 
+// The workload's timing fingerprint with what else a SimGrid run depends on: the resolved cluster,
+// simulation settings and profile.
+std::string timing_fingerprint(const Scenario& sc, const core::Workload& w) {
+  const core::Json j = sc.to_json();
+  const std::string context = j.value("cluster", core::Json()).dump() + j.value("simulation", core::Json()).dump() +
+                              j.value("profile", core::Json()).dump();
+  return fmt::format("{:016x}-{:016x}", w.timing_fingerprint(), std::hash<std::string>{}(context));
+}
+
 // Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time).
 template <class Fn>
 void parallel_for(size_t n, int jobs, Fn fn) {
@@ -219,8 +228,10 @@ Layout Layout::from_json(const core::Json& j) {
 }
 
 core::Json Figures::to_json() const {
-  return {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu},
-          {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
+  core::Json j = {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu},
+                  {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
+  if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
+  return j;
 }
 
 Figures Figures::from_json(const core::Json& j) {
@@ -231,6 +242,7 @@ Figures Figures::from_json(const core::Json& j) {
   f.peak_memory_bytes = j.at("peak_bytes_per_gpu").get<double>();
   f.fits = j.at("fits").get<bool>();
   f.breakdown_s = j.at("breakdown_s");
+  f.fingerprint = j.value("workload_fingerprint", "");
   return f;
 }
 
@@ -436,6 +448,9 @@ Scenario Search::scenario_of(const Layout& l) const {
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   Scenario s = v->base;
   configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload);
+  // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
+  // predicting the dense iterations before start_iteration (docs/search.md).
+  s.pruning.start_iteration = 0;
   return s;
 }
 
@@ -534,7 +549,8 @@ SearchResult Search::evaluate() const {
                 continue;
               }
               ++out.estimated;
-              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile, offload);
+              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile,
+                                                   v.base.pruning, offload);
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;
@@ -575,7 +591,9 @@ SearchResult Search::evaluate() const {
     parallel_for(pool.size(), options_.jobs, [&](size_t i) {
       if (StopOnInterrupt::requested()) return;
       const Scenario sc = scenario_of(pool[i].layout);
-      pool[i].analytic = figures_of(report_json(sc, predict(sc, "analytic")));
+      const Prediction p = predict(sc, "analytic");
+      pool[i].analytic = figures_of(report_json(sc, p));
+      pool[i].analytic->fingerprint = timing_fingerprint(sc, p.built.workload);
       refine_bar.advance();
     });
     refine_bar.finish();
@@ -645,16 +663,42 @@ void Search::rank(SearchResult& result) const {
 
 void Search::recheck(SearchResult& result) const {
   const size_t n = std::min(result.ranked.size(), static_cast<size_t>(options_.top));
-  Progress bar("search: SimGrid re-check", n, !options_.quiet);
+  // One simulation per distinct workload: a layout whose fingerprint an earlier one has takes that
+  // one's SimGrid times (its own memory figures stay).
+  std::vector<size_t> simulated;
+  std::map<std::string, size_t> first_with;
+  std::vector<std::optional<size_t>> same_as(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::optional<Figures>& a = result.ranked[i].analytic;
+    if (!a) continue;
+    if (!a->fingerprint.empty()) {
+      const auto [it, inserted] = first_with.try_emplace(a->fingerprint, i);
+      if (!inserted) {
+        same_as[i] = it->second;
+        continue;
+      }
+    }
+    simulated.push_back(i);
+  }
+  result.simgrid_runs = simulated.size();
+  Progress bar("search: SimGrid re-check", simulated.size(), !options_.quiet);
   // predict_report runs each SimGrid simulation in a child process (one SimGrid engine per process),
   // so several can run at once.
-  parallel_for(n, options_.jobs, [&](size_t i) {
-    if (StopOnInterrupt::requested() || !result.ranked[i].analytic) return;
+  parallel_for(simulated.size(), options_.jobs, [&](size_t k) {
+    if (StopOnInterrupt::requested()) return;
+    const size_t i = simulated[k];
     const Scenario sc = scenario_of(result.ranked[i].layout);
     result.ranked[i].simgrid = figures_of(predict_report(sc, "simgrid"));
     bar.advance();
   });
   bar.finish();
+  for (size_t i = 0; i < n; ++i) {
+    if (!same_as[i] || !result.ranked[*same_as[i]].simgrid) continue;
+    Figures f = *result.ranked[*same_as[i]].simgrid;
+    f.peak_memory_bytes = result.ranked[i].analytic->peak_memory_bytes;
+    f.fits = result.ranked[i].analytic->fits;
+    result.ranked[i].simgrid = f;
+  }
   if (StopOnInterrupt::requested()) result.interrupted = true;
   // The re-checked top is ordered by its SimGrid figures (contention-aware); the rest stays below.
   const auto end = result.ranked.begin() + static_cast<ptrdiff_t>(n);

@@ -85,6 +85,10 @@ struct Figures {
   double peak_memory_bytes = 0;
   bool fits = true;
   core::Json breakdown_s;  // the report's breakdown_s
+  // Analytic figures: the workload's timing fingerprint with the cluster, simulation settings and
+  // profile ("" when unknown). Layouts with equal fingerprints simulate to the same time, so the
+  // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).
+  std::string fingerprint;
   core::Json to_json() const;
   static Figures from_json(const core::Json& j);
 };
@@ -104,6 +108,7 @@ struct SearchResult {
   std::vector<Evaluated> ranked;             // best first; at most `refine` refined, then the rest by estimate
   bool interrupted = false;
   double capacity_bytes = 0;
+  size_t simgrid_runs = 0;                   // SimGrid simulations of the re-check (distinct workloads)
   double first_pass_s = 0;  // wall time of stages 1-3 (logged, never in the output)
   double refine_s = 0;      // wall time of stage 4
 };

@@ -91,6 +91,7 @@ core::Json result_json(const Search& s, const SearchResult& r) {
   j["objective"] = to_string(s.options().objective);
   j["interrupted"] = r.interrupted;
   j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
+  j["simgrid_runs"] = r.simgrid_runs;
   core::Json ranked = core::Json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
@@ -141,8 +142,11 @@ std::string result_table(const Search& s, const SearchResult& r) {
   line(fmt::format("search {}: objective {}{}", o.scenario, to_string(o.objective),
                    r.interrupted ? " (INTERRUPTED: best found so far)" : ""));
   line(fmt::format("candidates: {} enumerated, {} valid, {} rejected; {} ranked with the analytic backend, {} re-checked "
-                   "with SimGrid",
-                   r.candidates, r.valid, rejected, refined, rechecked));
+                   "with SimGrid{}",
+                   r.candidates, r.valid, rejected, refined, rechecked,
+                   rechecked > r.simgrid_runs && r.simgrid_runs > 0
+                       ? fmt::format(" ({} simulations: layouts with the same workload timing share one)", r.simgrid_runs)
+                       : ""));
   line("");
   const bool many_types = o.gpu_types.size() > 1;
   line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9} {:>12}", "rank", "gpus",

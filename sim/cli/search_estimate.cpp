@@ -4,6 +4,7 @@
 #include <array>
 
 #include "models/accounting.hpp"
+#include "models/pruning.hpp"
 #include "models/schedule.hpp"
 #include "models/workload_builder.hpp"
 #include "network/collective_cost.hpp"
@@ -23,6 +24,7 @@ struct Context {
   const models::ParallelismConfig& p;
   const network::ClusterConfig& c;
   const core::Profile& prof;
+  const models::PruningConfig& pruning;
   std::array<int, core::AXIS_COUNT> sizes{};
   std::array<int, core::AXIS_COUNT> stride{};
 
@@ -58,6 +60,9 @@ struct Context {
                      op.op_class == core::OpClass::FLASH_ATTENTION || t.precision == core::Precision::FP8;
     task.precision = own ? op.precision : t.precision;
     task.has_precision = true;
+    task.sparsity = op.sparsity;
+    task.density = static_cast<float>(op.density);
+    task.sparse_block = static_cast<uint8_t>(pruning.block_size);
     return engine::compute_time(task, t.precision, c.gpu_spec, prof.device).value();
   }
 };
@@ -69,6 +74,7 @@ struct LayerCost {
   double copy = 0;       // offloaded activations: the copy out (and back) of `stored`
   double recompute = 0;  // working set re-created before the backward
   models::ParameterCount params;
+  models::PrunedParameters pruned;
 };
 
 // What offloading adds after the last backward: the gradient copies it does not hide and the
@@ -122,8 +128,9 @@ double offload_tail(const models::OffloadConfig& o, double partition, double loc
 
 Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfig& t,
                          const models::ParallelismConfig& p, const network::ClusterConfig& cluster,
-                         const core::Profile& profile, const models::OffloadConfig& offload) {
-  Context x{m, t, p, cluster, profile};
+                         const core::Profile& profile, const models::PruningConfig& pruning,
+                         const models::OffloadConfig& offload) {
+  Context x{m, t, p, cluster, profile, pruning};
   x.sizes = p.layout_sizes();
   int s = 1;
   for (int a = 0; a < core::AXIS_COUNT; ++a) {
@@ -166,7 +173,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   auto layer_cost = [&](LayerKind kind) {
     LayerCost l;
     double forward_compute = 0, selective = 0, backward_compute = 0;
-    for (const models::OpCost& op : models::layer_ops(m, t, p, kind)) {
+    std::vector<models::OpCost> ops = models::layer_ops(m, t, p, kind);
+    models::apply_pruning(ops, pruning);
+    for (const models::OpCost& op : ops) {
       const double f = x.op_time(op, false);
       forward_compute += f;
       if (op.recomputed_selective) selective += f;
@@ -188,6 +197,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
                   : p.recompute == models::Recompute::SELECTIVE ? whole - l.stored
                                                                 : 0.0;
     l.params = models::layer_parameters(m, p, kind);
+    l.pruned = models::pruned_parameters(models::layer_pruned_matrices(m, p, kind), pruning);
     return l;
   };
   const LayerCost dense = layer_cost(LayerKind::DENSE);
@@ -198,7 +208,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     embedding_f += x.op_time(op, false);
     embedding_b += x.op_time(op, true);
   }
-  for (const models::OpCost& op : models::head_ops(m, t, p)) {
+  std::vector<models::OpCost> head_ops = models::head_ops(m, t, p);
+  models::apply_pruning(head_ops, pruning);
+  for (const models::OpCost& op : head_ops) {
     head_f += x.op_time(op, false);
     head_b += x.op_time(op, true);
   }
@@ -208,6 +220,17 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   const double head_stored = models::head_activation_bytes(m, t, p).value();
   const models::ParameterCount embedding_params = models::embedding_parameters(m, t, p);
   const models::ParameterCount head_params = models::head_parameters(m, p);
+  const models::PrunedParameters embedding_pruned =
+      models::pruned_parameters(models::embedding_pruned_matrices(m, p, pruning), pruning);
+  const models::PrunedParameters head_pruned =
+      models::pruned_parameters(models::head_pruned_matrices(m, p, pruning), pruning);
+  // Bytes of a gradient reduction or parameter gather of `params` of which `pr` are pruned
+  // (optimizations.pruning's communication).
+  auto message = [&](const models::ParameterCount& params, const models::PrunedParameters& pr, double element_bytes) {
+    const models::ParameterCount sent = models::sent_elements(params, pr, pruning);
+    const models::ParameterCount index = models::sent_index_bytes(pr, pruning);
+    return std::array<double, 2>{sent.dense * element_bytes + index.dense, sent.expert * element_bytes + index.expert};
+  };
 
   // Pipeline transfers: the stage stride decides whether neighbours share a node.
   const int stage_stride = x.stride[static_cast<size_t>(Axis::PIPELINE)];
@@ -227,12 +250,14 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   const bool offload_activations = offload.activations != models::OffloadTarget::NONE;
   double moving = 0;  // offloaded activations: two layers in flight
   std::vector<models::ParameterCount> stage_params(static_cast<size_t>(stages));
+  std::vector<models::PrunedParameters> stage_pruned(static_cast<size_t>(stages));
   double largest_unit = std::max({dense.params.total(), moe.params.total(), embedding_params.total(),
                                   head_params.total()});
   int first = 0;
   for (int pos = 0; pos < positions; ++pos) {
     double f = 0, b = 0, st = 0, rc = 0;
     models::ParameterCount params;
+    models::PrunedParameters pruned;
     for (int layer = first; layer < first + split[static_cast<size_t>(pos)]; ++layer) {
       const LayerCost& l = m.layer_kind(layer) == LayerKind::MOE ? moe : dense;
       f += l.forward;
@@ -243,18 +268,21 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       if (offload_activations) moving = std::max(moving, 2 * l.stored);
       rc = std::max(rc, l.recompute);
       params += l.params;
+      pruned += l.pruned;
     }
     first += split[static_cast<size_t>(pos)];
     if (pos == 0) {
       f += embedding_f;
       b += embedding_b;
       params += embedding_params;
+      pruned += embedding_pruned;
     }
     if (pos == positions - 1) {
       f += head_f;
       b += head_b;
       st += head_stored;
       params += head_params;
+      pruned += head_pruned;
     }
     if (pos > 0) f += p2p;
     if (pos < positions - 1) b += p2p;
@@ -262,8 +290,10 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       // Gathered before the forward and again before the backward, reduce-scattered after it. The
       // first unit's gather of each pass cannot be prefetched (it waits for the previous pass's
       // buffers): one layer's gather is exposed per pass, every micro-batch.
-      const double gather = x.collective(CollectiveOp::ALL_GATHER, params.total() * weight_bytes, data_group);
-      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, params.total() * grad_bytes, data_group);
+      const double sent = models::sent_elements(params, pruned, pruning).total();
+      const double index = models::sent_index_bytes(pruned, pruning).total();
+      const double gather = x.collective(CollectiveOp::ALL_GATHER, sent * weight_bytes + index, data_group);
+      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, sent * grad_bytes + index, data_group);
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
       f = std::max(f, gather) + first_unit;
       b = std::max(b, gather + scatter) + first_unit;
@@ -283,6 +313,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     stored[static_cast<size_t>(pos)] = st;
     recompute[static_cast<size_t>(pos)] = rc;
     stage_params[static_cast<size_t>(pos % stages)] += params;
+    stage_pruned[static_cast<size_t>(pos % stages)] += pruned;
   }
 
   // The schedule is timed on at most 2 x pipeline micro-batches (a multiple of pipeline, as the
@@ -322,21 +353,24 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     end += extra * busiest;
     if (p.schedule == models::PipelineSchedule::GPIPE) peak += extra * stage_stored[static_cast<size_t>(stage)];
     const models::ParameterCount& params = stage_params[static_cast<size_t>(stage)];
+    const models::PrunedParameters& pruned = stage_pruned[static_cast<size_t>(stage)];
     double tail = 0;
     if (!zero3) {
       const CollectiveOp op = p.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
-      const double reduce = x.collective(op, params.dense * grad_bytes, data_group) +
-                            x.collective(op, params.expert * grad_bytes, expert_data_group);
+      const std::array<double, 2> grads = message(params, pruned, grad_bytes);
+      const double reduce = x.collective(op, grads[0], data_group) + x.collective(op, grads[1], expert_data_group);
       const double bucket = x.collective(op, std::min(params.total(), p.bucket_elements()) * grad_bytes, data_group);
       tail += p.overlap_grad_reduce ? std::max(bucket, reduce - last_backward) : reduce;
       if (p.zero_stage >= 1) {
-        const double gather = x.collective(CollectiveOp::ALL_GATHER, params.dense * weight_bytes, data_group) +
-                              x.collective(CollectiveOp::ALL_GATHER, params.expert * weight_bytes, expert_data_group);
+        const std::array<double, 2> weights = message(params, pruned, weight_bytes);
+        const double gather = x.collective(CollectiveOp::ALL_GATHER, weights[0], data_group) +
+                              x.collective(CollectiveOp::ALL_GATHER, weights[1], expert_data_group);
         tail += p.overlap_param_gather ? std::max(0.0, gather - first_forward) : gather;
       }
     }
-    const double sharded = p.zero_stage >= 1 ? params.dense / p.dense_replicas() + params.expert / p.expert_replicas()
-                                             : params.total();
+    const models::ParameterCount updated = models::stored_elements(params, pruned, pruning);
+    const double sharded = p.zero_stage >= 1 ? updated.dense / p.dense_replicas() + updated.expert / p.expert_replicas()
+                                             : updated.total();
     core::Task step;
     step.op_class = core::OpClass::OPTIMIZER;
     step.bytes = sharded * models::optimizer_step_bytes_per_parameter(t.precision);
@@ -344,7 +378,8 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
                              : engine::compute_time(step, t.precision, cluster.gpu_spec, profile.device).value();
     out.iteration_time_s = std::max(out.iteration_time_s, end + tail);
 
-    const models::MemoryBreakdown state = models::split_model_states(params, t, p, offload).gpu;
+    const models::MemoryBreakdown state =
+        models::split_model_states(models::model_state_memory(params, t, p, pruning, pruned), params, t, p, offload).gpu;
     const bool fetched = zero3 || offload.parameters != models::OffloadTarget::NONE;
     const double buffers = fetched ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
     const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +

@@ -22,7 +22,9 @@
 // step. Peak memory: the stage's model states (models::model_state_memory) and ZeRO-3 gather
 // buffers, plus the peak of the stored activations while the schedule runs, plus one layer's
 // recompute working set. Not modelled: tensor-parallel overlap (tp_comm_overlap) and bucket
-// latencies; the estimate is conservative there.
+// latencies; the estimate is conservative there. Pruning (the scenario's, fixed for every layout):
+// the pruned GEMMs' sparse kernels, the sparse storage of the model states and what the gradient
+// reductions and parameter gathers send, as the workload builder has them.
 // Offloading (models/offload.hpp), roughly: the GPU keeps split_model_states()'s share; offloaded
 // activations leave each chunk's last layer per micro-batch in flight plus two layers being moved;
 // a layer's activation copy or parameter fetch that outlasts its compute adds the difference; the
@@ -31,6 +33,7 @@
 
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
+#include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
 #include "sim/core/device.hpp"
@@ -45,6 +48,7 @@ struct Estimate {
 // REQUIRES: models::check_strategy found no problem for these arguments and `cluster`'s world size.
 Estimate estimate_layout(const models::ModelSpec& model, const models::TrainingConfig& training,
                          const models::ParallelismConfig& parallelism, const network::ClusterConfig& cluster,
-                         const core::Profile& profile, const models::OffloadConfig& offload = {});
+                         const core::Profile& profile, const models::PruningConfig& pruning = models::PruningConfig{},
+                         const models::OffloadConfig& offload = {});
 
 }  // namespace trainsim::cli

@@ -1,5 +1,6 @@
 #include "sim/cli/time_to_train.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/cli/scenario.hpp"
@@ -18,26 +19,34 @@ core::Json TimeToTrain::to_json() const {
 }
 
 TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,
-                          std::optional<double> price_per_gpu_hour) {
+                          std::optional<double> price_per_gpu_hour, int64_t dense_iterations,
+                          double dense_iteration_time_s) {
   TRAINSIM_CHECK(tokens > 0 && tokens <= 1e18, "training.tokens out of range (TrainingConfig::from_json)");
   TRAINSIM_CHECK(tokens_per_iteration > 0 && iteration_time_s > 0 && gpus > 0, "time_to_train: empty iteration");
   TRAINSIM_CHECK(!price_per_gpu_hour || *price_per_gpu_hour > 0, "price_per_gpu_hour <= 0 (ClusterConfig::from_json)");
+  TRAINSIM_CHECK(dense_iterations == 0 || (dense_iterations > 0 && dense_iteration_time_s > 0),
+                 "time_to_train: dense iterations without a dense iteration time");
   TimeToTrain t;
   t.tokens = tokens;
   // Both operands are exact in a double (< 2^53), so an exact quotient is an exact integer and ceil
   // adds an iteration only for a real remainder.
   t.iterations = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(tokens_per_iteration)));
-  const double seconds = static_cast<double>(t.iterations) * iteration_time_s;
+  const int64_t dense = std::min(dense_iterations, t.iterations);
+  const double seconds = dense > 0 ? static_cast<double>(dense) * dense_iteration_time_s +
+                                         static_cast<double>(t.iterations - dense) * iteration_time_s
+                                   : static_cast<double>(t.iterations) * iteration_time_s;
   t.days = seconds / 86400.0;
   t.gpu_hours = seconds / 3600.0 * gpus;
   if (price_per_gpu_hour) t.cost = t.gpu_hours * *price_per_gpu_hour;
   return t;
 }
 
-std::optional<TimeToTrain> time_to_train(const Scenario& s, double iteration_time_s) {
+std::optional<TimeToTrain> time_to_train(const Scenario& s, double iteration_time_s,
+                                         std::optional<double> dense_iteration_time_s) {
   if (!s.training.tokens) return std::nullopt;
+  const int64_t dense = dense_iteration_time_s && s.pruning.enabled() ? s.pruning.start_iteration : 0;
   return time_to_train(*s.training.tokens, s.training.global_batch * s.training.sequence_length, iteration_time_s,
-                       s.cluster.world_size(), s.cluster.price_per_gpu_hour);
+                       s.cluster.world_size(), s.cluster.price_per_gpu_hour, dense, dense_iteration_time_s.value_or(0));
 }
 
 }  // namespace trainsim::cli

@@ -14,7 +14,9 @@
 //   gpu_hours   iterations x iteration_time_s / 3,600 x GPUs
 //   cost        gpu_hours x price_per_gpu_hour (USD); absent without a price
 // The run is assumed to go at the steady-state iteration time throughout: no failures, restarts,
-// checkpoint stalls or warm-up.
+// checkpoint stalls or warm-up; except that with optimizations.pruning.start_iteration = n > 0 the
+// first min(n, iterations) iterations run at the dense iteration time (the run is dense until
+// pruning starts).
 //
 // Example:
 //   // 15e12 tokens, global batch 1536 x 2048 tokens, 9.6 s per iteration on 1024 GPUs at $2/GPU-h
@@ -43,11 +45,16 @@ struct TimeToTrain {
 
 // REQUIRES: tokens > 0 (at most 1e18), tokens_per_iteration > 0, iteration_time_s > 0, gpus > 0,
 // price_per_gpu_hour > 0 when given (the scenario readers check the keys; a violation is a bug).
+// `dense_iterations` of them (at most all) take `dense_iteration_time_s` instead.
 TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,
-                          std::optional<double> price_per_gpu_hour);
+                          std::optional<double> price_per_gpu_hour, int64_t dense_iterations = 0,
+                          double dense_iteration_time_s = 0);
 
 // The same from a scenario's training.tokens, global batch, sequence length, GPUs and price; nullopt
-// when the scenario has no training.tokens.
-std::optional<TimeToTrain> time_to_train(const Scenario& scenario, double iteration_time_s);
+// when the scenario has no training.tokens. With a dense iteration time, the iterations before
+// optimizations.pruning.start_iteration take it; without one every iteration is the steady-state one
+// (`search` ranks so; docs/search.md).
+std::optional<TimeToTrain> time_to_train(const Scenario& scenario, double iteration_time_s,
+                                         std::optional<double> dense_iteration_time_s = std::nullopt);
 
 }  // namespace trainsim::cli

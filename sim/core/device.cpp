@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/error.hpp"
+
 namespace trainsim::core {
 namespace {
 
@@ -12,7 +14,8 @@ constexpr double TFLOPS = 1e12;
 constexpr double GBPS = 1e9;
 
 GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, double hbm_gib,
-                 double hbm_tbps, double nvlink_gbps, double pcie_gbps, int sms, std::string source) {
+                 double hbm_tbps, double nvlink_gbps, double pcie_gbps, int sms, bool sparse_tensor_cores,
+                 std::string source) {
   GpuSpec g;
   g.name = std::move(name);
   for (size_t i = 0; i < tflops.size(); ++i) g.dense_peak[i] = FlopsPerSecond(tflops[i] * TFLOPS);
@@ -21,6 +24,7 @@ GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, d
   g.nvlink_bandwidth = BytesPerSecond(nvlink_gbps * GBPS);
   g.pcie_bandwidth = BytesPerSecond(pcie_gbps * GBPS);
   g.sm_count = sms;
+  g.sparse_tensor_cores = sparse_tensor_cores;
   g.source = std::move(source);
   return g;
 }
@@ -31,20 +35,23 @@ const std::vector<GpuSpec>& gpu_catalog() {
   // Columns: fp32, tf32, bf16, fp16, fp8 dense TFLOP/s (0: no tensor-core support for that type);
   // HBM GiB (as nvidia-smi reports the marketed size), HBM TB/s, NVLink GB/s per direction, PCIe GB/s
   // per direction (x16: Gen3 15.75, Gen4 31, Gen5 63); SMs enabled on the product (NVIDIA architecture
-  // whitepapers: V100 80, A100 108, H100 SXM5 132; B200 148 = 2 dies x 74).
+  // whitepapers: V100 80, A100 108, H100 SXM5 132; B200 148 = 2 dies x 74); sparse tensor cores
+  // (2:4 structured sparsity at twice the dense rate): the Ampere whitepaper introduces them with the
+  // A100, and the A100, H100, H200 and DGX B200 datasheets list every tensor-core rate "with
+  // sparsity" at twice the dense one; the V100 (Volta) datasheet has no sparse rate.
   static const std::vector<GpuSpec> catalog = {
-      make_gpu("V100-SXM2-32GB", {15.7, 0, 0, 125, 0}, 32, 0.9, 150, 15.75, 80,
-               "NVIDIA V100 datasheet (fp16 125 TFLOP/s, fp32 15.7); NVLink2 150 GB/s per direction; Volta whitepaper (80 SMs)"),
-      make_gpu("A100-SXM4-40GB", {19.5, 156, 312, 312, 0}, 40, 1.555, 300, 31, 108,
-               "NVIDIA A100 datasheet; NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
-      make_gpu("A100-SXM4-80GB", {19.5, 156, 312, 312, 0}, 80, 2.039, 300, 31, 108,
-               "NVIDIA A100 80GB datasheet (HBM2e 2.039 TB/s); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
-      make_gpu("H100-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 450, 63, 132,
+      make_gpu("V100-SXM2-32GB", {15.7, 0, 0, 125, 0}, 32, 0.9, 150, 15.75, 80, false,
+               "NVIDIA V100 datasheet (fp16 125 TFLOP/s, fp32 15.7; no sparse rates); NVLink2 150 GB/s per direction; Volta whitepaper (80 SMs)"),
+      make_gpu("A100-SXM4-40GB", {19.5, 156, 312, 312, 0}, 40, 1.555, 300, 31, 108, true,
+               "NVIDIA A100 datasheet (sparse = 2 x dense); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
+      make_gpu("A100-SXM4-80GB", {19.5, 156, 312, 312, 0}, 80, 2.039, 300, 31, 108, true,
+               "NVIDIA A100 80GB datasheet (HBM2e 2.039 TB/s; sparse = 2 x dense); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
+      make_gpu("H100-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 450, 63, 132, true,
                "NVIDIA H100 SXM5 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; Hopper whitepaper (132 SMs)"),
-      make_gpu("H200-SXM-141GB", {67, 494.5, 989, 989, 1979}, 141, 4.8, 450, 63, 132,
-               "NVIDIA H200 datasheet; NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)"),
-      make_gpu("B200", {80, 1125, 2250, 2250, 4500}, 180, 8.0, 900, 63, 148,
-               "NVIDIA DGX B200 datasheet (180 GB usable); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)"),
+      make_gpu("H200-SXM-141GB", {67, 494.5, 989, 989, 1979}, 141, 4.8, 450, 63, 132, true,
+               "NVIDIA H200 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)"),
+      make_gpu("B200", {80, 1125, 2250, 2250, 4500}, 180, 8.0, 900, 63, 148, true,
+               "NVIDIA DGX B200 datasheet (180 GB usable; dense = sparse/2); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)"),
   };
   return catalog;
 }
@@ -60,6 +67,17 @@ std::vector<std::string> gpu_names() {
   std::vector<std::string> names;
   for (const GpuSpec& g : gpu_catalog()) names.push_back(g.name);
   return names;
+}
+
+double SparseKernels::unstructured_efficiency(double sparsity) const {
+  TRAINSIM_CHECK(!unstructured.empty(), "the unstructured sparse kernel curve is empty");
+  if (sparsity <= unstructured.front().sparsity) return unstructured.front().efficiency;
+  if (sparsity >= unstructured.back().sparsity) return unstructured.back().efficiency;
+  const auto above = std::upper_bound(unstructured.begin(), unstructured.end(), sparsity,
+                                      [](double v, const SparsityPoint& p) { return v < p.sparsity; });
+  const SparsityPoint& hi = *above;
+  const SparsityPoint& lo = *(above - 1);
+  return lo.efficiency + (sparsity - lo.sparsity) / (hi.sparsity - lo.sparsity) * (hi.efficiency - lo.efficiency);
 }
 
 DeviceProfile DeviceProfile::defaults() {
@@ -192,6 +210,13 @@ DeviceProfile DeviceProfile::defaults_for(std::string_view gpu_name) {
       {"gemm_tiles", "CUTLASS/cuBLAS tensor-core CTA tiles; the best one per GEMM shape, waves over the GPU's SMs"},
       {"gemm_full_tile", "smaller tiles are starved by operand traffic (modelling assumption: efficiency ~ m·n/(m+n))"},
       {"kernel_overhead", "2 us per kernel: launch gap (datasheet defaults)"},
+      {"sparse.structured_2_4_scale",
+       "0.85: 2:4 GEMMs on sparse tensor cores reach 1.7x the dense GEMM (torchao sparsity README: \"we can speed up "
+       "matrix multiplication up to 1.7x\" with cuSPARSELt on A100) of the datasheets' 2x"},
+      {"sparse.unstructured",
+       "efficiency 0.05 at every sparsity: unstructured sparse kernels break even with dense tensor-core GEMMs at "
+       "about 95% sparsity (NVIDIA developer blog, \"Accelerating Matrix Multiplication with Block Sparse Format and "
+       "NVIDIA Tensor Cores\": not competitive below 95%; torchao sparsity README: needs >98%)"},
   };
   return p;
 }
@@ -303,6 +328,35 @@ std::vector<GemmTile> read_tiles(ObjectReader& r, std::string_view key, bool sin
   return tiles;
 }
 
+// "sparse": {"structured_2_4_scale": 0.85, "unstructured": [{"sparsity": 0.9, "efficiency": 0.05}, ...]}:
+// the scale in (0, 1], sparsities in [0, 1) strictly increasing, efficiencies in (0, 1].
+void read_sparse_kernels(ObjectReader& r, SparseKernels& k) {
+  k.structured_2_4_scale = r.number("structured_2_4_scale", k.structured_2_4_scale, 1e-6, 1.0);
+  if (const Json* points = r.raw("unstructured")) {
+    if (!points->is_array() || points->empty()) {
+      r.problem("unstructured", fmt::format("expected a non-empty array of {{\"sparsity\": ..., \"efficiency\": ...}} "
+                                            "points, found {}",
+                                            describe_json(*points)));
+    } else {
+      std::vector<SparsityPoint> curve;
+      for (size_t i = 0; i < points->size(); ++i) {
+        ObjectReader pr((*points)[i], r.file(), append_pointer(r.pointer_of("unstructured"), i), r.diagnostics());
+        SparsityPoint p;
+        p.sparsity = pr.number("sparsity", 0.0, 0.0, 0.999999);
+        p.efficiency = pr.number("efficiency", 1.0, 1e-6, 1.0);
+        if (!curve.empty() && p.sparsity <= curve.back().sparsity) {
+          pr.problem("sparsity", fmt::format("expected sparsities in increasing order, found {:g} after {:g}", p.sparsity,
+                                             curve.back().sparsity));
+        }
+        pr.finish();
+        curve.push_back(p);
+      }
+      k.unstructured = curve;
+    }
+  }
+  r.finish();
+}
+
 void read_link(ObjectReader& r, LinkEfficiency& l) {
   l.bandwidth_efficiency = r.number("bandwidth_efficiency", l.bandwidth_efficiency, 1e-6, 1.0);
   l.step_latency = r.duration("step_latency", l.step_latency);
@@ -342,6 +396,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
       const std::vector<GemmTile> full = read_tiles(*dev, "gemm_full_tile", true);
       if (!full.empty()) p.device.gemm_full_tile = full.front();
     }
+    if (auto sparse = dev->object("sparse")) read_sparse_kernels(*sparse, p.device.sparse);
     if (const Json* notes = dev->raw("sources")) {
       if (notes->is_object()) {
         p.device.sources.clear();
@@ -383,6 +438,11 @@ Json Profile::to_json() const {
   for (const GemmTile& t : device.gemm_tiles) tiles.push_back({t.m, t.n});
   j["device"]["gemm_tiles"] = tiles;
   j["device"]["gemm_full_tile"] = {device.gemm_full_tile.m, device.gemm_full_tile.n};
+  Json unstructured = Json::array();
+  for (const SparsityPoint& p : device.sparse.unstructured) {
+    unstructured.push_back({{"sparsity", p.sparsity}, {"efficiency", p.efficiency}});
+  }
+  j["device"]["sparse"] = {{"structured_2_4_scale", device.sparse.structured_2_4_scale}, {"unstructured", unstructured}};
   if (!device.sources.empty()) {
     Json notes = Json::object();
     for (const auto& [key, value] : device.sources) notes[key] = value;
@@ -407,6 +467,26 @@ Json Profile::to_json() const {
   };
   j["network"] = {{"intra_node", link(network.intra_node)}, {"inter_node", link(network.inter_node)}};
   return j;
+}
+
+namespace {
+double operand_ratio(const GemmTile& t) { return double(t.m) * t.n / (t.m + t.n); }
+}  // namespace
+
+TileChoice best_tile(double m, double n, double count, int sms, const DeviceProfile& profile) {
+  TRAINSIM_CHECK(m > 0 && n > 0 && count > 0 && sms > 0 && !profile.gemm_tiles.empty(), "best_tile needs a shape and tiles");
+  const double full = operand_ratio(profile.gemm_full_tile);
+  TileChoice best;
+  best.utilization = -1;
+  for (const GemmTile& t : profile.gemm_tiles) {
+    TileChoice c;
+    c.tile = t;
+    c.tiles = count * std::ceil(m / t.m) * std::ceil(n / t.n);
+    c.waves = std::ceil(c.tiles / sms);
+    c.utilization = count * m * n / (c.waves * sms * t.m * t.n) * std::min(1.0, operand_ratio(t) / full);
+    if (c.utilization > best.utilization) best = c;
+  }
+  return best;
 }
 
 }  // namespace trainsim::core

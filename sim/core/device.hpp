@@ -22,13 +22,19 @@ struct GpuSpec {
   BytesPerSecond nvlink_bandwidth;                    // per GPU, per direction
   BytesPerSecond pcie_bandwidth;                      // per direction
   int sm_count = 0;                                   // streaming multiprocessors (GEMM wave quantization)
+  // Sparse tensor cores: 2:4 fine-grained structured sparsity (two non-zero values in every four
+  // along a GEMM's reduction dimension) at twice the dense tensor-core rate (the datasheets' "with
+  // sparsity" figures). NVIDIA Ampere (A100) and later; not Volta (V100). optimizations.pruning
+  // "2:4" with sparse kernels needs it.
+  bool sparse_tensor_cores = false;
   std::string source;                                 // where the numbers come from
 
   FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
 };
 
 // The built-in catalog, in a fixed order. Values: validation/hardware-specs.json
-// (NVIDIA datasheets via ml-engineering), dense (non-sparse) tensor-core rates.
+// (NVIDIA datasheets via ml-engineering), dense (non-sparse) tensor-core rates; sparse_tensor_cores
+// where the datasheet gives "with sparsity" rates.
 const std::vector<GpuSpec>& gpu_catalog();
 // REQUIRES nothing; returns nullptr for an unknown name.
 const GpuSpec* find_gpu(const std::string& name);
@@ -55,6 +61,45 @@ struct GemmTile {
   int n = 128;
 };
 
+struct DeviceProfile;
+
+struct TileChoice {
+  GemmTile tile;
+  double tiles = 0;        // thread blocks
+  double waves = 0;        // ceil(tiles / SMs)
+  double utilization = 1;  // of the GPU: quantization and operand factor (sim/engine/compute_model.hpp)
+};
+
+// The best of the profile's tiles for `count` products with an m x n output each (the tile and wave
+// quantization model of sim/engine/compute_model.hpp).
+// REQUIRES: m, n, count > 0, sms > 0, !profile.gemm_tiles.empty().
+TileChoice best_tile(double m, double n, double count, int sms, const DeviceProfile& profile);
+
+// One point of a sparse kernel's efficiency curve: at `sparsity` (fraction of the weights that are
+// zero), the kernel computes the kept products at `efficiency` times the rate of the dense GEMM on
+// the same shape.
+struct SparsityPoint {
+  double sparsity = 0;
+  double efficiency = 1.0;
+};
+
+// How fast sparse GEMM kernels are, relative to the dense GEMM of the same shape
+// (sim/engine/compute_model.hpp applies them; docs/scenario.md, optimizations.pruning):
+//   structured_2_4_scale   2:4 kernels on sparse tensor cores run at 2 x structured_2_4_scale the
+//                          dense GEMM's rate (1.0 would be the datasheets' 2x)
+//   unstructured           sparse kernels for unstructured (magnitude) sparsity compute the kept
+//                          d = 1 - s of the products at efficiency(s) of the dense rate, i.e. a
+//                          speedup of efficiency(s) / d; linear in s between points, flat beyond
+//                          the ends. REQUIRES: sorted by sparsity, non-empty.
+// Block-sparse kernels take their efficiency from the tile model instead (compute_model.hpp).
+struct SparseKernels {
+  double structured_2_4_scale = 0.85;
+  std::vector<SparsityPoint> unstructured{{0.95, 0.05}};
+
+  // efficiency(s) of the unstructured curve.
+  double unstructured_efficiency(double sparsity) const;
+};
+
 // Turns a compute task's FLOPs and bytes into time (sim/engine/compute_model.hpp has the formula).
 // Every constant of a built-in profile says where it comes from in `sources` (shown by `trainsim
 // describe profile --gpu NAME`).
@@ -71,6 +116,7 @@ struct DeviceProfile {
   // Tiles with fewer output elements per operand element than this one (m·n/(m+n) below it) are
   // starved by shared-memory/L2 operand traffic: their efficiency scales with that ratio.
   GemmTile gemm_full_tile{128, 128};
+  SparseKernels sparse;                       // sparse GEMM kernels (pruned weights)
   // (constant, where its value comes from), in the order `describe profile` prints them.
   std::vector<std::pair<std::string, std::string>> sources;
 

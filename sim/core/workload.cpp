@@ -1,5 +1,7 @@
 #include "sim/core/workload.hpp"
 
+#include <type_traits>
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -73,9 +75,23 @@ std::string_view to_string(CopyDirection d) {
   return "?";
 }
 
+std::string_view to_string(GemmSparsity s) {
+  switch (s) {
+    case GemmSparsity::NONE: return "none";
+    case GemmSparsity::STRUCTURED_2_4: return "2:4";
+    case GemmSparsity::UNSTRUCTURED: return "unstructured";
+    case GemmSparsity::BLOCK: return "block";
+  }
+  return "?";
+}
+
 bool outbound(CopyDirection d) {
   return d == CopyDirection::DEVICE_TO_HOST || d == CopyDirection::DEVICE_TO_NVME || d == CopyDirection::HOST_TO_NVME;
 }
+
+// A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by
+// about TASK_BYTES per task (sim/cli/scenario.hpp), so keep it from growing by accident.
+static_assert(sizeof(Task) <= 80, "Task grew: update TASK_BYTES and the max_tasks documentation");
 
 std::string_view to_string(OpClass c) {
   switch (c) {
@@ -269,6 +285,74 @@ size_t Workload::task_count() const {
   size_t n = 0;
   for (const Program& p : programs) n += p.tasks.size();
   return n;
+}
+
+namespace {
+
+class Fnv1a {
+ public:
+  template <class T>
+  void add(const T& value) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+    for (size_t i = 0; i < sizeof(T); ++i) hash_ = (hash_ ^ bytes[i]) * 1099511628211ull;
+  }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 14695981039346656037ull;
+};
+
+}  // namespace
+
+uint64_t Workload::timing_fingerprint() const {
+  static_assert(sizeof(Task) == 80, "Task changed: add its new timing fields to timing_fingerprint");
+  Fnv1a h;
+  for (int size : layout.sizes()) h.add(size);
+  h.add(precision);
+  for (bool s : symmetric_axes) h.add(s);
+  h.add(groups.size());
+  for (const GroupKind& g : groups) {
+    h.add(g.axis);
+    h.add(g.members.size());
+    for (int m : g.members) h.add(m);
+    h.add(g.extra_axes.size());
+    for (Axis a : g.extra_axes) h.add(a);
+  }
+  for (uint32_t p : program_of_rank) h.add(p);
+  h.add(programs.size());
+  for (const Program& p : programs) {
+    h.add(p.tasks.size());
+    for (const Task& t : p.tasks) {
+      h.add(t.kind);
+      h.add(t.stream);
+      h.add(t.phase);
+      h.add(t.op_class);
+      h.add(t.collective);
+      h.add(t.copy);
+      h.add(t.peer_axis);
+      h.add(t.peer_offset);
+      h.add(t.tag);
+      h.add(t.group);
+      h.add(t.flops);
+      h.add(t.seconds);
+      h.add(t.kind == TaskKind::MEMORY ? 0.0 : t.bytes);
+      h.add(t.gemm.m);
+      h.add(t.gemm.n);
+      h.add(t.gemm.k);
+      h.add(t.gemm.count);
+      h.add(t.precision);
+      h.add(t.has_precision);
+      h.add(t.sparsity);
+      h.add(t.sparse_block);
+      h.add(t.density);
+      h.add(t.dep_begin);
+      h.add(t.dep_count);
+    }
+    h.add(p.deps.size());
+    for (uint32_t d : p.deps) h.add(d);
+  }
+  return h.value();
 }
 
 void Workload::validate() const {

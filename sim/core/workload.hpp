@@ -157,6 +157,19 @@ bool outbound(CopyDirection d);
 // Which memory a MEMORY task allocates or frees.
 enum class MemorySpace : uint8_t { DEVICE, HOST };
 
+// The sparse kernel a GEMM task runs on its pruned weight (optimizations.pruning; NONE: a dense GEMM,
+// also for pruned weights whose zeros are multiplied as such). The task's `flops` stay the dense
+// count; the compute model (sim/engine/compute_model.hpp) turns the kind, Task::density and
+// Task::sparse_block into a speedup of the passes that can use the kernel:
+//   STRUCTURED_2_4  2:4 weights on sparse tensor cores: forward and data gradient (transposable
+//                   masks, as PyTorch's SemiSparseLinear / xFormers sparsify24 build them); the weight
+//                   gradient is a dense GEMM
+//   UNSTRUCTURED    a sparse kernel for unstructured weights: SpMM forward and data gradient, SDDMM
+//                   weight gradient (only the kept entries), at the profile's efficiency curve
+//   BLOCK           a block-sparse kernel on sparse_block x sparse_block blocks: the three passes
+enum class GemmSparsity : uint8_t { NONE = 0, STRUCTURED_2_4, UNSTRUCTURED, BLOCK };
+std::string_view to_string(GemmSparsity s);  // "none", "2:4", "unstructured", "block"
+
 enum class Precision : uint8_t { FP32, TF32, BF16, FP16, FP8 };
 inline constexpr int PRECISION_COUNT = 5;
 std::string_view to_string(Precision p);
@@ -169,6 +182,8 @@ struct Task {
   CollectiveOp collective = CollectiveOp::ALL_REDUCE;  // COLLECTIVE
   CopyDirection copy = CopyDirection::HOST_TO_DEVICE;  // COPY
   Axis peer_axis = Axis::PIPELINE;              // SEND/RECV: the peer is layout.peer(rank, peer_axis, peer_offset)
+  MemorySpace memory_space = MemorySpace::DEVICE;  // MEMORY: device memory, or the node's host memory (not
+                                                // timing: left out of timing_fingerprint)
   int16_t peer_offset = 0;
   uint8_t tag = 0;                              // SEND/RECV: matching channel (see above)
   uint16_t group = 0;                           // COLLECTIVE: index into Workload::groups
@@ -186,9 +201,11 @@ struct Task {
   Precision precision = Precision::BF16;        // COMPUTE: operand precision, when has_precision; else the
   bool has_precision = false;                   // workload's (FP8 training keeps attention and the
                                                 // output layer in BF16: Transformer Engine)
-  MemorySpace memory_space = MemorySpace::DEVICE;  // MEMORY: device memory, or the node's host memory
+  GemmSparsity sparsity = GemmSparsity::NONE;   // COMPUTE, GEMM class: sparse kernel on its weight
+  uint8_t sparse_block = 0;                     // BLOCK: block size (2-128)
   uint32_t dep_begin = 0;                       // dependencies: Program::deps[dep_begin, +dep_count)
   uint32_t dep_count = 0;
+  float density = 1;                            // sparsity != NONE: kept fraction of the weight, in (0, 1]
 };
 
 struct Program {
@@ -224,6 +241,12 @@ struct Workload {
   uint32_t intern(std::string_view name);
   const Program& program_of(int rank) const { return programs[program_of_rank[static_cast<size_t>(rank)]]; }
   size_t task_count() const;  // over programs (templates), not ranks
+  // A 64-bit FNV-1a hash of everything a backend times: the layout, groups, precision, symmetric
+  // axes, which program each rank runs, and every task's kind, stream, class, sizes, peers and
+  // dependencies. Memory (MEMORY tasks' bytes, static_memory) and names are left out, so two
+  // workloads with equal fingerprints simulate to the same time on the same cluster, whatever
+  // their memory (search re-checks one of them with SimGrid).
+  uint64_t timing_fingerprint() const;
   // Throws InternalError if a dependency points forward, a group index or peer is invalid, or
   // program_of_rank does not cover the layout. Builders call it; tests rely on it.
   void validate() const;

@@ -14,35 +14,47 @@ constexpr double FLASH_CAUSAL_FRACTION = 0.5;
 
 double operand_ratio(const core::GemmTile& t) { return double(t.m) * t.n / (t.m + t.n); }
 
-// FLOPs divided by utilization, for the products the task runs.
-double quantized_flops(const core::Task& task, int sms, const core::DeviceProfile& profile) {
+// FLOPs divided by utilization and by the sparse kernel's speedup, for the products the task runs.
+double quantized_flops(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile) {
   const core::GemmShape& g = task.gemm;
-  if (task.op_class != core::OpClass::GEMM || g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 || sms <= 0 ||
+  const bool sparse = task.op_class == core::OpClass::GEMM && task.sparsity != core::GemmSparsity::NONE;
+  const double speedup = sparse ? sparse_speedup(task, gpu, profile) : 1.0;
+  // 2:4 weight gradients are dense GEMMs (their output is the weight, not a product with it).
+  const double wgrad_speedup = task.sparsity == core::GemmSparsity::STRUCTURED_2_4 ? 1.0 : speedup;
+  if (task.op_class != core::OpClass::GEMM || g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 || gpu.sm_count <= 0 ||
       profile.gemm_tiles.empty()) {
-    return task.flops;
+    if (task.phase != core::Phase::BACKWARD) return task.flops / speedup;
+    return 0.5 * task.flops / speedup + 0.5 * task.flops / wgrad_speedup;
   }
-  if (task.phase != core::Phase::BACKWARD) return task.flops / best_tile(g.m, g.n, g.count, sms, profile).utilization;
+  const int sms = gpu.sm_count;
+  if (task.phase != core::Phase::BACKWARD) {
+    return task.flops / best_tile(g.m, g.n, g.count, sms, profile).utilization / speedup;
+  }
   const double dgrad = best_tile(g.m, g.k, g.count, sms, profile).utilization;
   const double wgrad = best_tile(g.k, g.n, g.count, sms, profile).utilization;
-  return 0.5 * task.flops / dgrad + 0.5 * task.flops / wgrad;
+  return 0.5 * task.flops / dgrad / speedup + 0.5 * task.flops / wgrad / wgrad_speedup;
 }
 
 }  // namespace
 
-TileChoice best_tile(double m, double n, double count, int sms, const core::DeviceProfile& profile) {
-  TRAINSIM_CHECK(m > 0 && n > 0 && count > 0 && sms > 0 && !profile.gemm_tiles.empty(), "best_tile needs a shape and tiles");
-  const double full = operand_ratio(profile.gemm_full_tile);
-  TileChoice best;
-  best.utilization = -1;
-  for (const core::GemmTile& t : profile.gemm_tiles) {
-    TileChoice c;
-    c.tile = t;
-    c.tiles = count * std::ceil(m / t.m) * std::ceil(n / t.n);
-    c.waves = std::ceil(c.tiles / sms);
-    c.utilization = count * m * n / (c.waves * sms * t.m * t.n) * std::min(1.0, operand_ratio(t) / full);
-    if (c.utilization > best.utilization) best = c;
+double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile) {
+  const double d = task.density;
+  switch (task.sparsity) {
+    case core::GemmSparsity::NONE: return 1.0;
+    case core::GemmSparsity::STRUCTURED_2_4:
+      TRAINSIM_CHECK(gpu.sparse_tensor_cores, fmt::format("a 2:4 sparse GEMM on {}, which has no sparse tensor cores", gpu.name));
+      return 2.0 * profile.sparse.structured_2_4_scale;
+    case core::GemmSparsity::UNSTRUCTURED:
+      TRAINSIM_CHECK(d > 0 && d <= 1, "sparse GEMM density outside (0, 1]");
+      return profile.sparse.unstructured_efficiency(1.0 - d) / d;
+    case core::GemmSparsity::BLOCK: {
+      TRAINSIM_CHECK(d > 0 && d <= 1 && task.sparse_block > 0, "block-sparse GEMM without a density or block size");
+      const core::GemmTile& full = profile.gemm_full_tile;
+      const core::GemmTile block{full.m, task.sparse_block};
+      return std::min(1.0, operand_ratio(block) / operand_ratio(full)) / d;
+    }
   }
-  return best;
+  return 1.0;
 }
 
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,
@@ -56,7 +68,7 @@ core::Seconds compute_time(const core::Task& task, core::Precision precision, co
   if (task.flops > 0) {
     const bool tensor_core = task.op_class == core::OpClass::GEMM || task.op_class == core::OpClass::FLASH_ATTENTION;
     const double scale = tensor_core ? profile.gemm_precision_scale[static_cast<size_t>(p)] : 1.0;
-    double work = quantized_flops(task, gpu.sm_count, profile);
+    double work = quantized_flops(task, gpu, profile);
     if (task.op_class == core::OpClass::FLASH_ATTENTION) work *= FLASH_CAUSAL_FRACTION;
     math = (work + eff.half_flops) / (peak.value() * eff.max_efficiency * scale);
   }

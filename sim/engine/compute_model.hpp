@@ -18,6 +18,19 @@
 // and reach u = count·m·n / (waves · SMs · tm · tn) of the GPU, times min(1, r(tile) / r(full_tile))
 // where r(t) = tm·tn/(tm + tn) is the tile's output per operand element (smaller tiles are starved by
 // operand traffic). The profile's best tile for the shape is taken, as cuBLAS's heuristics would.
+//
+// Sparse kernels (Task::sparsity, optimizations.pruning): the passes that run one (core::GemmSparsity
+// says which) divide their F/u by the kernel's speedup over the dense GEMM of the same shape:
+//   2:4           2 x profile.sparse.structured_2_4_scale (sparse tensor cores: twice the dense rate
+//                 at the datasheet; 1.7x measured, so 0.85 by default). REQUIRES: gpu.sparse_tensor_cores.
+//   unstructured  e(s) / d, d = Task::density, s = 1 - d, e = profile.sparse.unstructured_efficiency:
+//                 the kept products at e(s) of the dense rate (default 0.05: break-even at 95%)
+//   block (b)     e_b / d with e_b = min(1, r(tm x b) / r(tm x tn)), (tm, tn) = gemm_full_tile: the
+//                 kernel multiplies the kept b x b blocks as dense tiles whose output is tm x b, and a
+//                 tile b wide is starved by operand traffic as the tile model above says (128 x 128
+//                 full tile: b = 32 -> 0.40, 64 -> 0.67, >= 128 -> 1)
+// A backward task is half data gradient, half weight gradient: with 2:4 only the data gradient half
+// is sparse.
 
 #include "sim/core/device.hpp"
 #include "sim/core/units.hpp"
@@ -25,16 +38,13 @@
 
 namespace trainsim::engine {
 
-struct TileChoice {
-  core::GemmTile tile;
-  double tiles = 0;        // thread blocks
-  double waves = 0;        // ceil(tiles / SMs)
-  double utilization = 1;  // u above, operand factor included
-};
+// The tile choice lives with the profile (core::best_tile), so that calibration fits against it.
+using core::best_tile;
+using core::TileChoice;
 
-// The best of the profile's tiles for `count` products with an m x n output each.
-// REQUIRES: m, n, count > 0, sms > 0, !profile.gemm_tiles.empty().
-TileChoice best_tile(double m, double n, double count, int sms, const core::DeviceProfile& profile);
+// The speedup of a pass with the task's sparse kernel over the dense GEMM (1 for GemmSparsity::NONE).
+// REQUIRES: for STRUCTURED_2_4, gpu.sparse_tensor_cores; density in (0, 1].
+double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile);
 
 // REQUIRES: task.kind == COMPUTE and gpu.peak(the task's precision) > 0.
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,

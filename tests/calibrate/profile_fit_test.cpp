@@ -46,7 +46,7 @@ TEST(ProfileFit, ExactSyntheticDataGivesExactParameters) {
   EXPECT_EQ(category(fit, "intra_node").samples, 12u * 2u * 3u);
   EXPECT_EQ(category(fit, "inter_node").samples, 4u * 8u * 3u);
   EXPECT_EQ(category(fit, "intra_node all_gather").samples, 4u * 2u * 3u);
-  EXPECT_FALSE(category(fit, "attention").fitted);
+  EXPECT_FALSE(category(fit, "flash_attention").fitted);
   EXPECT_NE(category(fit, "elementwise").note.find("not fitted"), std::string::npos);
 }
 
@@ -99,6 +99,8 @@ TEST(ProfileFit, JsonIsAVersionedProfileWithTheFit) {
 TEST(ProfileFit, CatalogGpuOfATracedDeviceName) {
   EXPECT_EQ(catalog_gpu_for("NVIDIA A100-SXM4-80GB")->name, "A100-SXM4-80GB");
   EXPECT_EQ(catalog_gpu_for("H100-SXM5-80GB")->name, "H100-SXM5-80GB");
+  EXPECT_EQ(catalog_gpu_for("NVIDIA H100 80GB HBM3")->name, "H100-SXM5-80GB");  // what the driver calls the SXM5
+  EXPECT_EQ(catalog_gpu_for("NVIDIA H200")->name, "H200-SXM-141GB");
   EXPECT_EQ(catalog_gpu_for("GeForce GTX 1080"), nullptr);
 }
 

@@ -77,7 +77,8 @@ void iteration(RankWriter& w, int rank, int64_t number, const SyntheticParameter
     const double flops = 2.0 * static_cast<double>(d[0] * d[1] * d[2]);
     const double eff = p.gemm_max_efficiency * flops / (flops + p.gemm_half_flops);
     const double noise = p.gemm_noise * (i % 2 == 0 ? 1.0 : -1.0);
-    const uint32_t id = w.kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", flops / (PEAK_BF16 * eff) * (1 + noise),
+    const double t = flops / (PEAK_BF16 * eff) + p.kernel_overhead_s;
+    const uint32_t id = w.kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_nn", t * (1 + noise),
                                  p.gap_s);
     const uint64_t external = 1000000u + w.next_id;
     trace::Gemm* g = w.add().mutable_gemm();

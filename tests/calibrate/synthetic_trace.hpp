@@ -2,7 +2,8 @@
 // A synthetic traced run made from known device and network parameters, for the calibration tests:
 // 2 hosts x 8 A100 GPUs, three iterations (ProfilerStep#0..2) per rank. Per iteration every rank
 // runs a sweep of bf16 GEMMs (Kernel + Gemm + ExternalCorrelation records) timed by
-// t = F / (peak * max * F / (F + half)), device-to-device memcpys and memsets timed by their HBM
+// t = F / (peak * max * F / (F + half)) + kernel overhead (the compute model's, without tiles: the
+// datasheet-default profile the fits start from has none), device-to-device memcpys and memsets timed by their HBM
 // traffic at memory_efficiency, then collectives timed by the ring model of
 // network/collective_cost.hpp: all_reduce, all_gather and reduce_scatter of several sizes on its
 // node's 8 ranks (intra-node), all_reduce of several sizes with the rank of the same local index on
@@ -19,6 +20,7 @@ namespace trainsim::calibrate::testing {
 struct SyntheticParameters {
   double gemm_max_efficiency = 0.72;
   double gemm_half_flops = 3e9;
+  double kernel_overhead_s = 2e-6;      // core::DeviceProfile::defaults().kernel_overhead
   double memory_efficiency = 0.8;
   double intra_bandwidth_efficiency = 0.7;
   double intra_step_latency_s = 4e-6;   // on top of the cluster's 1 us hop

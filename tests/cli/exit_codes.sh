@@ -34,6 +34,13 @@ contains check "$tmp/out" '"kv_heads": 8'
 expect describe 0 "$bin" describe gpus
 contains describe "$tmp/out" "H200-SXM-141GB"
 
+# optimizations.pruning: 2:4 sparse kernels on a GPU without sparse tensor cores are refused (exit
+# 2, naming the key); a pruned run says what pruning changed against dense.
+expect pruning-v100 2 "$bin" run "$src/tests/data/bad/pruning-2of4-on-v100.json"
+contains pruning-v100 "$tmp/err" "/optimizations/pruning/method: 2:4 sparse kernels need sparse tensor cores"
+expect pruning-run 0 "$bin" run "$src/scenarios/llama3-8b-2of4-h100-16.json" --backend analytic
+contains pruning-run "$tmp/out" "weights+grads+optimizer"
+
 # issue 10: version, run --format csv, data "auto", compare (side by side; bad input exits 2).
 expect version 0 "$bin" version
 contains version "$tmp/out" "trainsim "
@@ -98,6 +105,18 @@ else
 fi
 expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
 
+# issue 17: calibrate on the shape-less Kineto fixtures fits nothing (exit 3, each reason on stderr,
+# no profile written); on the example recorded with shapes it fits GEMMs, attention and bandwidth.
+expect calibrate-nothing 3 "$bin" calibrate "$tmp/kineto" -o "$tmp/nothing.json"
+contains calibrate-nothing "$tmp/err" "nothing was fitted"
+if [ -e "$tmp/nothing.json" ]; then echo "FAIL calibrate-nothing: a profile was written"; failures=$((failures + 1)); fi
+expect import-kineto-shapes 0 "$bin" trace import-kineto "$src/tests/data/traces/kineto-shapes/rank0.pt.trace.json" \
+  --out "$tmp/kineto-shapes"
+expect calibrate-shapes 0 "$bin" calibrate "$tmp/kineto-shapes" -o "$tmp/shapes.json" --format csv
+contains calibrate-shapes "$tmp/out" "gemm bf16,90,true,true"
+contains calibrate-shapes "$tmp/out" "flash_attention bf16,"
+contains calibrate-shapes "$tmp/shapes.json" '"schema": "trainsim.profile/1"'
+
 # search: a small space end to end (table/json/csv, SimGrid re-check), determinism over --jobs,
 # shards merged = one process, and bad input.
 small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
@@ -105,6 +124,10 @@ small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set trainin
 expect search-table 0 "$bin" search "${small[@]}"
 contains search-table "$tmp/out" "why #1 wins over #"
 contains search-table "$tmp/out" "re-checked with SimGrid"
+# ZeRO-1 and ZeRO-2 of the distributed optimizer differ only in memory: one SimGrid run serves both.
+expect search-recheck-shared 0 "$bin" search "$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 \
+  --set training.global_batch=32 --max-micro-batch 2 --refine 8 --top 4 --quiet
+contains search-recheck-shared "$tmp/out" "4 re-checked with SimGrid (2 simulations: layouts with the same workload timing share one)"
 expect search-json-1 0 "$bin" search "${small[@]}" --no-recheck --format json --jobs 1
 cp "$tmp/out" "$tmp/search1.json"
 contains search-json-1 "$tmp/out" '"schema": "trainsim.search/1"'

@@ -35,8 +35,8 @@ TEST(TaskBudget, EstimateIsWithinAFactorOfTheRealTaskCount) {
     SCOPED_TRACE(f.filename().string());
     const Scenario s = load_scenario(f.string());
     const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload);
-    const double real =
-        static_cast<double>(models::build_workload(s.model, s.training, s.parallelism, s.offload).workload.task_count());
+    const double real = static_cast<double>(
+        models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload).workload.task_count());
     EXPECT_GE(estimate, real / 1.25) << real;
     EXPECT_LE(estimate, real * 1.25) << real;
     EXPECT_LT(estimate, static_cast<double>(DEFAULT_MAX_TASKS) / 4);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -139,6 +140,35 @@ TEST(Search, FirstPassEstimateAgreesWithTheAnalyticBackend) {
   EXPECT_LT(*std::max_element(memory_error.begin(), memory_error.end()), 0.15);
   // r.ranked is in estimate order: the analytic best must be among the default --refine (30).
   EXPECT_LT(best_analytic, 30u) << r.ranked[best_analytic].layout.describe();
+}
+
+// Layouts with equal workload fingerprints share one SimGrid run in the re-check: every such group
+// must have equal analytic figures (a timing field the fingerprint missed would split them), and the
+// tiny space has such groups (ZeRO stages that differ only in memory).
+TEST(Search, EqualFingerprintsHaveEqualTimes) {
+  const Search search(tiny_options());
+  const SearchResult r = search.evaluate();
+  std::map<std::string, std::vector<const Evaluated*>> groups;
+  for (const Evaluated& e : r.ranked) {
+    ASSERT_TRUE(e.analytic);
+    ASSERT_FALSE(e.analytic->fingerprint.empty());
+    groups[e.analytic->fingerprint].push_back(&e);
+  }
+  size_t shared = 0;
+  for (const auto& [fingerprint, members] : groups) {
+    shared += members.size() > 1;
+    for (const Evaluated* e : members) {
+      EXPECT_EQ(e->analytic->iteration_time_s, members.front()->analytic->iteration_time_s)
+          << e->layout.describe() << " vs " << members.front()->layout.describe();
+      EXPECT_EQ(e->analytic->breakdown_s, members.front()->analytic->breakdown_s);
+    }
+  }
+  EXPECT_GT(shared, 0u);
+  EXPECT_LT(groups.size(), r.ranked.size());
+  // Different micro-batch counts or degrees give different workloads.
+  std::set<double> times;
+  for (const Evaluated& e : r.ranked) times.insert(e.analytic->iteration_time_s);
+  EXPECT_GE(groups.size(), times.size());
 }
 
 TEST(Search, BadOptionsAreInputErrors) {

@@ -128,5 +128,101 @@ TEST(ComputeTime, UnsupportedPrecisionIsABug) {
                core::InternalError);
 }
 
+// Sparse kernels (compute_model.hpp). A math-bound GEMM on H100 (efficiency 0.8, no size penalty, no
+// overhead): dense forward F / (989e12 x 0.8).
+core::Task sparse_task(core::GemmSparsity kind, float density, core::Phase phase = core::Phase::FORWARD) {
+  core::Task t = task(1e12, 0);
+  t.phase = phase;
+  t.sparsity = kind;
+  t.density = density;
+  return t;
+}
+
+core::DeviceProfile flat_profile() {
+  core::DeviceProfile p = core::DeviceProfile::defaults();
+  p.op(core::OpClass::GEMM) = {0.8, 0, 0.8};
+  p.kernel_overhead = core::Seconds(0);
+  return p;
+}
+
+// 2:4 on H100's sparse tensor cores: 2 x 0.85 = 1.7x the dense GEMM in forward. Backward is half
+// data gradient (sparse, 1.7x) and half weight gradient (dense): 1 / (0.5 / 1.7 + 0.5) = 1.259x.
+TEST(SparseGemm, TwoFourOnH100IsUpTo1Point7xForwardAnd1Point26xBackward) {
+  const core::GpuSpec& h100 = *core::find_gpu("H100-SXM5-80GB");
+  ASSERT_TRUE(h100.sparse_tensor_cores);
+  const core::DeviceProfile p = flat_profile();
+  const double dense = 1e12 / (989e12 * 0.8);
+  const core::Task forward = sparse_task(core::GemmSparsity::STRUCTURED_2_4, 0.5f);
+  EXPECT_NEAR(compute_time(forward, core::Precision::BF16, h100, p).value(), dense / 1.7, 1e-15);
+  EXPECT_NEAR(compute_time(sparse_task(core::GemmSparsity::NONE, 1, core::Phase::FORWARD), core::Precision::BF16, h100, p)
+                  .value(),
+              dense, 1e-15);
+  const core::Task backward = sparse_task(core::GemmSparsity::STRUCTURED_2_4, 0.5f, core::Phase::BACKWARD);
+  EXPECT_NEAR(compute_time(backward, core::Precision::BF16, h100, p).value(), dense * (0.5 / 1.7 + 0.5), 1e-15);
+  // With the datasheet's full 2x (scale 1): exactly half the dense time in forward.
+  core::DeviceProfile ideal = p;
+  ideal.sparse.structured_2_4_scale = 1.0;
+  EXPECT_NEAR(compute_time(forward, core::Precision::BF16, h100, ideal).value(), dense / 2, 1e-15);
+  // The tile model applies to the sparse kernel as to the dense one: a shaped GEMM keeps the ratio.
+  core::DeviceProfile tiled = p;
+  tiled.gemm_tiles = {{128, 128}};
+  core::Task shaped = forward;
+  shaped.flops = 2.0 * 2048 * 4608 * 12288;
+  shaped.gemm = {2048, 4608, 12288, 1};
+  core::Task shaped_dense = shaped;
+  shaped_dense.sparsity = core::GemmSparsity::NONE;
+  EXPECT_NEAR(compute_time(shaped_dense, core::Precision::BF16, h100, tiled).value() /
+                  compute_time(shaped, core::Precision::BF16, h100, tiled).value(),
+              1.7, 1e-12);
+}
+
+TEST(SparseGemm, TwoFourOnAGpuWithoutSparseTensorCoresIsABug) {
+  // The scenario reader refuses it (tests/data/bad/pruning-2of4-on-v100.json); reaching the engine is a bug.
+  EXPECT_THROW(compute_time(sparse_task(core::GemmSparsity::STRUCTURED_2_4, 0.5f), core::Precision::FP16,
+                            *core::find_gpu("V100-SXM2-32GB"), flat_profile()),
+               core::InternalError);
+}
+
+// Unstructured kernels at the default efficiency 0.05: speedup 0.05 / d. At 50% sparsity 0.1x (ten
+// times slower than the dense GEMM), break-even at 95%, 5x at 99%; the weight gradient too (SDDMM).
+TEST(SparseGemm, UnstructuredKernelsFollowTheEfficiencyCurve) {
+  const core::GpuSpec& h100 = *core::find_gpu("H100-SXM5-80GB");
+  core::DeviceProfile p = flat_profile();
+  const double dense = 1e12 / (989e12 * 0.8);
+  auto time = [&](float density, core::Phase phase = core::Phase::FORWARD) {
+    return compute_time(sparse_task(core::GemmSparsity::UNSTRUCTURED, density, phase), core::Precision::BF16, h100, p)
+        .value();
+  };
+  // (Task::density is a float: 1e-6 relative.)
+  EXPECT_NEAR(time(0.5f), dense / 0.1, 1e-6 * dense);
+  EXPECT_NEAR(time(0.05f), dense, 1e-6 * dense);
+  EXPECT_NEAR(time(0.01f), dense / 5, 1e-6 * dense);
+  EXPECT_NEAR(time(0.5f, core::Phase::BACKWARD), dense / 0.1, 1e-6 * dense);
+  // A measured curve replaces the default: linear between points (0.5, 0.1) and (0.9, 0.3): at 0.7,
+  // 0.2 / 0.3.
+  p.sparse.unstructured = {{0.5, 0.1}, {0.9, 0.3}};
+  EXPECT_NEAR(time(0.3f), dense / (0.2 / 0.3), 1e-6 * dense);
+}
+
+// Block-sparse kernels: e_b = min(1, r(128 x b) / r(128 x 128)), r(t) = m·n/(m + n). b = 32:
+// 25.6 / 64 = 0.4, so at 90% sparsity 0.4 / 0.1 = 4x; b = 128: 1 / 0.1 = 10x.
+TEST(SparseGemm, BlockKernelsTakeTheirEfficiencyFromTheTileModel) {
+  const core::GpuSpec& h100 = *core::find_gpu("H100-SXM5-80GB");
+  const core::DeviceProfile p = flat_profile();
+  const double dense = 1e12 / (989e12 * 0.8);
+  core::Task t = sparse_task(core::GemmSparsity::BLOCK, 0.1f);
+  t.sparse_block = 32;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, h100, p).value(), dense * 0.1f / 0.4, 1e-15);
+  t.sparse_block = 128;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, h100, p).value(), dense * 0.1f, 1e-15);
+}
+
+TEST(GpuCatalog, SparseTensorCoresFromAmpereOn) {
+  EXPECT_FALSE(core::find_gpu("V100-SXM2-32GB")->sparse_tensor_cores);
+  for (const std::string name : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200"}) {
+    EXPECT_TRUE(core::find_gpu(name)->sparse_tensor_cores) << name;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::engine

@@ -58,7 +58,7 @@ TEST(Offload, ZeroOffloadMovesSixteenBitGradientsEveryMicroBatchAndParametersOnc
   const TrainingConfig t = two_micro_batches();
   const ParallelismConfig p;
   const double P = parameters(m, t, p);
-  const auto bytes = moved(build_workload(m, t, p, offload_preset("zero-offload")));
+  const auto bytes = moved(build_workload(m, t, p, {}, offload_preset("zero-offload")));
   // Gradients out in 16 bits after each of the 2 micro-batches; the updated 16-bit weights back once.
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::DEVICE_TO_HOST), 2 * P * 2);
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::HOST_TO_DEVICE), P * 2);
@@ -77,7 +77,7 @@ TEST(Offload, CpuOptimizerWithGradientsOnTheGpuMovesFp32GradientsOnce) {
   o.optimizer_states = o.master_weights = OffloadTarget::CPU;
   o.step_on_host = true;
   const double P = parameters(m, t, p);
-  const auto bytes = moved(build_workload(m, t, p, o));
+  const auto bytes = moved(build_workload(m, t, p, {}, o));
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::DEVICE_TO_HOST), P * 4);
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::HOST_TO_DEVICE), P * 2);
 }
@@ -87,7 +87,7 @@ TEST(Offload, AxonnScratchPadStreamsMasterWeightsAndMomentsBothWays) {
   const TrainingConfig t = two_micro_batches();
   const ParallelismConfig p;
   const double P = parameters(m, t, p);
-  const BuiltWorkload w = build_workload(m, t, p, offload_preset("axonn"));
+  const BuiltWorkload w = build_workload(m, t, p, {}, offload_preset("axonn"));
   const auto bytes = moved(w);
   // fp32 master (4) + Adam m and v (8) in and out once per iteration, for the GPU step.
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::HOST_TO_DEVICE), P * 12);
@@ -103,7 +103,7 @@ TEST(Offload, ActivationsGoOutAfterForwardAndBackBeforeBackwardExceptEachChunksL
   OffloadConfig o;
   o.activations = OffloadTarget::CPU;
   const double stored = activation_bytes_per_layer(m, t, p).value();
-  const BuiltWorkload w = build_workload(m, t, p, o);
+  const BuiltWorkload w = build_workload(m, t, p, {}, o);
   const auto bytes = moved(w);
   // 2 micro-batches x 3 of the 4 layers, each way.
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::DEVICE_TO_HOST), 2 * 3 * stored);
@@ -115,7 +115,7 @@ TEST(Offload, ActivationsGoOutAfterForwardAndBackBeforeBackwardExceptEachChunksL
   p.pipeline = 2;
   TrainingConfig t4 = t;
   t4.global_batch = 8;
-  const auto staged = moved(build_workload(m, t4, p, o));
+  const auto staged = moved(build_workload(m, t4, p, {}, o));
   EXPECT_DOUBLE_EQ(at(staged, CopyDirection::DEVICE_TO_HOST), 4 * 1 * stored);
 }
 
@@ -130,7 +130,7 @@ TEST(Offload, ZeroInfinityFetchesShardsFromNvmeAndSwapsStatesThroughTheHost) {
   t2.global_batch = 8;  // 2 micro-batches per replica
   const double P = parameters(m, t2, p);
   const double shard = P / 2;
-  const auto bytes = moved(build_workload(m, t2, p, offload_preset("zero-infinity")));
+  const auto bytes = moved(build_workload(m, t2, p, {}, offload_preset("zero-infinity")));
   // Every unit's shard fetched before its forward and its backward (DeepSpeed regathers the root's
   // units too), in both micro-batches, 16-bit.
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::NVME_TO_DEVICE), 2 * 2 * shard * 2);
@@ -154,7 +154,7 @@ TEST(Offload, ParametersInHostMemoryWithoutReplicasAreFetchedWhole) {
   OffloadConfig o = offload_preset("zero-offload");
   o.parameters = OffloadTarget::CPU;
   const double P = parameters(m, t, p);
-  const BuiltWorkload w = build_workload(m, t, p, o);
+  const BuiltWorkload w = build_workload(m, t, p, {}, o);
   const auto bytes = moved(w);
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::HOST_TO_DEVICE), 2 * 2 * P * 2);  // no upload: the step writes them in place
   EXPECT_DOUBLE_EQ(at(bytes, CopyDirection::DEVICE_TO_HOST), 2 * P * 2);
