@@ -195,6 +195,7 @@ std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, con
         e.task.stream = Stream::COPY;
         e.task.copy = h2d ? core::CopyDirection::HOST_TO_DEVICE : core::CopyDirection::DEVICE_TO_HOST;
         e.task.bytes = static_cast<double>(m.bytes());
+        e.task.seconds = static_cast<double>(m.end_ns() - m.start_ns()) * NS;  // measured, contention included
         events.push_back(e);
       } else {
         compute(m.start_ns(), m.end_ns(), core::OpClass::ELEMENTWISE, "memcpy");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -14,6 +15,8 @@ namespace trainsim::models {
 namespace {
 
 using core::CollectiveOp;
+using core::CopyDirection;
+using core::MemorySpace;
 using core::Phase;
 using core::Stream;
 using core::Task;
@@ -150,6 +153,7 @@ class StageEmitter {
     }
     emit_optimizer();
     result_.peak_activation_bytes = peak_;
+    result_.peak_without_offload = peak_without_;
     return std::move(result_);
   }
 
@@ -173,6 +177,8 @@ class StageEmitter {
         result_.pruned += u.pruned;
         stored_ += stored_elements(u.params, u.pruned, *plan_.pruning);
       }
+      const int layers = plan_.chunk_layers[static_cast<size_t>(pos)];
+      last_layer_.push_back(layers > 0 ? plan_.first_layer[static_cast<size_t>(pos)] + layers - 1 : -1);
     }
   }
 
@@ -341,6 +347,100 @@ class StageEmitter {
     prog().add(t);
     live_ += bytes;
     peak_ = std::max(peak_, live_);
+    live_without_ += bytes;
+    peak_without_ = std::max(peak_without_, live_without_);
+  }
+
+  // Offloading. Memory changes on a copy stream take effect when the copy stream reaches them.
+  void memory_on(Stream stream, MemorySpace space, double bytes, Phase phase, int layer, int mb,
+                 const std::vector<uint32_t>& deps) {
+    Task t = make(TaskKind::MEMORY, stream, phase, layer, mb, space == MemorySpace::HOST ? "host activations" : "activations");
+    t.bytes = bytes;
+    t.memory_space = space;
+    prog().add(t, deps);
+    if (space == MemorySpace::DEVICE) {
+      live_ += bytes;
+      peak_ = std::max(peak_, live_);
+    }
+  }
+
+  uint32_t copy(CopyDirection d, double bytes, Phase phase, int layer, int mb, const std::string& name,
+                const std::vector<uint32_t>& deps) {
+    Task t = make(TaskKind::COPY, core::outbound(d) ? Stream::COPY_OUT : Stream::COPY, phase, layer, mb, name);
+    t.copy = d;
+    t.bytes = bytes;
+    return prog().add(t, deps);
+  }
+
+  const OffloadConfig& offload() const { return *plan_.offload; }
+  bool offload_activations() const { return offload().activations == OffloadTarget::CPU; }
+
+  // Activation offload, after a layer's forward: its stored activations go to host memory (the
+  // last layer of each chunk keeps them: its backward comes first).
+  void offload_layer(int chunk, int layer, int mb) {
+    if (!offload_activations() || layer == last_layer_[static_cast<size_t>(chunk)]) return;
+    const double stored = plan_.layer(layer).stored_bytes;
+    const std::vector<uint32_t> after = {*last_compute_};
+    memory_on(Stream::COPY_OUT, MemorySpace::HOST, stored, Phase::FORWARD, layer, mb, after);
+    const uint32_t out = copy(CopyDirection::DEVICE_TO_HOST, stored, Phase::FORWARD, layer, mb, "offload activations", after);
+    memory_on(Stream::COPY_OUT, MemorySpace::DEVICE, -stored, Phase::FORWARD, layer, mb, {out});
+    offloaded_[{layer, mb}] = out;
+    if (!offload().overlap) pending_.push_back(out);
+  }
+
+  // Activation offload, before a backward: brings back the activations of the unit at `index` of
+  // the backward order, once, after the compute issued so far (one layer ahead when overlapped).
+  void reload_layer(const std::vector<const Unit*>& order, size_t index, int mb) {
+    if (index >= order.size() || order[index]->kind != UnitKind::LAYER) return;
+    const int layer = order[index]->layer;
+    const auto out = offloaded_.find({layer, mb});
+    if (out == offloaded_.end() || reloaded_.count({layer, mb}) != 0) return;
+    const double stored = plan_.layer(layer).stored_bytes;
+    std::vector<uint32_t> deps = {out->second};
+    if (last_compute_) deps.push_back(*last_compute_);
+    memory_on(Stream::COPY, MemorySpace::DEVICE, stored, Phase::BACKWARD, layer, mb, deps);
+    const uint32_t in = copy(CopyDirection::HOST_TO_DEVICE, stored, Phase::BACKWARD, layer, mb, "reload activations", deps);
+    memory_on(Stream::COPY, MemorySpace::HOST, -stored, Phase::BACKWARD, layer, mb, {in});
+    reloaded_[{layer, mb}] = in;
+  }
+
+  // Bytes per gradient element copied to the host: 16-bit gradients when the host accumulates them
+  // (gradients "cpu"), else the fp32 main gradients once, after the last micro-batch.
+  double gradient_copy_bytes() const {
+    return offload().gradients != OffloadTarget::NONE ? plan_.activation_bytes : gradient_bytes_per_parameter();
+  }
+
+  // A CPU optimizer step needs the gradients in host memory: those of `params` parameters (the
+  // rank's share after a reduction, or its own gradients) after `after`.
+  void offload_gradients(double params, int layer, int mb, uint32_t after) {
+    if (params <= 0) return;
+    const CopyDirection d =
+        offload().gradients == OffloadTarget::NVME ? CopyDirection::DEVICE_TO_NVME : CopyDirection::DEVICE_TO_HOST;
+    const uint32_t id = copy(d, params * gradient_copy_bytes(), Phase::BACKWARD, layer, mb, "offload gradients", {after});
+    gradient_copies_.push_back(id);
+    if (!offload().overlap) pending_.push_back(id);
+  }
+
+  // After a unit's backward: its gradients that no reduction of this micro-batch covers (ZeRO-3
+  // reduces every micro-batch, the others after the chunk's last one; reductions copy their share
+  // themselves).
+  void offload_unit_gradients(const Unit& u, int mb, bool last_of_chunk) {
+    if (!offload().step_on_host) return;
+    if (offload().gradients == OffloadTarget::NONE && !last_of_chunk) return;
+    const bool reduced = plan_.zero3 || last_of_chunk;
+    double params = 0;
+    if (!(reduced && plan_.reduce_dense)) params += u.params.dense;
+    if (!(reduced && plan_.reduce_expert)) params += u.params.expert;
+    offload_gradients(params, u.layer, mb, *last_compute_);
+  }
+
+  // After a gradient reduction of `params` parameters: the rank's share goes to the host (every
+  // micro-batch with gradients "cpu", else after the last).
+  void offload_reduced_gradients(double params, bool expert, int layer, int mb, uint32_t reduction) {
+    if (!offload().step_on_host) return;
+    if (offload().gradients == OffloadTarget::NONE && mb != plan_.micro_batches - 1) return;
+    const int replicas = par_.zero_stage >= 1 ? (expert ? par_.expert_replicas() : par_.dense_replicas()) : 1;
+    offload_gradients(params / replicas, layer, mb, reduction);
   }
 
   // Transformer Engine's userbuffers overlap (Megatron-LM / NeMo --tp-comm-overlap; TE
@@ -460,6 +560,16 @@ class StageEmitter {
       deps.push_back(*pass_start_);
     }
     std::vector<uint32_t>& ids = unit_gathers_[index];
+    if (plan_.offload_params) {
+      // ZeRO-Infinity: the rank's shard comes from host memory or NVMe before it is gathered.
+      const double shard = (plan_.reduce_dense ? u.params.dense / par_.dense_replicas() : u.params.dense) +
+                           (plan_.reduce_expert ? u.params.expert / par_.expert_replicas() : u.params.expert);
+      const CopyDirection d = offload().parameters == OffloadTarget::NVME ? CopyDirection::NVME_TO_DEVICE
+                                                                          : CopyDirection::HOST_TO_DEVICE;
+      const uint32_t fetch = copy(d, shard * plan_.weight_bytes, phase, u.layer, mb, "fetch parameters", deps);
+      deps = {fetch};
+      if (!plan_.zero3) ids.push_back(fetch);
+    }
     auto gather = [&](double params, double sent, double index_bytes, uint16_t group) {
       const int messages = plan_.gather_message_elements > 0
                                ? std::max(1, static_cast<int>(std::ceil(params / plan_.gather_message_elements)))
@@ -473,6 +583,7 @@ class StageEmitter {
         count_data(t.bytes, params / messages * plan_.weight_bytes);
       }
     };
+    if (!plan_.zero3) return;
     if (plan_.reduce_dense && u.params.dense > 0) gather(u.params.dense, u.sent.dense, u.index.dense, plan_.groups.data);
     if (plan_.reduce_expert && u.params.expert > 0) {
       gather(u.params.expert, u.sent.expert, u.index.expert, plan_.groups.expert_data);
@@ -482,7 +593,7 @@ class StageEmitter {
   // Issues the ZeRO-3 gathers of the pass up to the unit `index` + prefetch, then makes the next
   // compute wait for those of unit `index`.
   void gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb) {
-    if (!plan_.zero3) return;
+    if (!plan_.zero3 && !plan_.offload_params) return;
     const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(plan_.prefetch));
     for (; gathers_issued_ <= through; ++gathers_issued_) gather_unit(*order[gathers_issued_], gathers_issued_, phase, mb);
     const std::vector<uint32_t>& mine = unit_gathers_[index];
@@ -504,6 +615,7 @@ class StageEmitter {
       case UnitKind::LAYER:
         ops_forward(plan_.layer(u.layer).ops, Phase::FORWARD, u.layer, mb);
         memory(plan_.layer(u.layer).stored_bytes, Phase::FORWARD, u.layer, mb);
+        offload_layer(chunk, u.layer, mb);
         break;
       case UnitKind::HEAD:
         ops_forward(plan_.head, Phase::FORWARD, 0, mb);
@@ -517,6 +629,14 @@ class StageEmitter {
                      bool last_of_chunk) {
     const Unit& u = *order[index];
     gather_parameters(order, index, Phase::BACKWARD, mb);
+    if (offload_activations()) {
+      reload_layer(order, index, mb);
+      if (offload().overlap) reload_layer(order, index + 1, mb);
+      if (u.kind == UnitKind::LAYER) {
+        const auto in = reloaded_.find({u.layer, mb});
+        if (in != reloaded_.end()) pending_.push_back(in->second);
+      }
+    }
     switch (u.kind) {
       case UnitKind::EMBEDDING: ops_backward(plan_.embedding, false, 0, mb); break;
       case UnitKind::HEAD:
@@ -542,20 +662,22 @@ class StageEmitter {
       if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
         for (const Bucket& b : ready) {
           zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data,
-                                       message_bytes(b.sent, b.index, grad), u.layer, b.parameters * grad});
+                                       message_bytes(b.sent, b.index, grad), u.layer, b.parameters * grad,
+                                       b.parameters, b.expert});
         }
       } else {
         if (plan_.reduce_dense && u.params.dense > 0) {
           zero3_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.layer,
-                                       u.params.dense * grad});
+                                       u.params.dense * grad, u.params.dense, false});
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
           zero3_reductions_.push_back({plan_.groups.expert_data, message_bytes(u.sent.expert, u.index.expert, grad),
-                                       u.layer, u.params.expert * grad});
+                                       u.layer, u.params.expert * grad, u.params.expert, true});
         }
       }
       if (par_.overlap_grad_reduce) flush_zero3_reductions(mb);
     }
+    offload_unit_gradients(u, mb, last_of_chunk);
     if (u.kind != UnitKind::LAYER && plan_.groups.embedding >= 0) embedding_gradient_ = *last_compute_;
     if (!plan_.zero3 && last_of_chunk && par_.overlap_grad_reduce) {
       for (const Bucket& b : ready) reduce_bucket(b, u.layer, mb);
@@ -566,6 +688,7 @@ class StageEmitter {
     for (const Reduction& r : zero3_reductions_) {
       gradient_collective(CollectiveOp::REDUCE_SCATTER, r.group, r.bytes, r.layer, mb, "gradient reduce_scatter",
                           *last_compute_, r.dense_bytes);
+      offload_reduced_gradients(r.params, r.expert, r.layer, mb, gradient_collectives_.back());
     }
     zero3_reductions_.clear();
   }
@@ -576,6 +699,7 @@ class StageEmitter {
                         message_bytes(b.sent, b.index, plan_.gradient_reduce_bytes), layer, mb,
                         fmt::format("gradient {}", core::to_string(op)), *last_compute_,
                         b.parameters * plan_.gradient_reduce_bytes);
+    offload_reduced_gradients(b.parameters, b.expert, layer, mb, gradient_collectives_.back());
     reduced_.push_back(b);
   }
 
@@ -726,6 +850,9 @@ class StageEmitter {
     const std::vector<uint32_t> moved = prog().reorder_tail(first, order);
     auto remap = [&](uint32_t id) { return id >= first ? moved[id - first] : id; };
     for (uint32_t& id : gradient_collectives_) id = remap(id);
+    for (uint32_t& id : gradient_copies_) id = remap(id);
+    for (auto& entry : offloaded_) entry.second = remap(entry.second);
+    for (auto& entry : reloaded_) entry.second = remap(entry.second);
     if (embedding_gradient_) embedding_gradient_ = remap(*embedding_gradient_);
     for (uint32_t& id : pending_) id = remap(id);
     for (uint32_t id : f_pending) pending_.push_back(remap(id));
@@ -850,12 +977,20 @@ class StageEmitter {
     const bool shard = par_.zero_stage >= 1;
     const double updated = stored_.dense / (shard ? par_.dense_replicas() : 1) +
                            stored_.expert / (shard ? par_.expert_replicas() : 1);
-    Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, Phase::OPTIMIZER, 0, 0, "optimizer");
-    t.op_class = core::OpClass::OPTIMIZER;
-    t.bytes = updated * plan_.optimizer_step_bytes;
     std::vector<uint32_t> deps = gradient_collectives_;
+    deps.insert(deps.end(), gradient_copies_.begin(), gradient_copies_.end());
     deps.push_back(*last_compute_);
-    const uint32_t step = prog().add(t, deps);
+    uint32_t step = 0;
+    if (offload().step_on_host) {
+      step = host_optimizer(updated, deps);
+    } else if (offload().states_off_gpu()) {
+      step = streamed_optimizer(updated, deps);
+    } else {
+      Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, Phase::OPTIMIZER, 0, 0, "optimizer");
+      t.op_class = core::OpClass::OPTIMIZER;
+      t.bytes = updated * plan_.optimizer_step_bytes;
+      step = prog().add(t, deps);
+    }
     if (par_.zero_stage == 0 || plan_.zero3 || plan_.overlap_param_gather) return;
     for (const Bucket& b : reduced_) {
       Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::OPTIMIZER, 0, 0, "parameter all_gather");
@@ -865,6 +1000,110 @@ class StageEmitter {
       prog().add(g, {step});
       count_data(g.bytes, b.parameters * plan_.weight_bytes);
     }
+  }
+
+  // Offloaded optimizers step the rank's partition in chunks of parallelism.bucket_size / 4
+  // parameters (DeepSpeed's CPU-Adam and AxoNN's CPUAdam both work through the flat partition in
+  // pieces).
+  std::vector<double> optimizer_chunks(double parameters) const {
+    const double size = par_.bucket_elements();
+    std::vector<double> chunks;
+    for (double left = parameters; left > 0; left -= size) chunks.push_back(std::min(left, size));
+    return chunks;
+  }
+
+  // The CPU step (ZeRO-Offload / ZeRO-Infinity): per chunk, states read from NVMe, the step on the
+  // host, states written back, the updated 16-bit parameters copied to the GPU (or to NVMe). Overlapped,
+  // the next chunk's read is issued before this chunk's uploads and each read waits for the chunk
+  // two before it to be written (two host buffers); not overlapped, each chunk waits for the
+  // previous one. Returns the last task the updated parameters depend on.
+  uint32_t host_optimizer(double parameters, const std::vector<uint32_t>& ready) {
+    const OffloadConfig& o = offload();
+    const double nvme_states = (o.optimizer_states == OffloadTarget::NVME ? moment_bytes_per_parameter() : 0.0) +
+                               (o.master_weights == OffloadTarget::NVME ? plan_.master_bytes : 0.0);
+    const double nvme_gradients = o.gradients == OffloadTarget::NVME ? gradient_bytes_per_parameter() : 0.0;
+    const std::vector<double> chunks = optimizer_chunks(parameters);
+    const size_t n = chunks.size();
+    std::vector<uint32_t> reads(n), written(n), last(n);
+    std::vector<bool> read_issued(n, false);
+    auto read = [&](size_t k) {
+      if (nvme_states + nvme_gradients <= 0 || read_issued[k]) return;
+      std::vector<uint32_t> deps = ready;
+      if (o.overlap && k >= 2) deps.push_back(written[k - 2]);
+      if (!o.overlap && k >= 1) deps.push_back(last[k - 1]);
+      reads[k] = copy(CopyDirection::NVME_TO_HOST, chunks[k] * (nvme_states + nvme_gradients), Phase::OPTIMIZER, 0, 0,
+                      "read states", deps);
+      read_issued[k] = true;
+    };
+    uint32_t result = 0;
+    for (size_t k = 0; k < n; ++k) {
+      read(k);
+      if (o.overlap && k + 1 < n) read(k + 1);
+      std::vector<uint32_t> deps = ready;
+      if (read_issued[k]) deps.push_back(reads[k]);
+      if (!o.overlap && k >= 1) deps.push_back(last[k - 1]);
+      Task t = make(TaskKind::COMPUTE, Stream::HOST, Phase::OPTIMIZER, 0, 0, "optimizer (cpu)");
+      t.op_class = core::OpClass::OPTIMIZER;
+      t.bytes = chunks[k] * plan_.optimizer_step_bytes;
+      t.flops = chunks[k] * ADAM_FLOPS_PER_PARAMETER;
+      const uint32_t step = prog().add(t, deps);
+      written[k] = last[k] = step;
+      if (nvme_states > 0) {
+        written[k] = last[k] =
+            copy(CopyDirection::HOST_TO_NVME, chunks[k] * nvme_states, Phase::OPTIMIZER, 0, 0, "write states", {step});
+      }
+      const double params = chunks[k] * plan_.weight_bytes;
+      std::vector<uint32_t> after = {step};
+      if (!o.overlap) after.push_back(last[k]);
+      if (o.parameters == OffloadTarget::NONE) {
+        last[k] = copy(CopyDirection::HOST_TO_DEVICE, params, Phase::OPTIMIZER, 0, 0, "upload parameters", after);
+      } else if (o.parameters == OffloadTarget::NVME) {
+        last[k] = copy(CopyDirection::HOST_TO_NVME, params, Phase::OPTIMIZER, 0, 0, "write parameters", after);
+      }
+      result = last[k];
+    }
+    return result;
+  }
+
+  // The GPU step with the states in host memory or on NVMe (AxoNN's scratch pad): per chunk, the
+  // states copied in, the GPU step, the states copied out. Overlapped, a chunk's states come in
+  // while the one before steps (two GPU buffers); not overlapped, one after another (one buffer).
+  uint32_t streamed_optimizer(double parameters, const std::vector<uint32_t>& ready) {
+    const OffloadConfig& o = offload();
+    double bytes[3] = {0, 0, 0};  // by OffloadTarget
+    bytes[static_cast<size_t>(o.optimizer_states)] += moment_bytes_per_parameter();
+    bytes[static_cast<size_t>(o.master_weights)] += plan_.master_bytes;
+    const std::vector<double> chunks = optimizer_chunks(parameters);
+    const size_t n = chunks.size();
+    const double per_parameter = bytes[1] + bytes[2];
+    result_.optimizer_buffer_bytes = (o.overlap && n > 1 ? 2 : 1) * (n > 0 ? chunks[0] : 0.0) * per_parameter;
+    std::vector<uint32_t> stored(n);
+    uint32_t step = 0;
+    for (size_t k = 0; k < n; ++k) {
+      std::vector<uint32_t> deps = ready;
+      const size_t reuse = o.overlap ? 2 : 1;
+      if (k >= reuse) deps.push_back(stored[k - reuse]);
+      std::vector<uint32_t> loads;
+      for (const OffloadTarget where : {OffloadTarget::CPU, OffloadTarget::NVME}) {
+        const double b = bytes[static_cast<size_t>(where)] * chunks[k];
+        if (b <= 0) continue;
+        loads.push_back(copy(where == OffloadTarget::NVME ? CopyDirection::NVME_TO_DEVICE : CopyDirection::HOST_TO_DEVICE,
+                             b, Phase::OPTIMIZER, 0, 0, "load states", deps));
+      }
+      Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, Phase::OPTIMIZER, 0, 0, "optimizer");
+      t.op_class = core::OpClass::OPTIMIZER;
+      t.bytes = chunks[k] * plan_.optimizer_step_bytes;
+      loads.insert(loads.end(), ready.begin(), ready.end());
+      step = prog().add(t, loads);
+      stored[k] = step;
+      for (const OffloadTarget where : {OffloadTarget::CPU, OffloadTarget::NVME}) {
+        const double b = bytes[static_cast<size_t>(where)] * chunks[k];
+        if (b <= 0) continue;
+        stored[k] = copy(where == OffloadTarget::NVME ? CopyDirection::DEVICE_TO_NVME : CopyDirection::DEVICE_TO_HOST, b,
+                         Phase::OPTIMIZER, 0, 0, "store states", {step});
+      }
+    }
+    return step;
   }
 
   const BuildPlan& plan_;
@@ -892,6 +1131,8 @@ class StageEmitter {
     double bytes = 0;
     int layer = 0;
     double dense_bytes = 0;  // without pruning
+    double params = 0;       // parameters reduced (offloaded gradients: the rank's share goes to the host)
+    bool expert = false;
   };
   std::vector<Reduction> zero3_reductions_;    // waiting for the end of the pass (no overlap_grad_reduce)
   std::vector<uint32_t> gradient_collectives_;
@@ -899,6 +1140,12 @@ class StageEmitter {
   std::optional<uint32_t> embedding_gradient_;  // backward compute that finalizes the tied embedding gradient
   double live_ = 0;
   double peak_ = 0;
+  double live_without_ = 0;                    // device memory as if no activation were offloaded
+  double peak_without_ = 0;
+  std::vector<int> last_layer_;                // by chunk: its last layer (keeps its activations), or -1
+  std::map<std::pair<int, int>, uint32_t> offloaded_;  // (layer, micro-batch) -> activation offload copy
+  std::map<std::pair<int, int>, uint32_t> reloaded_;   // (layer, micro-batch) -> activation reload copy
+  std::vector<uint32_t> gradient_copies_;      // gradient copies to the host (the CPU step waits for them)
 };
 
 }  // namespace

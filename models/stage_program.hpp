@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/accounting.hpp"
+#include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/schedule.hpp"
 #include "sim/core/workload.hpp"
@@ -86,6 +87,11 @@ struct BuildPlan {
   int prefetch = 1;                   // ZeRO-3: units whose gathers are issued ahead of the unit in use
   double gather_message_elements = 0; // ZeRO-3 DeepSpeed: most elements per all-gather message (0: one per unit)
 
+  const OffloadConfig* offload = nullptr;  // optimizations.offload (never null in a built plan)
+  bool offload_params = false;   // parameters fetched from the host / NVMe before each use
+  double activation_bytes = 2;   // bytes per element of activations and 16-bit gradients
+  double master_bytes = 4;       // fp32 master weights per parameter (0 in fp32 training)
+
   GroupIds groups;
   bool zero3 = false;            // ZeRO-3 with more than one replica
   bool reduce_dense = false;     // dense gradients need a data-parallel reduction
@@ -103,7 +109,10 @@ struct BuildPlan {
 
 struct StageResult {
   core::Program program;
-  double peak_activation_bytes = 0;  // peak of the running sum of its MEMORY tasks
+  double peak_activation_bytes = 0;  // peak of the running sum of its device MEMORY tasks (issue order)
+  double peak_without_offload = 0;   // the same with the activations kept on the GPU
+  double optimizer_buffer_bytes = 0; // GPU buffers of a streamed optimizer step (states off the GPU,
+                                     // step on the GPU): one or two chunks' states
   ParameterCount parameters;         // held by one rank of the stage
   PrunedParameters pruned;           // the pruned part of `parameters`
   // Bytes one rank sends per iteration in the collectives of its DATA_COMM stream (gradient

@@ -1,6 +1,7 @@
 #include "models/workload_builder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/schedule.hpp"
 #include "models/stage_program.hpp"
@@ -42,11 +43,16 @@ GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Worklo
 }
 
 BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, const PruningConfig& pruning,
+                    const OffloadConfig& offload,
                     GroupIds groups, std::vector<int> stage_layers) {
   BuildPlan plan;
   plan.model = &m;
   plan.parallelism = &p;
   plan.pruning = &pruning;
+  plan.offload = &offload;
+  plan.offload_params = offload.parameters != OffloadTarget::NONE;
+  plan.activation_bytes = activation_element_bytes(t.precision);
+  plan.master_bytes = master_weight_bytes_per_parameter(t.precision);
   plan.stages = p.pipeline;
   plan.chunks = p.virtual_stages;
   plan.positions = p.pipeline_chunks();
@@ -154,8 +160,9 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 }
 
 // ZeRO-3 keeps the unit in use and the `prefetch` units gathered ahead resident.
+// Parameters offloaded (ZeRO-Infinity) are fetched unit by unit into the same buffers.
 core::Bytes gather_buffers(const BuildPlan& plan) {
-  if (!plan.zero3) return core::Bytes(0);
+  if (!plan.zero3 && !plan.offload_params) return core::Bytes(0);
   const double largest = std::max({plan.dense_layer.params.total(), plan.moe_layer.params.total(),
                                    plan.embedding_params.total(), plan.head_params.total()});
   return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
@@ -170,7 +177,8 @@ std::vector<int> balanced_split(int layers, int chunks) {
   return split;
 }
 
-double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
+                           const OffloadConfig& offload) {
   const double micro_batches = static_cast<double>(micro_batch_count(t, p));
   const bool tp = p.tensor > 1;
   const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
@@ -187,7 +195,18 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
     if (p.context > 1) comms += 1;                            // K/V all-gather (reduce-scatter back)
     if (kind == LayerKind::MOE && p.expert > 1) comms += 2;   // dispatch and combine all-to-all
     n += comms * (p.recompute == Recompute::FULL ? 3 : 2);
-    if (zero3) n += 3;                                        // gather forward and backward, reduce-scatter
+    if (zero3) {
+      // Gathers forward and backward (DeepSpeed cuts them into stage3_prefetch_bucket_size messages),
+      // reduce-scatter.
+      const double params = layer_parameters(m, p, kind).total();
+      const double messages = p.zero_impl == ZeroImpl::DEEPSPEED
+                                  ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
+                                  : 1.0;
+      n += 1 + 2 * messages;
+    }
+    if (offload.activations != OffloadTarget::NONE) n += 6;  // out and back, with their memory tasks
+    if (offload.gradients != OffloadTarget::NONE) n += 1;    // gradients to the host
+    if (offload.parameters != OffloadTarget::NONE) n += 2;   // parameter fetches
     return n;
   };
   const double moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
@@ -202,7 +221,7 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
 }
 
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const PruningConfig& pruning) {
+                             const PruningConfig& pruning, const OffloadConfig& offload) {
   BuiltWorkload built;
   built.balanced_split = p.stage_layers.empty();
   built.stage_layers = built.balanced_split ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;
@@ -215,11 +234,11 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
-  const BuildPlan plan = make_plan(m, t, p, pruning, add_groups(p, m, w), built.stage_layers);
+  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
     StageResult r = build_stage_program(plan, w, stage);
-    MemoryBreakdown mem = model_state_memory(r.parameters, t, p, pruning, r.pruned);
+    const MemoryBreakdown states = model_state_memory(r.parameters, t, p, pruning, r.pruned);
     if (pruning.enabled()) {
       StagePruning sp;
       sp.pruned_parameters = r.pruned.pruned.total();
@@ -228,9 +247,17 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
       sp.dense_data_bytes = r.dense_data_bytes;
       built.pruning.push_back(sp);
     }
+    const StateSplit split = split_model_states(states, r.parameters, t, p, offload);
+    MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
-    mem.buffers = gather_buffers(plan);
+    mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
     r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers;
+    r.program.static_host_memory = split.host.total();
+    built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
+                                         (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) +
+                                         core::Bytes(r.peak_without_offload));
+    built.host_states.push_back(split.host);
+    built.nvme_states.push_back(split.nvme);
     w.programs.push_back(std::move(r.program));
     built.memory.push_back(mem);
   }

@@ -82,6 +82,7 @@
 
 #include "models/accounting.hpp"
 #include "models/model_spec.hpp"
+#include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "sim/core/workload.hpp"
@@ -108,11 +109,18 @@ struct BuiltWorkload {
   bool balanced_split = true;             // false when stage_layers came from the scenario
   std::vector<MemoryBreakdown> memory;    // per program (pipeline stage), analytic; activations = the
                                           // peak of the running sum of the program's MEMORY tasks;
-                                          // buffers = ZeRO-3's gathered units (1 + prefetch)
+                                          // buffers = ZeRO-3's gathered units (1 + prefetch), and a
+                                          // streamed optimizer step's chunk buffers (offload)
   std::vector<StagePruning> pruning;      // per program; empty without pruning
+  // Offloading (optimizations.offload), per program: the model states one rank keeps in host memory
+  // and on NVMe, and the GPU memory the stage would need without offloading (model states, ZeRO-3
+  // buffers and the activations' peak, from the builder's accounting in issue order).
+  std::vector<OffloadedStates> host_states;
+  std::vector<OffloadedStates> nvme_states;
+  std::vector<core::Bytes> peak_without_offload;
 };
 
-// REQUIRES: check_strategy() found no problem for these arguments.
+// REQUIRES: check_strategy() and check_offload() found no problem for these arguments.
 //
 // Example:
 //   const ModelSpec& m = *find_model("gpt3-175b");
@@ -121,9 +129,10 @@ struct BuiltWorkload {
 //   BuiltWorkload w = build_workload(m, t, p);   // 8 programs, 1024 ranks, 12 layers per stage
 // `pruning` (optimizations.pruning, pruning.hpp): the pruned GEMMs carry their sparse kernel, the
 // gradient reductions and parameter gathers what `communication` sends, the optimizer step the kept
-// values, and the memory breakdown the sparse storage.
+// values, and the memory breakdown the sparse storage. `offload` (optimizations.offload,
+// offload.hpp): the copies, CPU optimizer tasks and host memory of what leaves the GPU.
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const PruningConfig& pruning = {});
+                             const PruningConfig& pruning = {}, const OffloadConfig& offload = {});
 
 // An estimate of the tasks build_workload() would emit over all programs (Workload::task_count()),
 // from the sizes alone and in time independent of them, so that a workload too large to simulate
@@ -131,10 +140,12 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
 // x tasks per layer and micro-batch, forward + backward + recompute: one compute task per op and
 // direction, a memory task each way, the tensor / context / expert collectives of the layer and
 // ZeRO-3's gathers and reduce-scatter) + the embedding and head ops, pipeline transfers per chunk,
-// and a per-layer term for gradient buckets and the optimizer. Measured 0.97-1.13 x the real count
+// and a per-layer term for gradient buckets and the optimizer (offloading adds its copies and memory
+// tasks per layer and micro-batch). Measured 0.97-1.13 x the real count
 // on every bundled scenario and validation case (tests/cli/resource_limit_test.cpp checks 1.25x).
 // A double: micro-batches x layers can exceed 2^31. REQUIRES: check_strategy() found no problem.
-double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
+                           const OffloadConfig& offload = {});
 
 // The balanced split of `layers` into `chunks` (earlier chunks get the remainder).
 std::vector<int> balanced_split(int layers, int chunks);

@@ -121,6 +121,33 @@ void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
   r.finish();
 }
 
+// The "host" section; `link` and `gpu_link` are the link defaults (they depend on the node's GPUs).
+void read_host(core::ObjectReader* r, core::BytesPerSecond link, core::BytesPerSecond gpu_link, HostSpec& out) {
+  out.link_bandwidth = link;
+  out.gpu_link_bandwidth = gpu_link;
+  if (r == nullptr) return;
+  out.cores = static_cast<int>(r->integer("cores", out.cores, 1, 1 << 20));
+  out.core_flops = r->flops_rate("core_flops", out.core_flops);
+  out.memory_bandwidth = positive_bandwidth(*r, "memory_bandwidth", out.memory_bandwidth);
+  out.memory_efficiency = r->number("memory_efficiency", out.memory_efficiency, 0.01, 1.0);
+  out.link_bandwidth = positive_bandwidth(*r, "link_bandwidth", link);
+  out.gpu_link_bandwidth = positive_bandwidth(*r, "gpu_link_bandwidth", gpu_link);
+  out.link_efficiency = r->number("link_efficiency", out.link_efficiency, 0.01, 1.0);
+  r->finish();
+}
+
+NvmeSpec read_nvme(core::ObjectReader& r) {
+  NvmeSpec n;
+  for (const char* key : {"read_bandwidth", "write_bandwidth"}) {
+    if (!r.has(key)) r.problem(key, "missing: the NVMe drives' aggregate bandwidth per node, e.g. \"25 GB/s\"");
+  }
+  n.read_bandwidth = positive_bandwidth(r, "read_bandwidth", core::BytesPerSecond(1e9));
+  n.write_bandwidth = positive_bandwidth(r, "write_bandwidth", core::BytesPerSecond(1e9));
+  if (r.has("capacity")) n.capacity = r.bytes("capacity", core::Bytes(0));
+  r.finish();
+  return n;
+}
+
 }  // namespace
 
 std::string to_string(IntraFabric f) { return fabric_names()[static_cast<size_t>(f)]; }
@@ -151,6 +178,15 @@ int fat_tree_levels(int64_t endpoints, int radix) {
 
 core::BytesPerSecond ClusterConfig::nic_bandwidth_per_gpu() const {
   return network.nic_bandwidth * (static_cast<double>(network.nics_per_node) / gpus_per_node);
+}
+
+core::BytesPerSecond ClusterConfig::host_link_bandwidth() const {
+  if (host.link_bandwidth.value() > 0) return host.link_bandwidth;
+  return gpu_spec.pcie_bandwidth * std::max(1.0, gpus_per_node / 2.0);
+}
+
+core::BytesPerSecond ClusterConfig::gpu_host_link_bandwidth() const {
+  return host.gpu_link_bandwidth.value() > 0 ? host.gpu_link_bandwidth : gpu_spec.pcie_bandwidth;
 }
 
 ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
@@ -184,6 +220,10 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
                             core::describe_json(*v)));
     }
   }
+  c.host_memory = r.bytes("host_memory", c.host_memory);
+  std::optional<core::ObjectReader> host = r.object("host");
+  read_host(host ? &*host : nullptr, c.host_link_bandwidth(), c.gpu_host_link_bandwidth(), c.host);
+  if (auto nvme = r.object("nvme")) c.nvme = read_nvme(*nvme);
   r.finish();
   return c;
 }
@@ -208,6 +248,19 @@ core::Json ClusterConfig::to_json() const {
                   {"dragonfly_groups", network.dragonfly_groups},
                   {"in_network_reduction", network.in_network_reduction}};
   if (price_per_gpu_hour) j["price_per_gpu_hour"] = *price_per_gpu_hour;
+  j["host_memory"] = core::format_bytes(host_memory);
+  j["host"] = {{"cores", host.cores},
+               {"core_flops", core::format_flops_rate(host.core_flops)},
+               {"memory_bandwidth", core::format_bandwidth(host.memory_bandwidth)},
+               {"memory_efficiency", host.memory_efficiency},
+               {"link_bandwidth", core::format_bandwidth(host_link_bandwidth())},
+               {"gpu_link_bandwidth", core::format_bandwidth(gpu_host_link_bandwidth())},
+               {"link_efficiency", host.link_efficiency}};
+  if (nvme) {
+    j["nvme"] = {{"read_bandwidth", core::format_bandwidth(nvme->read_bandwidth)},
+                 {"write_bandwidth", core::format_bandwidth(nvme->write_bandwidth)}};
+    if (nvme->capacity) j["nvme"]["capacity"] = core::format_bytes(*nvme->capacity);
+  }
   return j;
 }
 

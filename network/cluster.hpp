@@ -34,8 +34,11 @@
 //       "in_network_reduction": false // the switches aggregate (SHARP, SwitchML); enables algorithm
 //                                    //   "in-network" on switched topologies; default false
 //     },
-//     "price_per_gpu_hour": 2.5      // USD per GPU-hour, > 0; optional, no default: given (with
+//     "price_per_gpu_hour": 2.5,     // USD per GPU-hour, > 0; optional, no default: given (with
 //                                    //   training.tokens), time_to_train gains "cost"
+//     "host_memory": "2 TiB",        // host DRAM per node (offload capacity); default 2 TiB
+//     "host": { ... },               // the node's CPUs and host links (HostSpec below)
+//     "nvme": { ... }                // the node's NVMe drives (NvmeSpec below); absent: none
 //   }
 //
 // The analytic cost model (network/collective_cost.hpp) sees the topology only through the per-GPU
@@ -85,6 +88,50 @@ std::vector<int> torus_dimensions(int nodes);
 // (radix/2)^h >= endpoints (1 for one leaf).
 int fat_tree_levels(int64_t endpoints, int radix);
 
+// The host side of a node, for offloading (models/offload.hpp): its CPUs, which run a CPU optimizer
+// step, and the links between its GPUs and host memory. Defaults describe a DGX A100 (640 GB)
+// node: 2 x AMD EPYC 7742 (64 cores each, 2.25 GHz base, two 256-bit FMA pipes per Zen 2 core:
+// 32 fp32 FLOP per cycle), 8 DDR4-3200 channels per socket (2 x 8 x 25.6 GB/s), 2 TB of memory,
+// and four PCIe 4.0 switches each holding two GPUs behind one x16 uplink to the CPUs (NVIDIA DGX
+// A100 user guide / datasheet; AMD EPYC 7742 product page).
+//   cores               CPU cores per node; default 128
+//   core_flops          fp32 FLOP/s of one core with its vector units; default 72 GFLOP/s
+//   memory_bandwidth    peak DRAM bandwidth per node; default 409.6 GB/s
+//   memory_efficiency   fraction of it a streaming optimizer step reaches; default 0.55: about
+//                       STREAM Triad's 0.8 of the DDR peak, times 34 counted bytes per parameter
+//                       over the ~48 the CPU moves with the write-allocate reads of the 4 arrays it
+//                       stores (DeepSpeed's CPU-Adam uses ordinary stores)
+//   link_bandwidth      between the node's GPUs and host memory, per direction, shared by all the
+//                       node's GPUs (the CPUs' PCIe root ports); default max(1, gpus_per_node / 2) x
+//                       the GPU's PCIe bandwidth (DGX-1, DGX-2, DGX A100 and DGX H100 put two GPUs
+//                       behind each x16 switch uplink)
+//   gpu_link_bandwidth  between one GPU and the host, per direction; default the GPU's PCIe
+//                       bandwidth (set it for CPU-GPU NVLink, e.g. 50 GB/s on Summit's POWER9)
+//   link_efficiency     fraction of those links' nominal bandwidth that pinned copies reach; default
+//                       0.8 (CUDA samples' bandwidthTest, pinned: ~12.2 of 15.75 GB/s on PCIe 3.0 x16,
+//                       ~25 of 31.5 on PCIe 4.0)
+// CPU work of the GPUs of a node shares the node: each GPU's optimizer step gets 1/gpus_per_node of
+// its cores and of its memory bandwidth (every rank steps at the same time in data parallelism).
+struct HostSpec {
+  int cores = 128;
+  core::FlopsPerSecond core_flops = core::FlopsPerSecond(72e9);
+  core::BytesPerSecond memory_bandwidth = core::BytesPerSecond(409.6e9);
+  double memory_efficiency = 0.55;
+  core::BytesPerSecond link_bandwidth;      // 0: the default (ClusterConfig::host_link_bandwidth())
+  core::BytesPerSecond gpu_link_bandwidth;  // 0: the default (ClusterConfig::gpu_host_link_bandwidth())
+  double link_efficiency = 0.8;
+};
+
+// The NVMe drives of a node (ZeRO-Infinity's offload target), aggregate per node. No defaults: a
+// scenario that offloads to "nvme" must describe its drives (one PCIe 4.0 SSD reads ~7 GB/s).
+//   read_bandwidth, write_bandwidth   per node (required)
+//   capacity                          per node; default: unlimited (not checked)
+struct NvmeSpec {
+  core::BytesPerSecond read_bandwidth;
+  core::BytesPerSecond write_bandwidth;
+  std::optional<core::Bytes> capacity;
+};
+
 struct ClusterConfig {
   std::string gpu = "A100-SXM4-80GB";  // the GPU's name (gpu_spec.name)
   core::GpuSpec gpu_spec;            // resolved from the catalog, or as the scenario describes it
@@ -95,8 +142,14 @@ struct ClusterConfig {
   IntraNode intra_node;
   InterNode network;
   std::optional<double> price_per_gpu_hour;  // USD; absent: no cost in the report
+  core::Bytes host_memory = core::Bytes(2 * core::TiB);  // per node
+  HostSpec host;
+  std::optional<NvmeSpec> nvme;              // absent: the nodes have no NVMe for offloading
 
   int world_size() const { return nodes * gpus_per_node; }
+  // host.link_bandwidth and host.gpu_link_bandwidth, or their defaults when 0 (see HostSpec).
+  core::BytesPerSecond host_link_bandwidth() const;
+  core::BytesPerSecond gpu_host_link_bandwidth() const;
   int node_of(int rank) const { return rank / gpus_per_node; }
   // Inter-node bandwidth available to one GPU when all GPUs of its node send at once:
   // nics_per_node * nic_bandwidth / gpus_per_node.

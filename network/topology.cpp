@@ -10,6 +10,8 @@
 //   host    fabric pcie only: per PCIe switch, up (toward the host bridge) then down
 //   nic     per NIC, up (toward the network) then down
 //   fabric  fat-tree (topology_fat_tree.cpp), dragonfly or torus (topology_direct.cpp)
+//   host    per GPU, up (toward host memory) then down; per node, up then down; with cluster.nvme
+//           per node, write then read
 // Every up/down pair is adjacent: the down link of an up link u is u + 1.
 
 namespace trainsim::network {
@@ -24,6 +26,8 @@ std::string to_string(LinkClass c) {
       return "nic";
     case LinkClass::FABRIC:
       return "fabric";
+    case LinkClass::HOST:
+      return "host";
   }
   return "?";
 }
@@ -52,8 +56,50 @@ Topology Topology::build(const ClusterConfig& cluster) {
         break;
     }
   }
+  t.build_host_links();
   TRAINSIM_CHECK(t.links_.size() < UINT32_MAX, fmt::format("{} links exceed 32-bit link ids", t.links_.size()));
   return t;
+}
+
+void Topology::build_host_links() {
+  const ClusterConfig& c = cluster_;
+  shape_.gpu_host_first = static_cast<uint32_t>(links_.size());
+  for (int gpu = 0; gpu < gpu_count_; ++gpu) {
+    for (const char* dir : {"up", "down"}) {
+      add_link(fmt::format("node{}.gpu{}.host.{}", node_of(gpu), gpu % gpus_per_node_, dir), LinkClass::HOST,
+               c.gpu_host_link_bandwidth(), core::Seconds(0));
+    }
+  }
+  shape_.node_host_first = static_cast<uint32_t>(links_.size());
+  for (int node = 0; node < c.nodes; ++node) {
+    for (const char* dir : {"up", "down"}) {
+      add_link(fmt::format("node{}.host.{}", node, dir), LinkClass::HOST, c.host_link_bandwidth(), core::Seconds(0));
+    }
+  }
+  shape_.nvme_first = static_cast<uint32_t>(links_.size());
+  if (c.nvme) {
+    for (int node = 0; node < c.nodes; ++node) {
+      add_link(fmt::format("node{}.nvme.write", node), LinkClass::HOST, c.nvme->write_bandwidth, core::Seconds(0));
+      add_link(fmt::format("node{}.nvme.read", node), LinkClass::HOST, c.nvme->read_bandwidth, core::Seconds(0));
+    }
+  }
+}
+
+void Topology::copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>& out) const {
+  TRAINSIM_CHECK(gpu >= 0 && gpu < gpu_count_, fmt::format("GPU {} outside a cluster of {}", gpu, gpu_count_));
+  const uint32_t gpu_up = shape_.gpu_host_first + 2 * static_cast<uint32_t>(gpu);
+  const uint32_t node_up = shape_.node_host_first + 2 * static_cast<uint32_t>(node_of(gpu));
+  const bool nvme = d != core::CopyDirection::HOST_TO_DEVICE && d != core::CopyDirection::DEVICE_TO_HOST;
+  TRAINSIM_CHECK(!nvme || cluster_.nvme.has_value(), "an NVMe copy on a cluster without cluster.nvme");
+  const uint32_t write = shape_.nvme_first + 2 * static_cast<uint32_t>(node_of(gpu));
+  switch (d) {
+    case core::CopyDirection::DEVICE_TO_HOST: out.insert(out.end(), {gpu_up, node_up}); return;
+    case core::CopyDirection::HOST_TO_DEVICE: out.insert(out.end(), {node_up + 1, gpu_up + 1}); return;
+    case core::CopyDirection::DEVICE_TO_NVME: out.insert(out.end(), {gpu_up, node_up, write}); return;
+    case core::CopyDirection::NVME_TO_DEVICE: out.insert(out.end(), {write + 1, node_up + 1, gpu_up + 1}); return;
+    case core::CopyDirection::HOST_TO_NVME: out.push_back(write); return;
+    case core::CopyDirection::NVME_TO_HOST: out.push_back(write + 1); return;
+  }
 }
 
 void Topology::add_link(std::string name, LinkClass c, core::BytesPerSecond bandwidth, core::Seconds latency) {

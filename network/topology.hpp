@@ -46,6 +46,15 @@
 //             torus: a router per node, two links per dimension of size > 1 ("node5.torus.y+",
 //             "node5.torus.y-") at nic_bandwidth; dimension-order routing, the shorter way round (the
 //             positive way on ties).
+//   host      after the fabric, for offload copies (core::CopyDirection): per GPU a link pair to its
+//             node's host memory ("node0.gpu3.host.up" toward the host, ".down" back) at
+//             host.gpu_link_bandwidth; per node a pair shared by the node's GPUs ("node0.host.up",
+//             "node0.host.down") at host.link_bandwidth; and with cluster.nvme a pair to the node's
+//             drives ("node0.nvme.write" at nvme.write_bandwidth, "node0.nvme.read" at
+//             read_bandwidth). A copy crosses the GPU's link and the node's (and the drives' for
+//             NVMe: ZeRO-Infinity stages NVMe traffic through host memory); host <-> NVMe transfers
+//             cross the drives' links only. These links carry nothing else, so the GPUs of a node
+//             contend with each other for host bandwidth, not with their network traffic.
 // Latency: network.latency is end-to-end NIC to NIC (docs/scenario.md), so each NIC link carries half
 // of it and fabric links none; intra_node.latency is per GPU-to-GPU hop, split over the two links of
 // a switched hop (NVSwitch port, PCIe link of fabric pcie). Other links carry none.
@@ -60,12 +69,13 @@
 
 #include "network/cluster.hpp"
 #include "sim/core/units.hpp"
+#include "sim/core/workload.hpp"
 
 namespace trainsim::network {
 
-enum class LinkClass : uint8_t { NVLINK, PCIE, NIC, FABRIC };
-inline constexpr int LINK_CLASS_COUNT = 4;
-std::string to_string(LinkClass c);  // "nvlink", "pcie", "nic", "fabric"
+enum class LinkClass : uint8_t { NVLINK, PCIE, NIC, FABRIC, HOST };
+inline constexpr int LINK_CLASS_COUNT = 5;
+std::string to_string(LinkClass c);  // "nvlink", "pcie", "nic", "fabric", "host"
 
 struct Link {
   std::string name;     // stable and readable, e.g. "node12.gpu3.nvlink.up", "leaf4.spine1.down"
@@ -105,6 +115,11 @@ class Topology {
   // than one node and a switched topology (not torus).
   void route_to_aggregator(int gpu, Aggregator where, bool to_switch, std::vector<uint32_t>& out) const;
 
+  // Appends the links a copy of GPU `gpu` in direction `d` crosses, in order (for NVME_TO_HOST and
+  // HOST_TO_NVME, the drives' link of the GPU's node). REQUIRES: gpu in [0, gpu_count()); a
+  // direction involving NVMe only with cluster.nvme.
+  void copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>& out) const;
+
   // Links of a class and their total bandwidth, for `trainsim describe` and reports.
   size_t count(LinkClass c) const;
   core::BytesPerSecond total_bandwidth(LinkClass c) const;
@@ -126,6 +141,9 @@ class Topology {
     int64_t groups = 1;            // dragonfly
     uint32_t global_first = 0;     // dragonfly: first global link
     std::vector<int> torus_dims;   // torus: dimensions of size > 1
+    uint32_t gpu_host_first = 0;   // 2 per GPU: its link to host memory
+    uint32_t node_host_first = 0;  // 2 per node: the node's shared host link
+    uint32_t nvme_first = 0;       // with cluster.nvme, 2 per node: write then read
   };
 
   void add_link(std::string name, LinkClass c, core::BytesPerSecond bandwidth, core::Seconds latency);
@@ -133,6 +151,7 @@ class Topology {
   void build_fat_trees();
   void build_dragonfly();
   void build_torus();
+  void build_host_links();
   void intra_route(int from, int to, std::vector<uint32_t>& out) const;
   // Between the NICs of GPUs on the same rail (or any NICs when the fabric is shared).
   void fabric_route(int from, int to, std::vector<uint32_t>& out) const;

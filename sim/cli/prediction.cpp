@@ -52,10 +52,55 @@ double training_compute_s(const engine::Breakdown& b) { return b.compute.value()
 // Two decimals in the unit that keeps the number >= 1 (tables; JSON carries exact byte counts).
 std::string bytes_text(core::Bytes b) {
   const double v = b.value();
+  if (v >= core::TiB) return fmt::format("{:.2f} TiB", v / core::TiB);
   if (v >= core::GiB) return fmt::format("{:.2f} GiB", v / core::GiB);
   if (v >= core::MiB) return fmt::format("{:.2f} MiB", v / core::MiB);
   if (v >= core::KiB) return fmt::format("{:.2f} KiB", v / core::KiB);
   return fmt::format("{:.0f} B", v);
+}
+
+// Offloading's figures (only computed when something is offloaded).
+struct OffloadFigures {
+  double host_bytes_per_node = 0;   // the fullest node: static host bytes + peak host activations of its ranks
+  double nvme_bytes_per_node = 0;
+  size_t host_stage = 0;            // the stage whose ranks hold the most host memory
+  double host_activations = 0;      // that stage's peak offloaded activations per rank
+  double without_offload = 0;       // the worst stage's GPU peak without offloading
+  std::array<double, core::COPY_DIRECTION_COUNT> moved{};  // the critical rank's copies, by direction
+};
+
+OffloadFigures offload_figures(const Scenario& s, const Prediction& p) {
+  OffloadFigures f;
+  const core::Workload& w = p.built.workload;
+  auto host_of = [&](size_t program) {
+    return w.programs[program].static_host_memory.value() + p.result.peak_host_dynamic_by_program[program].value();
+  };
+  for (int node = 0; node < s.cluster.nodes; ++node) {
+    double host = 0, nvme = 0;
+    for (int g = 0; g < s.cluster.gpus_per_node; ++g) {
+      const size_t program = w.program_of_rank[static_cast<size_t>(node * s.cluster.gpus_per_node + g)];
+      host += host_of(program);
+      nvme += p.built.nvme_states[program].total().value();
+    }
+    f.host_bytes_per_node = std::max(f.host_bytes_per_node, host);
+    f.nvme_bytes_per_node = std::max(f.nvme_bytes_per_node, nvme);
+  }
+  for (size_t program = 0; program < w.programs.size(); ++program) {
+    if (host_of(program) > host_of(f.host_stage)) f.host_stage = program;
+    f.without_offload = std::max(f.without_offload, p.built.peak_without_offload[program].value());
+  }
+  f.host_activations = p.result.peak_host_dynamic_by_program[f.host_stage].value();
+  for (const core::Task& t : w.program_of(p.result.critical_rank).tasks) {
+    if (t.kind == core::TaskKind::COPY) f.moved[static_cast<size_t>(t.copy)] += t.bytes;
+  }
+  return f;
+}
+
+// "fits: 61 GiB of 80 GiB; without offload 112 GiB"
+std::string offload_summary(double peak, double capacity, double without) {
+  auto gib = [](double b) { return fmt::format("{:.1f} GiB", b / core::GiB); };
+  return fmt::format("{}: {} of {}; without offload {}{}", peak <= capacity ? "fits" : "does not fit", gib(peak),
+                     gib(capacity), gib(without), without <= capacity ? " (fits too)" : "");
 }
 
 std::string split_description(const Prediction& p) {
@@ -69,7 +114,8 @@ namespace {
 
 Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks) {
   Prediction p;
-  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning);
+  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
+                                   scenario.offload);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
   std::unique_ptr<engine::Backend> backend =
       p.backend == "simgrid" ? engine::make_simgrid_backend() : engine::make_analytic_backend();
@@ -178,7 +224,45 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
       {"optimizer_states", static_cast<int64_t>(mem.optimizer_states.value())},
       {"activations", static_cast<int64_t>(p.result.peak_dynamic_by_program[stage].value())},
       {"buffers", static_cast<int64_t>(mem.buffers.value())}};
-  j["memory"] = memory;
+  if (s.offload.active()) {
+    const OffloadFigures f = offload_figures(s, p);
+    const models::OffloadedStates& h = p.built.host_states[f.host_stage];
+    memory["host_bytes"] = static_cast<int64_t>(f.host_bytes_per_node);
+    memory["host_capacity_bytes"] = static_cast<int64_t>(s.cluster.host_memory.value());
+    memory["host_fits"] = f.host_bytes_per_node <= s.cluster.host_memory.value();
+    memory["host_stage"] = f.host_stage;
+    memory["host_breakdown_bytes"] = {{"optimizer_states", static_cast<int64_t>(h.optimizer_states.value())},
+                                      {"master_weights", static_cast<int64_t>(h.master_weights.value())},
+                                      {"gradients", static_cast<int64_t>(h.gradients.value())},
+                                      {"weights", static_cast<int64_t>(h.weights.value())},
+                                      {"activations", static_cast<int64_t>(f.host_activations)}};
+    if (s.offload.uses_nvme()) {
+      memory["nvme_bytes"] = static_cast<int64_t>(f.nvme_bytes_per_node);
+      if (s.cluster.nvme && s.cluster.nvme->capacity) {
+        memory["nvme_capacity_bytes"] = static_cast<int64_t>(s.cluster.nvme->capacity->value());
+      }
+    }
+    core::Json o = s.offload.to_json();
+    o["peak_bytes_per_gpu_without_offload"] = static_cast<int64_t>(f.without_offload);
+    o["fits_without_offload"] = f.without_offload <= capacity;
+    auto busy = [](double total, double waited) {
+      return core::Json{{"busy", total}, {"exposed", waited}, {"hidden", std::max(0.0, total - waited)}};
+    };
+    o["copy_s"] = busy(p.result.copy_time.value(), b.other_copy.value());
+    o["host_optimizer_s"] = busy(p.result.host_time.value(), b.other_host.value());
+    core::Json moved = core::Json::object();
+    for (int d = 0; d < core::COPY_DIRECTION_COUNT; ++d) {
+      if (f.moved[static_cast<size_t>(d)] > 0) {
+        moved[std::string(core::to_string(static_cast<core::CopyDirection>(d)))] = f.moved[static_cast<size_t>(d)];
+      }
+    }
+    o["bytes_per_iteration"] = moved;
+    o["summary"] = offload_summary(peak, capacity, f.without_offload);
+    j["memory"] = memory;
+    j["offload"] = o;
+  } else {
+    j["memory"] = memory;
+  }
   std::optional<double> dense_time;
   if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
   if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) j["time_to_train"] = t->to_json();
@@ -222,6 +306,58 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   if (!s.warnings.empty()) j["warnings"] = s.warnings;
   return j;
 }
+
+namespace {
+
+// The table's offload lines: host memory per node, NVMe, what moved and what it cost and bought.
+template <class Line>
+void offload_table(const Scenario& s, const Prediction& p, size_t stage, Line line) {
+  const OffloadFigures f = offload_figures(s, p);
+  const models::OffloadedStates& h = p.built.host_states[f.host_stage];
+  const double capacity = s.cluster.host_memory.value();
+  line(fmt::format("  {:<28}{:>14} of {} per node (stage {} ranks: {} per GPU): {}", "host memory",
+                   bytes_text(core::Bytes(f.host_bytes_per_node)), bytes_text(s.cluster.host_memory), f.host_stage,
+                   bytes_text(h.total() + core::Bytes(f.host_activations)),
+                   f.host_bytes_per_node <= capacity
+                       ? "fits"
+                       : fmt::format("OUT OF HOST MEMORY by {}", bytes_text(core::Bytes(f.host_bytes_per_node - capacity)))));
+  auto mrow = [&](const std::string& name, double v) {
+    if (v > 0) line(fmt::format("    {:<26}{:>14}", name, bytes_text(core::Bytes(v))));
+  };
+  mrow("optimizer states", h.optimizer_states.value());
+  mrow("master weights", h.master_weights.value());
+  mrow("gradients", h.gradients.value());
+  mrow("parameters", h.weights.value());
+  mrow("activations", f.host_activations);
+  if (s.offload.uses_nvme()) {
+    line(fmt::format("  {:<28}{:>14} per node{}", "nvme", bytes_text(core::Bytes(f.nvme_bytes_per_node)),
+                     s.cluster.nvme && s.cluster.nvme->capacity ? fmt::format(" of {}", bytes_text(*s.cluster.nvme->capacity))
+                                                                : std::string()));
+  }
+  const engine::Breakdown& b = p.result.breakdown;
+  line("");
+  line(fmt::format("  {:<28}{}", "offload", s.offload.describe()));
+  line(fmt::format("    {:<26}{:>14.4f} s busy {:>10.4f} s exposed", "copies", p.result.copy_time.value(),
+                   b.other_copy.value()));
+  if (p.result.host_time.value() > 0) {
+    line(fmt::format("    {:<26}{:>14.4f} s busy {:>10.4f} s exposed", "cpu optimizer step", p.result.host_time.value(),
+                     b.other_host.value()));
+  }
+  std::string moved;
+  for (int d = 0; d < core::COPY_DIRECTION_COUNT; ++d) {
+    const double v = f.moved[static_cast<size_t>(d)];
+    if (v > 0) {
+      moved += fmt::format("{}{} {}", moved.empty() ? "" : ", ", core::to_string(static_cast<core::CopyDirection>(d)),
+                           bytes_text(core::Bytes(v)));
+    }
+  }
+  line(fmt::format("    {:<26}{}", "moved per iteration", moved.empty() ? "nothing" : moved));
+  line(fmt::format("    {:<26}{}", "bought",
+                   offload_summary(p.result.peak_memory_by_program[stage].value(), s.cluster.gpu_spec.hbm_capacity.value(),
+                                   f.without_offload)));
+}
+
+}  // namespace
 
 std::string report_table(const Scenario& s, const Prediction& p) {
   const Metrics m = metrics_of(s, p);
@@ -271,6 +407,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   }
   row("pipeline bubble", b.pipeline_bubble.value());
   row("optimizer", optimizer_s(b));
+  if (s.offload.active()) row("offload (exposed)", b.other.value());
   line("");
   const size_t stage = worst_stage(p);
   const models::MemoryBreakdown& mem = p.built.memory[stage];
@@ -287,6 +424,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("optimizer states", mem.optimizer_states);
   mrow("activations", p.result.peak_dynamic_by_program[stage]);
   mrow("buffers", mem.buffers);
+  if (s.offload.active()) offload_table(s, p, stage, line);
   if (s.pruning.enabled()) {
     const models::StagePruning& sp = p.built.pruning[stage];
     const models::PruningConfig& c = s.pruning;

@@ -40,6 +40,29 @@ void read_pruning(core::ObjectReader& optimizations, Scenario& s) {
   if (auto p = optimizations.object("pruning")) s.pruning = models::PruningConfig::from_json(*p);
 }
 
+// optimizations.offload (models/offload.hpp); its checks come with the other cross-section checks.
+void read_offload(core::ObjectReader& optimizations, Scenario& s) {
+  if (auto o = optimizations.object("offload")) s.offload = models::OffloadConfig::from_json(*o);
+}
+
+// Offloaded model states must fit in each node's host memory and on its NVMe drives.
+void check_offload_capacity(const Scenario& s, core::Diagnostics& diag) {
+  if (!s.offload.active()) return;
+  const OffloadFootprint f = offload_footprint(s);
+  if (f.host_bytes_per_node > s.cluster.host_memory.value()) {
+    diag.add(s.file, "/cluster/host_memory",
+             fmt::format("OUT OF HOST MEMORY: the offloaded model states need {} per node, above cluster.host_memory "
+                         "({}): offload less, spread the model over more nodes, or raise cluster.host_memory",
+                         core::format_bytes(core::Bytes(f.host_bytes_per_node)), core::format_bytes(s.cluster.host_memory)));
+  }
+  if (s.cluster.nvme && s.cluster.nvme->capacity && f.nvme_bytes_per_node > s.cluster.nvme->capacity->value()) {
+    diag.add(s.file, "/cluster/nvme/capacity",
+             fmt::format("the model states offloaded to NVMe need {} per node, above the drives' capacity ({})",
+                         core::format_bytes(core::Bytes(f.nvme_bytes_per_node)),
+                         core::format_bytes(*s.cluster.nvme->capacity)));
+  }
+}
+
 Expectation read_expectation(core::ObjectReader& r) {
   Expectation e;
   // A measurement is positive; mfu is a fraction of the peak, so at most 1 (45% is written 0.45).
@@ -185,6 +208,7 @@ core::Json Scenario::to_json() const {
   j["parallelism"] = parallelism.to_json();
   j["optimizations"] = core::Json::object();
   if (pruning.enabled()) j["optimizations"]["pruning"] = pruning.to_json();
+  if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
   j["simulation"] = simulation.to_json();
   j["profile"] = profile.to_json();
   if (expect) {
@@ -271,6 +295,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   }
   if (auto o = root.object("optimizations")) {
     read_pruning(*o, s);
+    read_offload(*o, s);
     o->finish();
   }
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
@@ -292,6 +317,10 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   } else if (strategy == StrategyCheck::CHECK) {
     models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
   }
+  if (strategy == StrategyCheck::CHECK) {
+    models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);
+    if (impossible.empty()) check_offload_capacity(s, impossible);
+  }
   if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
     impossible.add(file, "/training/precision",
                    fmt::format("{} has no {} tensor-core rate {}", s.cluster.gpu,
@@ -307,13 +336,43 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
 }
 
 bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
-                        int64_t max_tasks) {
-  return models::estimate_task_count(m, t, p) <= static_cast<double>(max_tasks);
+                        int64_t max_tasks, const models::OffloadConfig& offload) {
+  return models::estimate_task_count(m, t, p, offload) <= static_cast<double>(max_tasks);
+}
+
+OffloadFootprint offload_footprint(const Scenario& s) {
+  return offload_footprint(s.model, s.training, s.parallelism, s.cluster, s.offload);
+}
+
+OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::TrainingConfig& t,
+                                   const models::ParallelismConfig& p, const network::ClusterConfig& c,
+                                   const models::OffloadConfig& o) {
+  OffloadFootprint f;
+  const std::vector<models::ParameterCount> stages = models::stage_parameters(m, t, p);
+  std::vector<double> host, nvme;
+  for (const models::ParameterCount& local : stages) {
+    const models::StateSplit split = models::split_model_states(local, t, p, o);
+    host.push_back(split.host.total().value());
+    nvme.push_back(split.nvme.total().value());
+  }
+  // Ranks are laid out pipeline-slowest (Megatron's order): rank r runs stage r / (world / pipeline).
+  const int per_stage = c.world_size() / p.pipeline;
+  for (int node = 0; node < c.nodes; ++node) {
+    double h = 0, n = 0;
+    for (int g = 0; g < c.gpus_per_node; ++g) {
+      const size_t stage = static_cast<size_t>((node * c.gpus_per_node + g) / per_stage);
+      h += host[stage];
+      n += nvme[stage];
+    }
+    f.host_bytes_per_node = std::max(f.host_bytes_per_node, h);
+    f.nvme_bytes_per_node = std::max(f.nvme_bytes_per_node, n);
+  }
+  return f;
 }
 
 void check_task_budget(const Scenario& s) {
-  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks)) return;
-  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism);
+  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks, s.offload)) return;
+  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload);
   throw ImpossibleScenario(
       s.file, "/simulation/max_tasks",
       fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/model_spec.hpp"
+#include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
@@ -70,6 +71,7 @@ struct Scenario {
   models::ModelSpec model;
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;
+  models::OffloadConfig offload;    // optimizations.offload
   models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
   SimulationConfig simulation;
   core::Profile profile;            // the GPU's built-in profile, then simulation.profile, then the inline one
@@ -103,7 +105,7 @@ void check_task_budget(const Scenario& s);
 // Whether a layout's workload stays within `max_tasks` (the test check_task_budget applies; search
 // uses it on layouts it has not made into scenarios).
 bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
-                        int64_t max_tasks);
+                        int64_t max_tasks, const models::OffloadConfig& offload = {});
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.
@@ -112,10 +114,24 @@ bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig
 // Throws InputError (file "--set") for a malformed override.
 void apply_override(core::Json& doc, const std::string& assignment);
 
+// Host memory and NVMe bytes of each node under the scenario's offload: per node, the sum over its
+// GPUs of the model states their ranks keep there (models::split_model_states; activations offloaded
+// at run time come on top, see the report).
+struct OffloadFootprint {
+  double host_bytes_per_node = 0;  // the fullest node
+  double nvme_bytes_per_node = 0;
+};
+// REQUIRES: the scenario's strategy passed check_strategy.
+OffloadFootprint offload_footprint(const Scenario& s);
+OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::TrainingConfig& t,
+                                   const models::ParallelismConfig& p, const network::ClusterConfig& c,
+                                   const models::OffloadConfig& o);
+
 // Reads, overrides and checks a scenario. Throws InputError listing every problem found: malformed
 // values, unknown keys; once the sections are well-formed, ImpossibleScenario for impossible
-// configurations (models::check_strategy), a world size that does not match the cluster, a precision
-// the GPU cannot run. parallelism.data "auto" is resolved here to the cluster's GPUs / (tensor x
+// configurations (models::check_strategy, models::check_offload), a world size that does not match
+// the cluster, a precision the GPU cannot run, offloaded model states above cluster.host_memory or
+// the NVMe capacity of a node. parallelism.data "auto" is resolved here to the cluster's GPUs / (tensor x
 // pipeline x context x expert) (expert left out with expert_tensor), so the resolved scenario and
 // everything downstream see a number.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});

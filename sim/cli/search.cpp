@@ -46,10 +46,11 @@ struct Search::Shape {
   std::vector<int64_t> micro_batches;
   int sp_options = 1;
   int zero_options = 1;
+  int offload_options = 1;
   uint64_t first = 0;  // index of its first candidate
   uint64_t count() const {
     return virtual_stages.size() * micro_batches.size() * static_cast<uint64_t>(sp_options) * 3 *
-           static_cast<uint64_t>(zero_options);
+           static_cast<uint64_t>(zero_options) * static_cast<uint64_t>(offload_options);
   }
 };
 
@@ -162,6 +163,7 @@ core::Json SearchOptions::to_json() const {
   j["min_mfu"] = min_mfu ? core::Json(*min_mfu) : core::Json();
   j["fits"] = fits;
   j["max_micro_batch"] = max_micro_batch;
+  if (!offload.empty()) j["offload"] = offload;
   return j;
 }
 
@@ -174,6 +176,7 @@ std::string Layout::describe() const {
   if (sequence_parallel) s += " SP";
   s += fmt::format(" mb{} rc:{} ZeRO-{}", micro_batch, models::to_string(recompute), zero_stage);
   if (zero_stage > 0) s += fmt::format("/{}", models::to_string(zero_impl));
+  if (!offload.empty()) s += " offload:" + offload;
   return s;
 }
 
@@ -193,6 +196,7 @@ core::Json Layout::to_json() const {
   j["recompute"] = models::to_string(recompute);
   j["zero_stage"] = zero_stage;
   if (zero_stage > 0) j["zero_impl"] = models::to_string(zero_impl);
+  if (!offload.empty()) j["offload"] = offload;
   return j;
 }
 
@@ -219,6 +223,7 @@ Layout Layout::from_json(const core::Json& j) {
       if (models::to_string(z.impl) == j["zero_impl"].get<std::string>()) l.zero_impl = z.impl;
     }
   }
+  if (j.contains("offload")) l.offload = j["offload"].get<std::string>();
   return l;
 }
 
@@ -259,6 +264,16 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   if (options_.shard_count < 1 || options_.shard_index < 0 || options_.shard_index >= options_.shard_count) {
     throw core::InputError("--shard", "",
                            fmt::format("expected I/N with 0 <= I < N, found {}/{}", options_.shard_index, options_.shard_count));
+  }
+
+  for (const std::string& choice : options_.offload) {
+    std::vector<std::string> allowed = models::OffloadConfig::presets();
+    allowed.push_back("activations");
+    if (std::find(allowed.begin(), allowed.end(), choice) == allowed.end()) {
+      std::string list;
+      for (const std::string& a : allowed) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+      throw core::InputError("--offload", "", fmt::format("expected offload choices among {}, found \"{}\"", list, choice));
+    }
   }
 
   core::Json doc = core::load_json_file(options_.scenario);
@@ -364,7 +379,9 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
             if (s.micro_batches.empty()) s.micro_batches = {1};  // rejected by validation, and counted
             s.sp_options = t > 1 ? 2 : 1;
             const int dense_replicas = folded ? s.data * c : s.data * e * c;
-            s.zero_options = dense_replicas > 1 ? static_cast<int>(ZERO_OPTIONS.size()) : 1;
+            // ZeRO-3 without replicas still matters with offloading: ZeRO-Infinity fetches parameters.
+            s.zero_options = dense_replicas > 1 || !options_.offload.empty() ? static_cast<int>(ZERO_OPTIONS.size()) : 1;
+            s.offload_options = std::max<int>(1, static_cast<int>(options_.offload.size()));
             s.first = total_;
             total_ += s.count();
             shapes_.push_back(std::move(s));
@@ -383,9 +400,21 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
 
 namespace {
 
-// The parallelism and micro-batch of `l` over the variant's scenario.
+// The offload of an --offload choice over the scenario's.
+models::OffloadConfig offload_of(const Scenario& base, const std::string& choice) {
+  if (choice.empty()) return base.offload;
+  if (choice == "activations") {
+    models::OffloadConfig o = base.offload;
+    o.activations = models::OffloadTarget::CPU;
+    return o;
+  }
+  return models::offload_preset(choice);
+}
+
+// The parallelism, micro-batch and offload of `l` over the variant's scenario.
 void configure(const Scenario& base, const std::vector<models::ParallelismConfig>& zero_templates, const Layout& l,
-               models::ParallelismConfig& p, models::TrainingConfig& t) {
+               models::ParallelismConfig& p, models::TrainingConfig& t, models::OffloadConfig& o) {
+  o = offload_of(base, l.offload);
   size_t zi = 0;
   for (size_t i = 0; i < ZERO_OPTIONS.size(); ++i) {
     if (ZERO_OPTIONS[i].stage == l.zero_stage && ZERO_OPTIONS[i].impl == l.zero_impl) zi = i;
@@ -418,7 +447,7 @@ Scenario Search::scenario_of(const Layout& l) const {
                               [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   Scenario s = v->base;
-  configure(v->base, zero_templates_, l, s.parallelism, s.training);
+  configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload);
   // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
   // predicting the dense iterations before start_iteration (docs/search.md).
   s.pruning.start_iteration = 0;
@@ -473,7 +502,8 @@ SearchResult Search::evaluate() const {
       for (int64_t mb : s.micro_batches) {
         for (int sp = 0; sp < s.sp_options; ++sp) {
           for (Recompute rc : RECOMPUTES) {
-            for (int z = 0; z < s.zero_options; ++z, ++k) {
+            for (int zo = 0; zo < s.zero_options * s.offload_options; ++zo, ++k) {
+              const int z = zo / s.offload_options;
               const uint64_t index = s.first + k;
               if (index % shards != shard) continue;
               if (StopOnInterrupt::requested()) {
@@ -495,24 +525,32 @@ SearchResult Search::evaluate() const {
               l.recompute = rc;
               l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
               l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
+              if (!options_.offload.empty()) l.offload = options_.offload[static_cast<size_t>(zo % s.offload_options)];
               ++out.candidates;
               models::ParallelismConfig par;
               models::TrainingConfig training;
-              configure(v.base, zero_templates_, l, par, training);
+              models::OffloadConfig offload;
+              configure(v.base, zero_templates_, l, par, training, offload);
               core::Diagnostics diag;
               models::check_strategy(v.base.model, training, par, v.gpus, "", diag);
+              if (diag.empty()) models::check_offload(offload, par, v.base.cluster.nvme.has_value(), "", diag);
               if (!diag.empty()) {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
               // predict() would refuse it in the refinement (check_task_budget).
-              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks)) {
+              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload)) {
                 ++out.rejected["workload above simulation.max_tasks"];
                 continue;
               }
+              if (offload.active() && offload_footprint(v.base.model, training, par, v.base.cluster, offload)
+                                              .host_bytes_per_node > v.base.cluster.host_memory.value()) {
+                ++out.rejected["out of host memory (offloaded model states above cluster.host_memory)"];
+                continue;
+              }
               ++out.estimated;
-              const Estimate est =
-                  estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile, v.base.pruning);
+              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile,
+                                                   v.base.pruning, offload);
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;

@@ -3,7 +3,8 @@
 // GPU types), ranked. Stages (docs/search.md):
 //   1. enumerate  tensor, pipeline, context, expert (MoE), data (the rest of the GPUs), virtual
 //                 stages, micro-batch, sequence parallel (tensor > 1), recompute, ZeRO stage and
-//                 implementation; each candidate has an index in enumeration order
+//                 implementation, and the offload choices of --offload (default: the scenario's own);
+//                 each candidate has an index in enumeration order
 //   2. validate   models::check_strategy, the scenario loader's own check: a rejected candidate is
 //                 counted under its first problem, numbers replaced by N
 //   3. estimate   the closed-form first pass (search_estimate.hpp) for every valid candidate; with
@@ -43,6 +44,9 @@ struct SearchOptions {
   std::optional<double> min_mfu;        // fraction, e.g. 0.4
   bool fits = true;                     // only layouts that fit in GPU memory
   int max_micro_batch = 16;
+  // Offload choices tried for every layout (--offload): preset names (models::OffloadConfig::presets())
+  // or "activations" (the scenario's offload plus activations to the host). Empty: the scenario's.
+  std::vector<std::string> offload;
   int jobs = 1;                         // evaluation threads
   bool yes = false;                     // allow more than MAX_CANDIDATES
   bool quiet = false;                   // no progress bar
@@ -66,6 +70,7 @@ struct Layout {
   models::Recompute recompute = models::Recompute::NONE;
   int zero_stage = 0;
   models::ZeroImpl zero_impl = models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+  std::string offload;  // an --offload choice, or "" (the scenario's offload)
 
   std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
   core::Json to_json() const;

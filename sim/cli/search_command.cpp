@@ -382,6 +382,10 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--min-mfu", o.min_mfu, "Only layouts with at least this MFU (a fraction, 0.4 = 40%)");
   command_->add_flag("--fits,!--no-fits", o.fits, "Only layouts that fit in GPU memory (default on)");
   command_->add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried")->default_val(16);
+  command_->add_option("--offload", o.offload,
+                       "Offload choices tried for every layout, comma-separated: none, zero-offload, zero-infinity, "
+                       "axonn, activations (default: the scenario's own offload)")
+      ->delimiter(',');
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   command_->add_option("--jobs,-j", o.jobs, "Evaluation threads (default: the hardware's)");
   command_->add_flag("--yes", o.yes, "Search even when the space has more than 10^7 candidates");

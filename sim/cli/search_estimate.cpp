@@ -9,6 +9,7 @@
 #include "models/workload_builder.hpp"
 #include "network/collective_cost.hpp"
 #include "sim/engine/compute_model.hpp"
+#include "sim/engine/host_model.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -52,7 +53,12 @@ struct Context {
     task.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value();
     task.bytes = (backward ? op.backward_bytes : op.forward_bytes).value();
     task.gemm = op.gemm;
-    task.precision = op.precision;
+    // As the workload builder: ops without a precision of their own (norms, elementwise, embedding)
+    // run at the training precision, except in FP8 training (their OpCost default is BF16, which a
+    // V100 in fp16 does not have).
+    const bool own = op.op_class == core::OpClass::GEMM || op.op_class == core::OpClass::ATTENTION ||
+                     op.op_class == core::OpClass::FLASH_ATTENTION || t.precision == core::Precision::FP8;
+    task.precision = own ? op.precision : t.precision;
     task.has_precision = true;
     task.sparsity = op.sparsity;
     task.density = static_cast<float>(op.density);
@@ -65,16 +71,65 @@ struct LayerCost {
   double forward = 0;
   double backward = 0;   // recompute included
   double stored = 0;     // activations kept per micro-batch
+  double copy = 0;       // offloaded activations: the copy out (and back) of `stored`
   double recompute = 0;  // working set re-created before the backward
   models::ParameterCount params;
   models::PrunedParameters pruned;
 };
 
+// What offloading adds after the last backward: the gradient copies it does not hide and the
+// optimizer step with its copies (see the header).
+double offload_tail(const models::OffloadConfig& o, double partition, double local, const models::TrainingConfig& t,
+                    const network::ClusterConfig& c, const core::Task& gpu_step, double last_backward) {
+  using core::CopyDirection;
+  auto copy = [&](double bytes, CopyDirection d) { return engine::copy_time(core::Bytes(bytes), d, c).value(); };
+  const double e = models::activation_element_bytes(t.precision);
+  const double weight = models::weight_bytes_per_parameter(t);
+  const double master = models::master_weight_bytes_per_parameter(t.precision);
+  double tail = 0;
+  if (o.step_on_host) {
+    const bool grads_nvme = o.gradients == models::OffloadTarget::NVME;
+    const double grads = o.gradients == models::OffloadTarget::NONE
+                             ? copy(partition * models::gradient_bytes_per_parameter(), CopyDirection::DEVICE_TO_HOST)
+                             : std::max(0.0, copy(local * e, grads_nvme ? CopyDirection::DEVICE_TO_NVME
+                                                                        : CopyDirection::DEVICE_TO_HOST) -
+                                                 last_backward);
+    core::Task host = gpu_step;
+    host.flops = partition * models::ADAM_FLOPS_PER_PARAMETER;
+    const double cpu = engine::host_compute_time(host, c).value();
+    double nvme_read = (o.optimizer_states == models::OffloadTarget::NVME ? models::moment_bytes_per_parameter() : 0) +
+                       (o.master_weights == models::OffloadTarget::NVME ? master : 0);
+    const double nvme_write = nvme_read;
+    if (grads_nvme) nvme_read += models::gradient_bytes_per_parameter();
+    const double read = nvme_read > 0 ? copy(partition * nvme_read, CopyDirection::NVME_TO_HOST) : 0;
+    const double write = nvme_write > 0 ? copy(partition * nvme_write, CopyDirection::HOST_TO_NVME) : 0;
+    const double upload = o.parameters == models::OffloadTarget::NONE ? copy(partition * weight, CopyDirection::HOST_TO_DEVICE)
+                          : o.parameters == models::OffloadTarget::NVME ? copy(partition * weight, CopyDirection::HOST_TO_NVME)
+                                                                        : 0.0;
+    tail += grads + (o.overlap ? std::max({cpu, read, write, upload}) : cpu + read + write + upload);
+  } else {
+    // The GPU steps while the states stream in and out.
+    const double gpu = engine::compute_time(gpu_step, t.precision, c.gpu_spec, core::DeviceProfile::defaults()).value();
+    double host_bytes = 0, nvme_bytes = 0;
+    (o.optimizer_states == models::OffloadTarget::NVME ? nvme_bytes : host_bytes) +=
+        o.optimizer_states == models::OffloadTarget::NONE ? 0 : models::moment_bytes_per_parameter();
+    (o.master_weights == models::OffloadTarget::NVME ? nvme_bytes : host_bytes) +=
+        o.master_weights == models::OffloadTarget::NONE ? 0 : master;
+    const double in = copy(partition * host_bytes, CopyDirection::HOST_TO_DEVICE) +
+                      (nvme_bytes > 0 ? copy(partition * nvme_bytes, CopyDirection::NVME_TO_DEVICE) : 0);
+    const double out = copy(partition * host_bytes, CopyDirection::DEVICE_TO_HOST) +
+                       (nvme_bytes > 0 ? copy(partition * nvme_bytes, CopyDirection::DEVICE_TO_NVME) : 0);
+    tail += o.overlap ? std::max({gpu, in, out}) : gpu + in + out;
+  }
+  return tail;
+}
+
 }  // namespace
 
 Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfig& t,
                          const models::ParallelismConfig& p, const network::ClusterConfig& cluster,
-                         const core::Profile& profile, const models::PruningConfig& pruning) {
+                         const core::Profile& profile, const models::PruningConfig& pruning,
+                         const models::OffloadConfig& offload) {
   Context x{m, t, p, cluster, profile, pruning};
   x.sizes = p.layout_sizes();
   int s = 1;
@@ -132,6 +187,11 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     if (p.recompute == models::Recompute::FULL) l.backward += l.forward;
     if (p.recompute == models::Recompute::SELECTIVE) l.backward += selective;
     l.stored = models::activation_bytes_per_layer(m, t, p, kind).value();
+    if (offload.activations != models::OffloadTarget::NONE) {
+      l.copy = engine::copy_time(core::Bytes(l.stored), core::CopyDirection::DEVICE_TO_HOST, cluster).value();
+      l.forward += offload.overlap ? std::max(0.0, l.copy - l.forward) : l.copy;
+      l.backward += offload.overlap ? std::max(0.0, l.copy - l.backward) : l.copy;
+    }
     const double whole = models::activation_bytes_per_layer(m, t, no_recompute, kind).value();
     l.recompute = p.recompute == models::Recompute::FULL        ? whole
                   : p.recompute == models::Recompute::SELECTIVE ? whole - l.stored
@@ -187,6 +247,8 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
 
   std::vector<double> forward(static_cast<size_t>(positions)), backward(static_cast<size_t>(positions));
   std::vector<double> stored(static_cast<size_t>(positions)), recompute(static_cast<size_t>(positions));
+  const bool offload_activations = offload.activations != models::OffloadTarget::NONE;
+  double moving = 0;  // offloaded activations: two layers in flight
   std::vector<models::ParameterCount> stage_params(static_cast<size_t>(stages));
   std::vector<models::PrunedParameters> stage_pruned(static_cast<size_t>(stages));
   double largest_unit = std::max({dense.params.total(), moe.params.total(), embedding_params.total(),
@@ -200,7 +262,10 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       const LayerCost& l = m.layer_kind(layer) == LayerKind::MOE ? moe : dense;
       f += l.forward;
       b += l.backward;
-      st += l.stored;
+      // Offloaded, only the chunk's last layer keeps its activations on the GPU.
+      const bool last = layer == first + split[static_cast<size_t>(pos)] - 1;
+      st += offload_activations && !last ? 0.0 : l.stored;
+      if (offload_activations) moving = std::max(moving, 2 * l.stored);
       rc = std::max(rc, l.recompute);
       params += l.params;
       pruned += l.pruned;
@@ -232,6 +297,16 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
       f = std::max(f, gather) + first_unit;
       b = std::max(b, gather + scatter) + first_unit;
+    }
+    if (offload.parameters != models::OffloadTarget::NONE) {
+      // ZeRO-Infinity fetches the rank's shard of every unit before each pass.
+      const double shard = zero3 ? params.total() / p.dense_replicas() : params.total();
+      const core::CopyDirection d = offload.parameters == models::OffloadTarget::NVME ? core::CopyDirection::NVME_TO_DEVICE
+                                                                                      : core::CopyDirection::HOST_TO_DEVICE;
+      const double fetch = engine::copy_time(core::Bytes(shard * weight_bytes), d, cluster).value();
+      const double first_unit = fetch / std::max(1, split[static_cast<size_t>(pos)]);
+      f = std::max(f, fetch) + first_unit;
+      b = std::max(b, fetch) + first_unit;
     }
     forward[static_cast<size_t>(pos)] = f;
     backward[static_cast<size_t>(pos)] = b;
@@ -299,13 +374,16 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     core::Task step;
     step.op_class = core::OpClass::OPTIMIZER;
     step.bytes = sharded * models::optimizer_step_bytes_per_parameter(t.precision);
-    tail += engine::compute_time(step, t.precision, cluster.gpu_spec, profile.device).value();
+    tail += offload.active() ? offload_tail(offload, sharded, params.total(), t, cluster, step, last_backward)
+                             : engine::compute_time(step, t.precision, cluster.gpu_spec, profile.device).value();
     out.iteration_time_s = std::max(out.iteration_time_s, end + tail);
 
-    const models::MemoryBreakdown state = models::model_state_memory(params, t, p, pruning, pruned);
-    const double buffers = zero3 ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
-    const double memory =
-        state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers + peak;
+    const models::MemoryBreakdown state =
+        models::split_model_states(models::model_state_memory(params, t, p, pruning, pruned), params, t, p, offload).gpu;
+    const bool fetched = zero3 || offload.parameters != models::OffloadTarget::NONE;
+    const double buffers = fetched ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
+    const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +
+                          peak + moving;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);
   }
   return out;

@@ -25,8 +25,14 @@
 // latencies; the estimate is conservative there. Pruning (the scenario's, fixed for every layout):
 // the pruned GEMMs' sparse kernels, the sparse storage of the model states and what the gradient
 // reductions and parameter gathers send, as the workload builder has them.
+// Offloading (models/offload.hpp), roughly: the GPU keeps split_model_states()'s share; offloaded
+// activations leave each chunk's last layer per micro-batch in flight plus two layers being moved;
+// a layer's activation copy or parameter fetch that outlasts its compute adds the difference; the
+// optimizer tail is the slowest of the CPU step, the parameter upload and the NVMe traffic
+// (overlapped) or their sum (not), and the gradient copies that outlast the last backward.
 
 #include "models/model_spec.hpp"
+#include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/strategy.hpp"
 #include "network/cluster.hpp"
@@ -42,6 +48,7 @@ struct Estimate {
 // REQUIRES: models::check_strategy found no problem for these arguments and `cluster`'s world size.
 Estimate estimate_layout(const models::ModelSpec& model, const models::TrainingConfig& training,
                          const models::ParallelismConfig& parallelism, const network::ClusterConfig& cluster,
-                         const core::Profile& profile, const models::PruningConfig& pruning = models::PruningConfig{});
+                         const core::Profile& profile, const models::PruningConfig& pruning = models::PruningConfig{},
+                         const models::OffloadConfig& offload = {});
 
 }  // namespace trainsim::cli

@@ -30,6 +30,8 @@ std::string_view to_string(Stream s) {
     case Stream::PIPELINE_FORWARD: return "pipeline_forward";
     case Stream::PIPELINE_BACKWARD: return "pipeline_backward";
     case Stream::COPY: return "copy";
+    case Stream::COPY_OUT: return "copy_out";
+    case Stream::HOST: return "host";
   }
   return "?";
 }
@@ -54,9 +56,23 @@ bool axis_of(Stream s, Axis& out) {
     case Stream::PIPELINE_FORWARD:
     case Stream::PIPELINE_BACKWARD: out = Axis::PIPELINE; return true;
     case Stream::COMPUTE:
-    case Stream::COPY: return false;
+    case Stream::COPY:
+    case Stream::COPY_OUT:
+    case Stream::HOST: return false;
   }
   return false;
+}
+
+std::string_view to_string(CopyDirection d) {
+  switch (d) {
+    case CopyDirection::HOST_TO_DEVICE: return "host_to_device";
+    case CopyDirection::DEVICE_TO_HOST: return "device_to_host";
+    case CopyDirection::NVME_TO_DEVICE: return "nvme_to_device";
+    case CopyDirection::DEVICE_TO_NVME: return "device_to_nvme";
+    case CopyDirection::NVME_TO_HOST: return "nvme_to_host";
+    case CopyDirection::HOST_TO_NVME: return "host_to_nvme";
+  }
+  return "?";
 }
 
 std::string_view to_string(GemmSparsity s) {
@@ -67,6 +83,10 @@ std::string_view to_string(GemmSparsity s) {
     case GemmSparsity::BLOCK: return "block";
   }
   return "?";
+}
+
+bool outbound(CopyDirection d) {
+  return d == CopyDirection::DEVICE_TO_HOST || d == CopyDirection::DEVICE_TO_NVME || d == CopyDirection::HOST_TO_NVME;
 }
 
 // A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by

@@ -21,7 +21,13 @@
 //    with two pipeline stages the next and the previous stage are one rank, and activations and
 //    gradients between them each keep their own order.
 //  - MEMORY: an instantaneous allocation (bytes > 0) or free (bytes < 0) of device memory, on top of
-//    the program's static memory (weights, gradients, optimizer states).
+//    the program's static memory (weights, gradients, optimizer states), or of host memory when the
+//    task's `memory_space` is HOST (offloaded activations), on top of Program::static_host_memory.
+//  - COPY: a transfer between the GPU, its node's host memory and its node's NVMe drives (`copy`
+//    says which way). It runs on the rank's copy streams (COPY inbound, COPY_OUT outbound) and, in
+//    the SimGrid backend, shares the node's host links with the copies of the node's other GPUs.
+//  - A COMPUTE task on stream HOST runs on the node's CPUs (a CPU optimizer step): its `bytes` are
+//    host-memory traffic and its `flops` CPU work, timed from the cluster's host description.
 
 #include <array>
 #include <cstdint>
@@ -85,15 +91,19 @@ enum class TaskKind : uint8_t { COMPUTE, COLLECTIVE, SEND, RECV, COPY, MEMORY };
 // attribute exposed communication. Pipeline traffic has one stream per direction (activations to
 // the next stage / from the previous one; gradients the other way): with a single serialized p2p
 // stream two neighbouring stages can each wait on the other's send. COPY is the host<->device copy
-// engine.
+// engine (and, in generated workloads, every transfer toward the GPU or host memory); COPY_OUT the
+// second copy engine, for transfers away from the GPU (device to host, to NVMe), so that both
+// directions overlap as on GPUs with two copy engines. HOST is the rank's share of its node's CPUs
+// (the CPU optimizer step of an offloaded optimizer).
 enum class Stream : uint8_t {
-  COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_FORWARD, PIPELINE_BACKWARD, COPY
+  COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_FORWARD, PIPELINE_BACKWARD, COPY,
+  COPY_OUT, HOST
 };
-inline constexpr int STREAM_COUNT = 8;
+inline constexpr int STREAM_COUNT = 10;
 std::string_view to_string(Stream s);
 // The communication stream of an axis (PIPELINE_FORWARD for the pipeline axis).
 Stream comm_stream(Axis a);
-// The axis whose traffic a stream carries; false for COMPUTE and COPY.
+// The axis whose traffic a stream carries; false for COMPUTE, COPY, COPY_OUT and HOST.
 bool axis_of(Stream s, Axis& out);
 
 // What a compute task is, for choosing its efficiency (sim/engine's compute model).
@@ -133,7 +143,19 @@ struct GemmShape {
   uint32_t count = 0;
 };
 
-enum class CopyDirection : uint8_t { HOST_TO_DEVICE, DEVICE_TO_HOST };
+// Where a COPY task moves its bytes: between the GPU, its node's host memory and its node's NVMe
+// drives (ZeRO-Infinity's NVMe offload stages through host memory: NVMe <-> host <-> GPU).
+enum class CopyDirection : uint8_t {
+  HOST_TO_DEVICE, DEVICE_TO_HOST, NVME_TO_DEVICE, DEVICE_TO_NVME, NVME_TO_HOST, HOST_TO_NVME
+};
+inline constexpr int COPY_DIRECTION_COUNT = 6;
+std::string_view to_string(CopyDirection d);  // "host_to_device", "device_to_host", "nvme_to_device", ...
+// Whether a copy moves data away from the GPU or host memory toward slower storage (the COPY_OUT
+// stream's direction): DEVICE_TO_HOST, DEVICE_TO_NVME, HOST_TO_NVME.
+bool outbound(CopyDirection d);
+
+// Which memory a MEMORY task allocates or frees.
+enum class MemorySpace : uint8_t { DEVICE, HOST };
 
 // The sparse kernel a GEMM task runs on its pruned weight (optimizations.pruning; NONE: a dense GEMM,
 // also for pruned weights whose zeros are multiplied as such). The task's `flops` stay the dense
@@ -160,6 +182,8 @@ struct Task {
   CollectiveOp collective = CollectiveOp::ALL_REDUCE;  // COLLECTIVE
   CopyDirection copy = CopyDirection::HOST_TO_DEVICE;  // COPY
   Axis peer_axis = Axis::PIPELINE;              // SEND/RECV: the peer is layout.peer(rank, peer_axis, peer_offset)
+  MemorySpace memory_space = MemorySpace::DEVICE;  // MEMORY: device memory, or the node's host memory (not
+                                                // timing: left out of timing_fingerprint)
   int16_t peer_offset = 0;
   uint8_t tag = 0;                              // SEND/RECV: matching channel (see above)
   uint16_t group = 0;                           // COLLECTIVE: index into Workload::groups
@@ -167,8 +191,9 @@ struct Task {
   uint32_t micro_batch = 0;
   uint32_t name = 0;                            // index into Workload::names, e.g. "attention"
   double flops = 0;                             // COMPUTE: floating-point operations
-  double seconds = 0;                           // COMPUTE: a measured duration (trace replay); when > 0
-                                                // it replaces the compute model's max(FLOPs, bytes) time
+  double seconds = 0;                           // COMPUTE, COPY: a measured duration (trace replay); when
+                                                // > 0 it replaces the compute model's max(FLOPs, bytes)
+                                                // time, or the copy's bytes over its route
   double bytes = 0;                             // COMPUTE: HBM traffic; COLLECTIVE: buffer size per rank
                                                 // (nccl-tests' "size"); SEND/RECV/COPY: payload;
                                                 // MEMORY: allocation (> 0) or free (< 0)
@@ -188,6 +213,7 @@ struct Program {
   std::vector<Task> tasks;
   std::vector<uint32_t> deps;  // flattened dependency lists of the tasks
   Bytes static_memory;         // resident for the whole iteration (weights, gradients, optimizer states, buffers)
+  Bytes static_host_memory;    // host memory one rank holds for the whole iteration (offloaded model states)
 
   // Appends a task with the given dependencies (indices of earlier tasks); returns its index.
   uint32_t add(Task task, std::initializer_list<uint32_t> depends_on = {});

@@ -44,7 +44,10 @@ struct SimulationOptions {
 // One network flow of the SimGrid backend (a send/recv, or one transfer or edge of a collective's
 // schedule), recorded when a timeline rank sends or receives it.
 struct FlowEvent {
-  int src = 0;          // GPU index, or -1 for the in-network switch (SHARP, NVLS)
+  static constexpr int SWITCH = -1;       // the in-network switch (SHARP, NVLS)
+  static constexpr int HOST_MEMORY = -2;  // the host memory of the node of the flow's GPU (offload copies)
+  static constexpr int NVME = -3;         // the NVMe drives of that node
+  int src = 0;          // GPU index, or SWITCH, HOST_MEMORY, NVME
   int dst = 0;
   double start_s = 0;   // when its dependencies allowed it to start
   double end_s = 0;     // when its last byte arrived
@@ -72,7 +75,8 @@ struct TimelineEvent {
 //   exposed_comm      compute stream idle while some communication stream is busy, per axis
 //                     (several at once: attributed to the first of tensor, context, expert, pipeline, data)
 //   pipeline_bubble   compute stream idle with no communication in flight (waiting for other stages)
-//   other             compute stream idle while only the host<->device copy engine is busy (offload)
+//   other             compute stream idle while only offloading is busy: the copy engines (other_copy)
+//                     or the host's CPUs (other_host, a CPU optimizer step), copies first
 // A communication task is busy from the moment it actually starts (every member ready) to its end;
 // time spent waiting for a peer to arrive is not communication but bubble. Collectives count for
 // their group's axis, sends and receives for their peer axis (the axis of their stream in generated
@@ -82,7 +86,9 @@ struct Breakdown {
   std::array<core::Seconds, core::PHASE_COUNT> compute_by_phase{};  // by core::Phase
   std::array<core::Seconds, core::AXIS_COUNT> exposed_comm{};       // by core::Axis
   core::Seconds pipeline_bubble;
-  core::Seconds other;
+  core::Seconds other;       // other_copy + other_host
+  core::Seconds other_copy;
+  core::Seconds other_host;
   core::Seconds exposed_comm_total() const;
 };
 
@@ -94,6 +100,10 @@ struct SimulationResult {
                                                                // (pipeline: union of both directions)
   std::vector<core::Bytes> peak_memory_by_program;             // static + peak dynamic, per program
   std::vector<core::Bytes> peak_dynamic_by_program;            // peak of MEMORY allocations alone
+  std::vector<core::Bytes> peak_host_dynamic_by_program;       // peak of host-memory MEMORY tasks (offloaded
+                                                               // activations), per simulated rank of the program
+  core::Seconds copy_time;  // critical rank: busy time of its copy streams (union)
+  core::Seconds host_time;  // critical rank: busy time of its HOST stream
   uint64_t events = 0;                                         // tasks executed (over simulated ranks)
   int simulated_ranks = 0;
   uint64_t network_flows = 0;                                  // SimGrid backend: flows simulated (images included)

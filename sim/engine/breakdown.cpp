@@ -5,16 +5,18 @@
 namespace trainsim::engine {
 namespace {
 
-// Lanes of the sweep: compute, one per axis, copy.
+// Lanes of the sweep: compute, one per axis, copy, host.
 constexpr int COMPUTE_LANE = 0;
 constexpr int COPY_LANE = 1 + core::AXIS_COUNT;
-constexpr int LANE_COUNT = COPY_LANE + 1;
+constexpr int HOST_LANE = COPY_LANE + 1;
+constexpr int LANE_COUNT = HOST_LANE + 1;
 
 int lane_of(const ActivityInterval& i) {
   switch (i.activity) {
     case Activity::COMPUTE: return COMPUTE_LANE;
     case Activity::COMMUNICATION: return 1 + static_cast<int>(i.axis);
     case Activity::COPY: return COPY_LANE;
+    case Activity::HOST: return HOST_LANE;
   }
   return COMPUTE_LANE;
 }
@@ -56,6 +58,8 @@ RankBreakdown break_down(const std::vector<ActivityInterval>& intervals, core::S
     for (int a = 0; a < core::AXIS_COUNT; ++a) {
       if (busy[static_cast<size_t>(1 + a)] > 0) out.comm_time[static_cast<size_t>(a)] += len;
     }
+    if (busy[COPY_LANE] > 0) out.copy_time += len;
+    if (busy[HOST_LANE] > 0) out.host_time += len;
     if (busy[COMPUTE_LANE] > 0) {
       b.compute += len;
       return;
@@ -68,6 +72,10 @@ RankBreakdown break_down(const std::vector<ActivityInterval>& intervals, core::S
     }
     if (busy[COPY_LANE] > 0) {
       b.other += len;
+      b.other_copy += len;
+    } else if (busy[HOST_LANE] > 0) {
+      b.other += len;
+      b.other_host += len;
     } else {
       b.pipeline_bubble += len;
     }

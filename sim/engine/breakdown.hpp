@@ -1,7 +1,7 @@
 #pragma once
 // The interval sweep behind Breakdown: given what one rank was doing when, split [0, end) into
-// compute, exposed communication per axis, copy-only time ("other") and bubble, exactly (the parts
-// telescope, so they add up to `end` up to rounding).
+// compute, exposed communication per axis, offload-only time ("other": copies or CPU work) and
+// bubble, exactly (the parts telescope, so they add up to `end` up to rounding).
 
 #include <cstdint>
 #include <vector>
@@ -12,9 +12,10 @@
 
 namespace trainsim::engine {
 
-enum class Activity : uint8_t { COMPUTE, COMMUNICATION, COPY };
+enum class Activity : uint8_t { COMPUTE, COMMUNICATION, COPY, HOST };
 
-// One busy interval of a rank: a compute task (phase), a communication task (axis) or a copy.
+// One busy interval of a rank: a compute task (phase), a communication task (axis), a copy or CPU
+// work on the host (HOST-stream compute).
 struct ActivityInterval {
   double start_s = 0;
   double end_s = 0;
@@ -26,6 +27,8 @@ struct ActivityInterval {
 struct RankBreakdown {
   Breakdown breakdown;
   std::array<core::Seconds, core::AXIS_COUNT> comm_time{};  // union of the axis's busy intervals
+  core::Seconds copy_time;  // union of the copy intervals
+  core::Seconds host_time;  // union of the host intervals
 };
 
 // Intervals may overlap and come in any order; empty ones are ignored. Time before the first and

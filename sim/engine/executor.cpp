@@ -68,7 +68,7 @@ std::vector<ProgramPlan> plan_programs(const core::Workload& w, const network::C
                                        const core::DeviceProfile& device) {
   std::vector<ProgramPlan> plans;
   plans.reserve(w.programs.size());
-  for (const core::Program& p : w.programs) plans.push_back(plan_program(p, w, cluster.gpu_spec, device));
+  for (const core::Program& p : w.programs) plans.push_back(plan_program(p, w, cluster, device));
   return plans;
 }
 
@@ -174,8 +174,14 @@ class Executor::Impl {
             case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
             case TaskKind::SEND:
             case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
-            case TaskKind::COMPUTE:
             case TaskKind::COPY:
+              if (launcher_ != nullptr && t.seconds <= 0) {
+                launch_copy(slot, ti, t, ready);
+                break;
+              }
+              finish(slot, ti, ready, ready + plan.duration[ti]);
+              break;
+            case TaskKind::COMPUTE:
             case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
           }
         }
@@ -258,6 +264,18 @@ class Executor::Impl {
     const double end = call.ready + communication_time(m, t);
     for (const Waiter& waiter : call.waiters) finish(waiter.slot, waiter.task, call.ready, end);
     release(call_index);
+  }
+
+  // A copy as a call of one member, handed to the launcher.
+  void launch_copy(uint32_t slot, uint32_t task, const Task& t, double ready) {
+    const uint32_t call_index = open_call();
+    Call& call = calls_[call_index];
+    call.first = &t;
+    call.arrivals = 1;
+    call.ready = ready;
+    call.waiters.push_back({slot, task});
+    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    launcher_->launch_copy(call_index, info(slot).rank, t, ready);
   }
 
   void release(uint32_t call_index) {
@@ -367,7 +385,10 @@ class Executor::Impl {
       i.start_s = task_start(slot, ti);
       switch (t.kind) {
         case TaskKind::MEMORY: continue;
-        case TaskKind::COMPUTE: i.activity = Activity::COMPUTE; i.phase = t.phase; break;
+        case TaskKind::COMPUTE:
+          i.activity = t.stream == core::Stream::HOST ? Activity::HOST : Activity::COMPUTE;
+          i.phase = t.phase;
+          break;
         case TaskKind::COPY: i.activity = Activity::COPY; break;
         case TaskKind::COLLECTIVE: i.activity = Activity::COMMUNICATION; i.axis = w_.groups[t.group].axis; break;
         case TaskKind::SEND:
@@ -378,6 +399,8 @@ class Executor::Impl {
     const RankBreakdown b = break_down(intervals, result.iteration_time);
     result.breakdown = b.breakdown;
     result.comm_time = b.comm_time;
+    result.copy_time = b.copy_time;
+    result.host_time = b.host_time;
   }
 
   void fill_memory(SimulationResult& result) const {
@@ -387,25 +410,31 @@ class Executor::Impl {
       double bytes;
     };
     std::vector<double> peak(w_.programs.size(), 0.0);
+    std::vector<double> host_peak(w_.programs.size(), 0.0);
     std::vector<Change> changes;
-    for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
-      const core::Program& prog = program_of(slot);
-      changes.clear();
-      for (uint32_t ti : plan_of(slot).memory_tasks) {
-        changes.push_back({end_[info(slot).end_base + ti], ti, prog.tasks[ti].bytes});
-      }
-      std::sort(changes.begin(), changes.end(),
-                [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.task < b.task; });
-      double running = 0;
-      double& best = peak[info(slot).program];
-      for (const Change& c : changes) {
-        running += c.bytes;
-        best = std::max(best, running);
+    for (const core::MemorySpace space : {core::MemorySpace::DEVICE, core::MemorySpace::HOST}) {
+      std::vector<double>& peaks = space == core::MemorySpace::DEVICE ? peak : host_peak;
+      for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
+        const core::Program& prog = program_of(slot);
+        changes.clear();
+        for (uint32_t ti : plan_of(slot).memory_tasks) {
+          if (prog.tasks[ti].memory_space != space) continue;
+          changes.push_back({end_[info(slot).end_base + ti], ti, prog.tasks[ti].bytes});
+        }
+        std::sort(changes.begin(), changes.end(),
+                  [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.task < b.task; });
+        double running = 0;
+        double& best = peaks[info(slot).program];
+        for (const Change& c : changes) {
+          running += c.bytes;
+          best = std::max(best, running);
+        }
       }
     }
     for (size_t p = 0; p < w_.programs.size(); ++p) {
       result.peak_dynamic_by_program.push_back(core::Bytes(peak[p]));
       result.peak_memory_by_program.push_back(w_.programs[p].static_memory + core::Bytes(peak[p]));
+      result.peak_host_dynamic_by_program.push_back(core::Bytes(host_peak[p]));
     }
   }
 

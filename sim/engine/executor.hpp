@@ -9,7 +9,9 @@
 // collective or a send/recv is resumed when the last member arrives, which also completes the call
 // for every member:
 //   compute   ends at ready + compute_time (sim/engine/compute_model.hpp)
-//   copy      ends at ready + bytes / the GPU's PCIe bandwidth (per direction)
+//   copy      ends at ready + its uncontended time (host_model.hpp: bytes over the bottleneck of its
+//             route between GPU, host memory and NVMe), or its measured duration (Task::seconds)
+//   host compute (stream HOST) ends at ready + host_model.hpp's host_compute_time
 //   memory    ends at ready (zero duration)
 //   collective  the k-th call of a rank on a communicator matches the k-th call of every other member
 //             (program order); it starts when the last member is ready and ends for all at
@@ -29,8 +31,9 @@
 // rank is matched against the representative's own mirrored receive/send. The result equals the
 // one without symmetry.
 //
-// Memory. MEMORY tasks change the rank's running allocation at their end time; events at one instant
-// apply in program order. Peaks are taken over every simulated rank of a program.
+// Memory. MEMORY tasks change the rank's running allocation (device, or host for memory_space HOST)
+// at their end time; events at one instant apply in program order. Peaks are taken over every
+// simulated rank of a program.
 //
 // Asynchronous communication. With a CommunicationLauncher instead of a model (the SimGrid
 // backend), a call whose members have all arrived is handed to the launcher with its start time, and
@@ -38,7 +41,9 @@
 // runs what that unblocked. Every start handed out is >= every end reported before it (the call's
 // start is the last member's ready time, which follows what unblocked it), so a launcher can
 // schedule calls in start order on a simulated clock. Communication tasks are busy from their
-// call's start to its end.
+// call's start to its end. Copies go to the launcher too (launch_copy), as calls of one member, so
+// that the copies of a node's GPUs can share its host links; a copy with a measured duration (trace
+// replay: the contention it met is in the measurement) takes that duration in both backends.
 //
 // Errors. A workload in which no task can run while some remain (a deadlock: mismatched collectives
 // or sends, a cycle through streams) throws core::InternalError naming the stuck tasks of the lowest
@@ -64,6 +69,9 @@ class CommunicationLauncher {
   // arrived. `task` is one member's task (the members agree on kind, op and size). The launcher
   // must later call Executor::complete(call, end) with end >= start, outside this function.
   virtual void launch(uint32_t call, uint32_t meeting, const core::Task& task, double start) = 0;
+  // COPY task `task` of rank `rank` starts at `start` (its stream and dependencies allow it); the
+  // launcher calls Executor::complete(call, end) as for launch().
+  virtual void launch_copy(uint32_t call, int rank, const core::Task& task, double start) = 0;
 };
 
 // The execution semantics above as a state machine that an event loop can drive.

@@ -5,11 +5,13 @@
 
 #include "sim/core/error.hpp"
 #include "sim/engine/compute_model.hpp"
+#include "sim/engine/host_model.hpp"
 
 namespace trainsim::engine {
 
-ProgramPlan plan_program(const core::Program& program, const core::Workload& workload, const core::GpuSpec& gpu,
-                         const core::DeviceProfile& device) {
+ProgramPlan plan_program(const core::Program& program, const core::Workload& workload,
+                         const network::ClusterConfig& cluster, const core::DeviceProfile& device) {
+  const core::GpuSpec& gpu = cluster.gpu_spec;
   using core::TaskKind;
   const size_t n = program.tasks.size();
   TRAINSIM_CHECK(n < UINT32_MAX, fmt::format("{}: too many tasks", program.name));
@@ -34,10 +36,14 @@ ProgramPlan plan_program(const core::Program& program, const core::Workload& wor
     plan.order[plan.stream_begin[s] + filled[s]++] = i;
     switch (t.kind) {
       case TaskKind::COMPUTE:
-        plan.duration[i] = t.seconds > 0 ? t.seconds : compute_time(t, workload.precision, gpu, device).value();
+        if (t.stream == core::Stream::HOST) {
+          plan.duration[i] = host_compute_time(t, cluster).value();
+        } else {
+          plan.duration[i] = t.seconds > 0 ? t.seconds : compute_time(t, workload.precision, gpu, device).value();
+        }
         break;
       case TaskKind::COPY:
-        plan.duration[i] = (core::Bytes(t.bytes) / gpu.pcie_bandwidth).value();
+        plan.duration[i] = t.seconds > 0 ? t.seconds : copy_time(core::Bytes(t.bytes), t.copy, cluster).value();
         break;
       case TaskKind::MEMORY:
         plan.memory_tasks.push_back(i);

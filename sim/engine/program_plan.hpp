@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "network/cluster.hpp"
 #include "sim/core/device.hpp"
 #include "sim/core/workload.hpp"
 
@@ -38,8 +39,10 @@ struct ProgramPlan {
   std::vector<double> duration;      // per task, seconds: compute, copy and memory; 0 for communication
 };
 
-// REQUIRES: gpu supports workload.precision when the program has compute tasks.
-ProgramPlan plan_program(const core::Program& program, const core::Workload& workload, const core::GpuSpec& gpu,
-                         const core::DeviceProfile& device);
+// Durations: GPU compute from the compute model, HOST-stream compute and copies from the host model
+// (host_model.hpp; a copy's uncontended time: the SimGrid backend runs copies as flows instead).
+// REQUIRES: the cluster's GPU supports workload.precision when the program has compute tasks.
+ProgramPlan plan_program(const core::Program& program, const core::Workload& workload,
+                         const network::ClusterConfig& cluster, const core::DeviceProfile& device);
 
 }  // namespace trainsim::engine

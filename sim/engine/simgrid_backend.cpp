@@ -28,6 +28,7 @@ struct Launch {
   uint32_t call = 0;
   uint32_t meeting = 0;
   const Task* task = nullptr;
+  int copy_rank = -1;  // a COPY task of this rank (meeting unused), or -1
 };
 
 struct LaterFirst {
@@ -77,7 +78,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   void launch(uint32_t call, uint32_t meeting, const Task& task, double start) override {
-    launches_.push({start, next_order_++, call, meeting, &task});
+    launches_.push({start, next_order_++, call, meeting, &task, -1});
+  }
+
+  void launch_copy(uint32_t call, int rank, const Task& task, double start) override {
+    launches_.push({start, next_order_++, call, 0, &task, rank});
   }
 
   double advance(double now) override {
@@ -104,10 +109,12 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
  private:
   // Starts a call's flows, or completes it at once when it has none; true in the latter case.
   bool start(const Launch& l, double now) {
-    const Meeting& m = executor_.table().meetings()[l.meeting];
     const Task& t = *l.task;
     const ScheduleFlows* flows = nullptr;
-    if (t.kind == TaskKind::COLLECTIVE) {
+    if (l.copy_rank >= 0) {
+      flows = &copy_flows(l.copy_rank, t);
+    } else if (t.kind == TaskKind::COLLECTIVE) {
+      const Meeting& m = executor_.table().meetings()[l.meeting];
       const std::vector<int>& members = members_of(l.meeting, t);
       if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC) {
         const core::Seconds cost =
@@ -121,6 +128,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       }
       flows = &collective_flows(l.meeting, t, members);
     } else {
+      const Meeting& m = executor_.table().meetings()[l.meeting];
       flows = &p2p_flows(m.first_rank, m.second_rank, t.bytes);
     }
     loads_.add(*flows);
@@ -135,7 +143,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // the last of its dependencies completed (the batch's start when it has none).
   void record_flows(const InFlight& f, const std::vector<core::Seconds>& done) {
     const FlowBatch& batch = f.flows->batch;
-    auto gpu = [&](int32_t host) { return host == platform_.switch_host() ? -1 : host; };
+    auto gpu = [&](int32_t host) {
+      if (host < platform_.gpu_count()) return static_cast<int>(host);
+      if (host == platform_.switch_host()) return FlowEvent::SWITCH;
+      return host < platform_.nvme_host(0) ? FlowEvent::HOST_MEMORY : FlowEvent::NVME;
+    };
     auto traced = [&](int host) { return host >= 0 && traced_[static_cast<size_t>(host)] != 0; };
     for (size_t i = 0; i < batch.flows.size(); ++i) {
       const FlowSpec& flow = batch.flows[i];
@@ -238,6 +250,42 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
 
+  // One flow between the rank's GPU and its node's host memory or NVMe drives (a COPY task), and one
+  // per mirror image of the rank in its node: the copies of the node's other GPUs that symmetry does
+  // not simulate run at the same instants and share the node's host links (images in other nodes
+  // use other nodes' links and are left out).
+  const ScheduleFlows& copy_flows(int rank, const Task& t) {
+    const auto key = std::make_tuple(rank, static_cast<int>(t.copy), t.bytes);
+    auto it = copies_.find(key);
+    if (it != copies_.end()) return it->second;
+    std::vector<double> link_bytes(topology_.links().size(), 0.0);
+    ScheduleFlows flows;
+    std::vector<uint32_t> route;
+    for (const std::vector<int>& image : mirrored_calls({rank}, {})) {
+      const int gpu = image.front();
+      const int node = topology_.node_of(gpu);
+      const int memory = platform_.memory_host(node);
+      const int nvme = platform_.nvme_host(node);
+      int src = gpu, dst = memory;
+      switch (t.copy) {
+        case core::CopyDirection::DEVICE_TO_HOST: break;
+        case core::CopyDirection::HOST_TO_DEVICE: src = memory; dst = gpu; break;
+        case core::CopyDirection::DEVICE_TO_NVME: dst = nvme; break;
+        case core::CopyDirection::NVME_TO_DEVICE: src = nvme; dst = gpu; break;
+        case core::CopyDirection::HOST_TO_NVME: src = memory; dst = nvme; break;
+        case core::CopyDirection::NVME_TO_HOST: src = nvme; dst = memory; break;
+      }
+      route.clear();
+      topology_.copy_route(gpu, t.copy, route);
+      if (!platform_.has_route(src, dst)) platform_.set_route(src, dst, route, core::Seconds(0));
+      for (uint32_t link : route) link_bytes[link] += t.bytes;
+      flows.batch.flows.push_back({src, dst, t.bytes, 0, 0});
+      flows.tail_s.push_back(0.0);
+    }
+    flows.link_bytes = nonzero_links(link_bytes);
+    return copies_.emplace(key, std::move(flows)).first->second;
+  }
+
   // One flow from the sender's GPU to the receiver's, and one per mirror image of the pair.
   const ScheduleFlows& p2p_flows(int sender, int receiver, double bytes) {
     const auto key = std::make_tuple(sender, receiver, bytes);
@@ -269,6 +317,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::vector<InFlight> in_flight_;  // by platform batch id
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
+  std::map<std::tuple<int, int, double>, ScheduleFlows> copies_;  // by (rank, direction, bytes)
   LinkLoads loads_;  // bytes per topology link over the run
   std::vector<char> traced_;  // by rank: on the timeline (empty: no timeline)
   std::vector<FlowEvent> flows_;

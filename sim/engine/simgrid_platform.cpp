@@ -62,8 +62,10 @@ class RouteTableZone final : public sgr::NetZoneImpl {
   std::unordered_map<uint64_t, Route> routes_;
 };
 
-double efficiency_of(const network::Link& link, const core::NetworkProfile& profile, bool pcie_fabric) {
+double efficiency_of(const network::Link& link, const core::NetworkProfile& profile, bool pcie_fabric,
+                     double host_efficiency) {
   switch (link.link_class) {
+    case network::LinkClass::HOST: return host_efficiency;
     case network::LinkClass::NVLINK: return profile.intra_node.bandwidth_efficiency;
     case network::LinkClass::PCIE:
       return pcie_fabric ? profile.intra_node.bandwidth_efficiency : profile.inter_node.bandwidth_efficiency;
@@ -162,6 +164,8 @@ struct SimgridPlatform::Impl {
   Simulation* simulation = nullptr;      // while simulate() runs
   uint64_t flows_run = 0;
   int gpus = 0;
+  int nodes = 0;
+  int hosts_total() const { return gpus + 1 + 2 * nodes; }  // GPUs, the switch, host memories, NVMe
 
   void configure(const network::Topology& topology, const core::NetworkProfile& profile, bool build);
   void drive(Simulation& sim);
@@ -197,15 +201,20 @@ void SimgridPlatform::Impl::configure(const network::Topology& topology, const c
   latency.resize(topo_links.size());
   for (size_t i = 0; i < topo_links.size(); ++i) {
     const network::Link& l = topo_links[i];
-    capacity[i] = l.bandwidth.value() * efficiency_of(l, profile, pcie_fabric);
+    capacity[i] = l.bandwidth.value() *
+                  efficiency_of(l, profile, pcie_fabric, topology.cluster().host.link_efficiency);
     latency[i] = l.latency.value();
   }
   if (build) {
     gpus = topology.gpu_count();
+    nodes = gpus / topology.gpus_per_node();
     zone = new RouteTableZone("trainsim");  // the root zone; SimGrid's engine owns it
-    zone->set_host_count(static_cast<uint64_t>(gpus) + 1);
-    for (int h = 0; h <= gpus; ++h) {
-      const std::string name = h < gpus ? fmt::format("gpu{}", h) : std::string("in_network");
+    zone->set_host_count(static_cast<uint64_t>(hosts_total()));
+    for (int h = 0; h < hosts_total(); ++h) {
+      const std::string name = h < gpus    ? fmt::format("gpu{}", h)
+                               : h == gpus ? std::string("in_network")
+                               : h <= gpus + nodes ? fmt::format("node{}.memory", h - gpus - 1)
+                                                   : fmt::format("node{}.nvme", h - gpus - 1 - nodes);
       sg4::Host* host = zone->get_iface()->create_host(name, 1.0);
       TRAINSIM_CHECK(host->get_netpoint()->id() == static_cast<unsigned long>(h), "hosts are the zone's vertices in order");
       hosts.push_back(host);
@@ -257,6 +266,8 @@ SimgridPlatform::~SimgridPlatform() = default;
 
 int SimgridPlatform::gpu_count() const { return impl_->gpus; }
 
+int SimgridPlatform::node_count() const { return impl_->nodes; }
+
 core::BytesPerSecond SimgridPlatform::capacity(uint32_t link) const {
   return core::BytesPerSecond(impl_->capacity.at(link));
 }
@@ -264,7 +275,7 @@ core::BytesPerSecond SimgridPlatform::capacity(uint32_t link) const {
 uint64_t SimgridPlatform::flows_simulated() const { return impl_->flows_run; }
 
 void SimgridPlatform::set_route(int from, int to, const std::vector<uint32_t>& links, Seconds extra_latency) {
-  const int hosts = impl_->gpus + 1;
+  const int hosts = impl_->hosts_total();
   TRAINSIM_CHECK(from != to && from >= 0 && to >= 0 && from < hosts && to < hosts,
                  fmt::format("route {} -> {} on a platform of {} hosts", from, to, hosts));
   RouteTableZone::Route route;
@@ -477,7 +488,7 @@ void SimgridPlatform::simulate(FlowDriver& driver) {
   TRAINSIM_CHECK(impl_->simulation == nullptr, "simulate() called from inside a simulation");
   Simulation sim;
   sim.driver = &driver;
-  const size_t hosts = static_cast<size_t>(impl_->gpus) + 1;
+  const size_t hosts = static_cast<size_t>(impl_->hosts_total());
   sim.hosts.resize(hosts);
   sim.block = std::max(1, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(hosts)))));
   sim.dispatchers.resize((hosts + static_cast<size_t>(sim.block) - 1) / static_cast<size_t>(sim.block));

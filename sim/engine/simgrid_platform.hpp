@@ -3,12 +3,14 @@
 // Internal to sim/engine; no SimGrid type crosses this header.
 //
 // Platform. One host per GPU plus one for the in-network endpoint (the switch that reduces SHARP /
-// SwitchML traffic, or NVLS multicast objects), and one SimGrid link per directed topology link:
-// its bandwidth times the profile efficiency of its class, and its latency. Efficiency per class:
+// SwitchML traffic, or NVLS multicast objects), then per node one for its host memory and one for
+// its NVMe drives (offload copies), and one SimGrid link per directed topology link: its bandwidth
+// times the profile efficiency of its class, and its latency. Efficiency per class:
 //   NVLINK          intra-node profile
 //   NIC, FABRIC     inter-node profile
 //   PCIE            intra-node profile on PCIe-only nodes (PCIe is the node's fabric there), else
 //                   inter-node (it then carries GPU <-> NIC traffic)
+//   HOST            the cluster's host.link_efficiency (pinned host <-> device copies)
 // Routing is one flat zone whose routes are explicit link lists, like SimGrid's full zone, but
 // holding only the routes that a batch uses: a full zone allocates an all-pairs table (2 GiB of
 // pointers at 16,384 GPUs). One level of zones, so 3.32's routing bug with three or more nested
@@ -95,6 +97,10 @@ class SimgridPlatform {
   int gpu_count() const;
   // The host of the in-network endpoint (network::IN_NETWORK in schedules).
   int switch_host() const { return gpu_count(); }
+  // The hosts of a node's host memory and of its NVMe drives (offload copies).
+  int memory_host(int node) const { return gpu_count() + 1 + node; }
+  int nvme_host(int node) const { return gpu_count() + 1 + node_count() + node; }
+  int node_count() const;
   // Simulated capacity of a topology link: its bandwidth times its class's efficiency.
   core::BytesPerSecond capacity(uint32_t link) const;
 

@@ -151,8 +151,7 @@ class TraceWriter {
         fmt::format_to(it, R"(,"peer":{})", w_.layout.peer(e.rank, t.peer_axis, t.peer_offset));
         break;
       case TaskKind::COPY:
-        fmt::format_to(it, R"(,"direction":"{}")",
-                       t.copy == core::CopyDirection::HOST_TO_DEVICE ? "host_to_device" : "device_to_host");
+        fmt::format_to(it, R"(,"direction":"{}")", core::to_string(t.copy));
         break;
       case TaskKind::MEMORY: break;
     }
@@ -175,7 +174,11 @@ class TraceWriter {
     if (buf_.size() >= FLUSH_BYTES) flush();
   }
 
-  static std::string endpoint(int gpu) { return gpu < 0 ? "switch" : fmt::format("gpu {}", gpu); }
+  static std::string endpoint(int gpu) {
+    if (gpu == FlowEvent::HOST_MEMORY) return "host memory";
+    if (gpu == FlowEvent::NVME) return "nvme";
+    return gpu < 0 ? "switch" : fmt::format("gpu {}", gpu);
+  }
 
   void flush() {
     out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));

@@ -89,8 +89,8 @@ contains validate-misfit "$tmp/err" "misfit.json: /parallelism"
 contains validate-misfit "$tmp/out" "1 case(s) could not be read or run"
 contains validate-misfit "$tmp/out" "misfit.json: /parallelism"   # the row carries the problem too
 
-# replay of the two-rank Kineto fixtures, on both backends: every rank simulated, no shared link,
-# so they agree.
+# replay of the two-rank Kineto fixtures, on both backends: every rank simulated, no shared link
+# (the traced copies keep their measured durations), so they agree.
 expect import-kineto 0 "$bin" trace import-kineto "$src/tests/data/traces/kineto_rank0.json" \
   "$src/tests/data/traces/kineto_rank1.json" --out "$tmp/kineto"
 expect replay-simgrid 0 "$bin" replay "$tmp/kineto" --format json

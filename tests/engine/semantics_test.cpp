@@ -6,6 +6,7 @@
 #include "network/collective_cost.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/backend.hpp"
+#include "sim/engine/host_model.hpp"
 #include "sim/engine/executor.hpp"
 #include "tests/engine/fixtures.hpp"
 
@@ -25,11 +26,12 @@ SimulationResult run(const core::Workload& w, const network::ClusterConfig& c, s
   return make_analytic_backend()->run(w, c, unit_profile(), options);
 }
 
+// A host-to-device copy taking `seconds` on make_cluster()'s host links (host_model.hpp).
 core::Task copy(double seconds) {
   core::Task t;
   t.kind = TaskKind::COPY;
   t.stream = Stream::COPY;
-  t.bytes = seconds * gpu().pcie_bandwidth.value();
+  t.bytes = seconds * copy_bandwidth(core::CopyDirection::HOST_TO_DEVICE, make_cluster(1, 1)).value();
   return t;
 }
 

@@ -73,10 +73,12 @@ TEST(SimgridBackend, ComputeOnlyEqualsAnalytic) {
   const core::Workload w = testing::make_workload({1, 1, 1, 2, 1}, {prog}, {0, 0});
   SimulationOptions options;
   options.timeline_ranks = {1};
-  const SimulationResult exact =
-      make_analytic_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), options);
-  const SimulationResult sim =
-      make_simgrid_backend()->run(w, testing::make_cluster(1, 2), testing::unit_profile(), options);
+  // The two GPUs' copies must not share the node's host link (the default has two GPUs behind one
+  // PCIe uplink): give the node room for both.
+  network::ClusterConfig cluster = testing::make_cluster(1, 2);
+  cluster.host.link_bandwidth = cluster.gpu_spec.pcie_bandwidth * 2;
+  const SimulationResult exact = make_analytic_backend()->run(w, cluster, testing::unit_profile(), options);
+  const SimulationResult sim = make_simgrid_backend()->run(w, cluster, testing::unit_profile(), options);
   expect_same_result(sim, exact, 1e-12);
   EXPECT_EQ(sim.simulated_ranks, 2);
   ASSERT_EQ(sim.timeline.size(), exact.timeline.size());
