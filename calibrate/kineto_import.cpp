@@ -218,7 +218,8 @@ void read_header(const Json& doc, const std::string& origin, trace::Header& h) {
   }
 }
 
-void add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
+// Returns the kernel's interval.
+std::pair<uint64_t, uint64_t> add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
   const auto [start, end] = e.interval();
   const Json& args = e.args();
   trace::Record rec;
@@ -238,7 +239,7 @@ void add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
   out.push_back(std::move(rec));
 
   const std::string collective = e.arg_string("Collective name");
-  if (collective.empty()) return;
+  if (collective.empty()) return {start, end};
   const auto [type, size] = data_type(e.arg_string("dtype"));
   const uint64_t in = u64(e.arg_integer("In msg nelems", 0));
   const uint64_t out_elems = u64(e.arg_integer("Out msg nelems", 0));
@@ -277,6 +278,7 @@ void add_kernel(const EventReader& e, std::vector<trace::Record>& out) {
     for (int32_t r : group_ranks(args)) c->add_group_ranks(r);
   }
   out.push_back(std::move(comm));
+  return {start, end};
 }
 
 
@@ -500,8 +502,7 @@ KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
     const std::string category = cat->get<std::string>();
     const EventReader e(ev, origin, pointer, base_ns);
     if (category == "kernel") {
-      add_kernel(e, t.records);
-      const auto [start, end] = e.interval();
+      const auto [start, end] = add_kernel(e, t.records);
       kernels.push_back({u32(e.arg_integer("correlation", 0)), e.arg_integer("External id", 0), e.name(), start, end});
     } else if (category == "cpu_op" || category == "Operator") {
       const auto [start, end] = e.interval();

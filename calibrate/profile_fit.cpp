@@ -27,14 +27,15 @@ struct Sample {
   double t = 0;  // seconds
 };
 
-bool precision_of(const trace::Gemm& g, Precision& out) {
-  switch (g.a_type()) {
+// The precision of operands of `type`; FP32 counts as TF32 when the compute type says so.
+bool precision_of(trace::DataType type, const std::string& compute_type, Precision& out) {
+  switch (type) {
     case trace::DATA_TYPE_BFLOAT16: out = Precision::BF16; return true;
     case trace::DATA_TYPE_FLOAT16: out = Precision::FP16; return true;
     case trace::DATA_TYPE_FLOAT8_E4M3:
     case trace::DATA_TYPE_FLOAT8_E5M2: out = Precision::FP8; return true;
     case trace::DATA_TYPE_FLOAT32:
-      out = g.compute_type().find("TF32") != std::string::npos ? Precision::TF32 : Precision::FP32;
+      out = compute_type.find("TF32") != std::string::npos ? Precision::TF32 : Precision::FP32;
       return true;
     default: return false;
   }
@@ -85,7 +86,7 @@ std::map<Precision, std::vector<GemmSample>> gemm_samples(const TraceSet& traces
       if (!r.has_gemm()) continue;
       const trace::Gemm& g = r.gemm();
       Precision p;
-      if (!precision_of(g, p)) continue;
+      if (!precision_of(g.a_type(), g.compute_type(), p)) continue;
       const double t = times.seconds(g.correlation_id());
       const double batch = g.batch_count() == 0 ? 1.0 : static_cast<double>(g.batch_count());
       const double m = static_cast<double>(g.m()), n = static_cast<double>(g.n());
@@ -94,12 +95,6 @@ std::map<Precision, std::vector<GemmSample>> gemm_samples(const TraceSet& traces
     }
   }
   return out;
-}
-
-bool precision_of(trace::DataType type, Precision& out) {
-  trace::Gemm g;
-  g.set_a_type(type);
-  return precision_of(g, out);
 }
 
 // A sample whose HBM traffic alone, at the base profile's efficiency, takes this share of its time
@@ -125,7 +120,7 @@ std::map<Precision, std::vector<Sample>> operation_samples(const TraceSet& trace
       if (!r.has_operation() || r.operation().kind() != kind) continue;
       const trace::Operation& op = r.operation();
       Precision p = Precision::BF16;
-      if (!precision_of(op.data_type(), p) && kind == trace::OPERATION_KIND_ATTENTION) continue;
+      if (!precision_of(op.data_type(), "", p) && kind == trace::OPERATION_KIND_ATTENTION) continue;
       const double t = times.seconds(op.external_id());
       const double x = kind == trace::OPERATION_KIND_ATTENTION ? op.executed_flops() : op.bytes();
       if (t <= 0 || x <= 0) continue;
@@ -395,13 +390,13 @@ void fit_attention(const TraceSet& traces, const FitOptions& o, ProfileFit& out)
   }
 }
 
-// Memory-bound: t = bytes / (HBM·eff) + c0. Returns whether the efficiency was fitted.
-bool fit_bandwidth(const std::string& name, const std::vector<Sample>& samples, const FitOptions& o,
-                   std::initializer_list<OpClass> classes, const std::string& what, ProfileFit& out) {
+// Memory-bound: t = bytes / (HBM·eff) + c0; the fitted efficiency goes to `classes` (none: the
+// category is reported only).
+FitCategory fit_bandwidth(const std::string& name, const std::vector<Sample>& samples, const FitOptions& o,
+                          const std::vector<OpClass>& classes, const std::string& what, core::Profile& profile) {
   FitCategory cat;
   cat.name = name;
   const LinearFit fit = fit_affine(samples, o.min_samples, cat);
-  bool set = false;
   if (fit.solved && fit.coefficients[1] <= 0) {
     cat.note = "time does not grow with bytes: defaults kept";
   } else if (fit.solved) {
@@ -410,58 +405,39 @@ bool fit_bandwidth(const std::string& name, const std::vector<Sample>& samples, 
     const double eff = clamp_efficiency(1.0 / (hbm * fit.coefficients[1]), note);
     std::vector<std::string> names;
     for (OpClass c : classes) {
-      out.profile.device.op(c).memory_efficiency = eff;
+      profile.device.op(c).memory_efficiency = eff;
       names.emplace_back(core::to_string(c));
     }
     cat.parameters = {{"memory_efficiency", eff}, {"fixed_s", fit.coefficients[0]}, {"hbm_bytes_per_s", hbm}};
-    cat.in_profile = true;
-    cat.note = fmt::format("sets memory_efficiency of {} ({}){}", fmt::join(names, ", "), what, note);
-    set = true;
+    cat.in_profile = !classes.empty();
+    cat.note = classes.empty() ? "reported only: the costed ops' fits set every memory-bound class"
+                               : fmt::format("sets memory_efficiency of {} ({}){}", fmt::join(names, ", "), what, note);
   }
-  out.categories.push_back(cat);
-  return set;
+  return cat;
 }
 
 void fit_memory(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
   // Costed ops set their own classes; device copies set the classes no op fit set.
   const std::vector<Sample> elementwise = all_precisions(operation_samples(traces, trace::OPERATION_KIND_ELEMENTWISE));
   const std::vector<Sample> norm = all_precisions(operation_samples(traces, trace::OPERATION_KIND_NORM));
-  ProfileFit ops;
-  ops.profile = out.profile;
-  const bool pointwise = !elementwise.empty() &&
-                         fit_bandwidth("elementwise", elementwise, o, {OpClass::ELEMENTWISE, OpClass::EMBEDDING, OpClass::OPTIMIZER},
-                                       "pointwise ops' input and output bytes", ops);
-  const bool norms = !norm.empty() && fit_bandwidth("norm", norm, o, {OpClass::NORM}, "norm ops' bytes", ops);
+  std::vector<FitCategory> by_op;
+  if (!elementwise.empty()) {
+    by_op.push_back(fit_bandwidth("elementwise", elementwise, o, {OpClass::ELEMENTWISE, OpClass::EMBEDDING, OpClass::OPTIMIZER},
+                                  "pointwise ops' input and output bytes", out.profile));
+  }
+  if (!norm.empty()) by_op.push_back(fit_bandwidth("norm", norm, o, {OpClass::NORM}, "norm ops' bytes", out.profile));
+  auto set_by_op = [&](const char* name) {
+    return std::any_of(by_op.begin(), by_op.end(), [&](const FitCategory& c) { return c.name == name && c.in_profile; });
+  };
   std::vector<OpClass> rest;
   for (OpClass c : {OpClass::ELEMENTWISE, OpClass::NORM, OpClass::EMBEDDING, OpClass::OPTIMIZER}) {
-    const bool by_op = c == OpClass::NORM ? norms : pointwise;
-    if (!by_op) rest.push_back(c);
+    if (!set_by_op(c == OpClass::NORM ? "norm" : "elementwise")) rest.push_back(c);
   }
   const std::vector<Sample> copies = memory_samples(traces);
   if (!rest.empty() || !copies.empty()) {
-    FitCategory cat;
-    cat.name = "memory";
-    const LinearFit fit = fit_affine(copies, o.min_samples, cat);
-    if (fit.solved && fit.coefficients[1] <= 0) {
-      cat.note = "time does not grow with bytes: defaults kept";
-    } else if (fit.solved) {
-      const double hbm = o.gpu.hbm_bandwidth.value();
-      std::string note;
-      const double eff = clamp_efficiency(1.0 / (hbm * fit.coefficients[1]), note);
-      std::vector<std::string> names;
-      for (OpClass c : rest) {
-        ops.profile.device.op(c).memory_efficiency = eff;
-        names.emplace_back(core::to_string(c));
-      }
-      cat.parameters = {{"memory_efficiency", eff}, {"fixed_s", fit.coefficients[0]}, {"hbm_bytes_per_s", hbm}};
-      cat.in_profile = !rest.empty();
-      cat.note = rest.empty() ? "reported only: the costed ops' fits set every memory-bound class"
-                              : fmt::format("sets memory_efficiency of {} (d2d memcpy, memset){}", fmt::join(names, ", "), note);
-    }
-    out.categories.push_back(cat);
+    out.categories.push_back(fit_bandwidth("memory", copies, o, rest, "d2d memcpy, memset", out.profile));
   }
-  out.profile = ops.profile;
-  for (FitCategory& c : ops.categories) out.categories.push_back(std::move(c));
+  for (FitCategory& c : by_op) out.categories.push_back(std::move(c));
   if (elementwise.empty()) {
     FitCategory k;
     k.name = "elementwise";
