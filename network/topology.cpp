@@ -171,8 +171,19 @@ int Topology::rail_of(int gpu) const {
 }
 
 bool Topology::separate_rails() const {
-  return cluster_.network.topology == TopologyKind::RAIL_OPTIMIZED && shape_.nics_per_node == gpus_per_node_ &&
-         count(LinkClass::NVLINK) > 0;
+  if (shape_.nics_per_node != gpus_per_node_ || count(LinkClass::NVLINK) == 0) return false;
+  switch (cluster_.network.topology) {
+    case TopologyKind::RAIL_OPTIMIZED:
+    case TopologyKind::IDEAL: return true;
+    // D-mod-k routing picks every fabric link of a route from the destination's lowest digit
+    // (endpoint mod p): with whole nodes per leaf (p a multiple of the NIC count), that digit
+    // determines the rail, so the routes to different rails share no fabric link, and relabelling
+    // the rails is an automorphism of the tree and of its routes (fat_tree_route).
+    case TopologyKind::FAT_TREE: return shape_.arity % shape_.nics_per_node == 0;
+    case TopologyKind::DRAGONFLY:
+    case TopologyKind::TORUS: return false;
+  }
+  return false;
 }
 
 void Topology::route(int from, int to, std::vector<uint32_t>& out) const {

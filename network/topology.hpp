@@ -99,9 +99,12 @@ class Topology {
   int gpus_per_node() const { return gpus_per_node_; }
   int node_of(int gpu) const { return gpu / gpus_per_node_; }
   int rail_of(int gpu) const;  // the NIC index of the GPU inside its node
-  // Whether every GPU's inter-node traffic crosses only links of its own rail and intra-node traffic
-  // none of any rail: a rail-optimized fabric, one NIC per GPU, NVLink inside the node (on PCIe-only
-  // nodes intra-node traffic shares the PCIe tree with the NICs).
+  // Whether every GPU's inter-node traffic to a GPU of its own rail crosses only links of that rail,
+  // intra-node traffic none of any rail, and relabelling the rails maps the network onto itself:
+  // one NIC per GPU, NVLink inside the node (on PCIe-only nodes intra-node traffic shares the PCIe
+  // tree with the NICs), and a rail-optimized fabric, an ideal switch, or a fat-tree whose leaves
+  // hold whole nodes (radix/2 a multiple of nics_per_node: its static routes to different rails
+  // use different switch links).
   bool separate_rails() const;
   const std::vector<Link>& links() const { return links_; }
   const ClusterConfig& cluster() const { return cluster_; }

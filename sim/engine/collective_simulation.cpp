@@ -1,6 +1,11 @@
 #include "sim/engine/collective_simulation.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstdint>
+#include <tuple>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "network/topology.hpp"
@@ -29,54 +34,135 @@ std::vector<int> members(const CollectiveRequest& request, const network::Topolo
   return ranks;
 }
 
-// Whether, at flow fidelity, the first node's intra-node flows and the first member's rail's
-// inter-node flows stand for all of `flows` (collective_simulation.hpp); if so, leaves only those.
-bool keep_one_node_and_rail(ScheduleFlows& flows, const std::vector<int>& members, const network::Topology& topology,
-                            int switch_host) {
-  if (!topology.separate_rails() || !flows.batch.deps.empty()) return false;
-  const network::ClusterConfig& cluster = topology.cluster();
-  // The same local GPUs (hence rails) on every node of the group.
-  std::vector<std::vector<int>> locals(static_cast<size_t>(cluster.nodes));
-  for (int r : members) locals[static_cast<size_t>(topology.node_of(r))].push_back(topology.rail_of(r));
-  const std::vector<int>* pattern = nullptr;
-  for (const std::vector<int>& l : locals) {
-    if (l.empty()) continue;
-    if (pattern == nullptr) pattern = &l;
-    if (l != *pattern) return false;
-  }
-  const int first_node = topology.node_of(members.front());
-  const int first_rail = topology.rail_of(members.front());
-  std::vector<size_t> per_node(static_cast<size_t>(cluster.nodes), 0);
-  std::vector<size_t> per_rail(static_cast<size_t>(cluster.gpus_per_node), 0);
-  for (const FlowSpec& f : flows.batch.flows) {
-    if (f.src == switch_host || f.dst == switch_host) return false;
-    const int node = topology.node_of(f.src);
-    if (node == topology.node_of(f.dst)) {
-      ++per_node[static_cast<size_t>(node)];
-    } else if (topology.rail_of(f.src) == topology.rail_of(f.dst)) {
-      ++per_rail[static_cast<size_t>(topology.rail_of(f.src))];
-    } else {
-      return false;  // crosses rails
+// A flow as its component's class sees it: endpoints relative to the component's lowest GPU (the
+// in-network switch kept as itself), bytes and tail.
+struct NormalizedFlow {
+  int64_t src = 0;
+  int64_t dst = 0;
+  double bytes = 0;
+  double tail = 0;
+  uint32_t index = 0;  // in the batch
+  auto key() const { return std::tie(src, dst, bytes, tail); }
+};
+
+// Whether `b` is an exact copy of `a`: position by position, equal normalized flows whose routes
+// have equal lengths, latencies and link capacities and latencies, and whose links correspond one
+// to one (a link shared by two flows of `a` is shared by their copies in `b`, and only by them).
+// REQUIRES: a and b sorted by key().
+bool same_component(const std::vector<NormalizedFlow>& a, const std::vector<NormalizedFlow>& b,
+                    const std::vector<FlowSpec>& flows, RoutePlanner& planner, bool one_node,
+                    const SimgridPlatform& platform) {
+  if (a.size() != b.size()) return false;
+  std::unordered_map<uint32_t, uint32_t> forward;
+  std::unordered_map<uint32_t, uint32_t> backward;
+  const std::vector<network::Link>& links = planner.topology().links();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].key() != b[i].key()) return false;
+    const FlowSpec& fa = flows[a[i].index];
+    const FlowSpec& fb = flows[b[i].index];
+    if (platform.route_latency(fa.src, fa.dst) != platform.route_latency(fb.src, fb.dst)) return false;
+    const std::vector<uint32_t>& ra = planner.links(fa.src, fa.dst, one_node);
+    const std::vector<uint32_t>& rb = planner.links(fb.src, fb.dst, one_node);
+    if (ra.size() != rb.size()) return false;
+    for (size_t k = 0; k < ra.size(); ++k) {
+      const auto [fit, fnew] = forward.try_emplace(ra[k], rb[k]);
+      const auto [bit, bnew] = backward.try_emplace(rb[k], ra[k]);
+      if (fit->second != rb[k] || bit->second != ra[k]) return false;
+      if (fnew && (platform.capacity(ra[k]) != platform.capacity(rb[k]) ||
+                   links[ra[k]].latency != links[rb[k]].latency)) {
+        return false;
+      }
     }
   }
-  for (size_t n = 0; n < per_node.size(); ++n) {
-    if (!locals[n].empty() && per_node[n] != per_node[static_cast<size_t>(first_node)]) return false;
+  return true;
+}
+
+// At flow fidelity every flow starts at once and nothing else runs, so flows that share no link
+// never affect each other: the batch splits into connected components (flows joined by a shared
+// link), and a component that is an exact copy of another (same_component) ends when its original
+// does. Leaves one component per class of copies in `flows`; returns how many flows remain.
+void keep_one_component_per_class(ScheduleFlows& flows, const std::vector<int>& members, RoutePlanner& planner,
+                                  const SimgridPlatform& platform) {
+  if (!flows.batch.deps.empty()) return;
+  const std::vector<FlowSpec>& batch = flows.batch.flows;
+  const int sw = platform.switch_host();
+  const network::Topology& topology = planner.topology();
+  const int first_node = topology.node_of(members.front());
+  const bool one_node = std::all_of(members.begin(), members.end(),
+                                    [&](int r) { return topology.node_of(r) == first_node; });
+  // Union-find over flows, joined through the links they share.
+  std::vector<uint32_t> parent(batch.size());
+  for (uint32_t f = 0; f < parent.size(); ++f) parent[f] = f;
+  auto root = [&](uint32_t f) {
+    while (parent[f] != f) f = parent[f] = parent[parent[f]];
+    return f;
+  };
+  std::vector<uint32_t> owner(topology.links().size(), UINT32_MAX);
+  for (uint32_t f = 0; f < batch.size(); ++f) {
+    for (uint32_t l : planner.links(batch[f].src, batch[f].dst, one_node)) {
+      if (owner[l] == UINT32_MAX) {
+        owner[l] = f;
+      } else {
+        const uint32_t a = root(owner[l]);
+        const uint32_t b = root(f);
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+      }
+    }
   }
-  for (int l : *pattern) {
-    if (per_rail[static_cast<size_t>(l)] != per_rail[static_cast<size_t>(first_rail)]) return false;
+  // Components in order of their first flow, each normalized and sorted.
+  std::vector<uint32_t> component_of(batch.size());
+  std::vector<std::vector<NormalizedFlow>> components;
+  std::vector<uint32_t> index_of_root(batch.size(), UINT32_MAX);
+  for (uint32_t f = 0; f < batch.size(); ++f) {
+    const uint32_t r = root(f);
+    if (index_of_root[r] == UINT32_MAX) {
+      index_of_root[r] = static_cast<uint32_t>(components.size());
+      components.emplace_back();
+    }
+    component_of[f] = index_of_root[r];
+    components[component_of[f]].push_back({batch[f].src, batch[f].dst, batch[f].bytes, flows.tail_s[f], f});
+  }
+  constexpr int64_t SWITCH = -(int64_t{1} << 40);
+  for (std::vector<NormalizedFlow>& c : components) {
+    int64_t base = INT64_MAX;
+    for (const NormalizedFlow& f : c) {
+      if (f.src != sw) base = std::min(base, f.src);
+      if (f.dst != sw) base = std::min(base, f.dst);
+    }
+    for (NormalizedFlow& f : c) {
+      f.src = f.src == sw ? SWITCH : f.src - base;
+      f.dst = f.dst == sw ? SWITCH : f.dst - base;
+    }
+    std::sort(c.begin(), c.end(), [](const NormalizedFlow& x, const NormalizedFlow& y) { return x.key() < y.key(); });
+  }
+  // Classes by a hash of the normalized flows, confirmed by same_component.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> classes;
+  std::vector<char> keep(components.size(), 0);
+  for (uint32_t c = 0; c < components.size(); ++c) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (const NormalizedFlow& f : components[c]) {
+      mix(static_cast<uint64_t>(f.src));
+      mix(static_cast<uint64_t>(f.dst));
+      mix(std::bit_cast<uint64_t>(f.bytes));
+    }
+    std::vector<uint32_t>& reps = classes[h];
+    const bool copy = std::any_of(reps.begin(), reps.end(), [&](uint32_t r) {
+      return same_component(components[r], components[c], batch, planner, one_node, platform);
+    });
+    if (!copy) {
+      reps.push_back(c);
+      keep[c] = 1;
+    }
   }
   ScheduleFlows kept;
-  for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
-    const FlowSpec& f = flows.batch.flows[i];
-    const bool in_first_node = topology.node_of(f.src) == first_node && topology.node_of(f.dst) == first_node;
-    const bool on_first_rail = topology.node_of(f.src) != topology.node_of(f.dst) && topology.rail_of(f.src) == first_rail;
-    if (!in_first_node && !on_first_rail) continue;
-    kept.batch.flows.push_back(f);
-    kept.tail_s.push_back(flows.tail_s[i]);
+  for (uint32_t f = 0; f < batch.size(); ++f) {
+    if (keep[component_of[f]] == 0) continue;
+    kept.batch.flows.push_back(batch[f]);
+    kept.tail_s.push_back(flows.tail_s[f]);
   }
   kept.link_bytes = std::move(flows.link_bytes);
   flows = std::move(kept);
-  return true;
 }
 
 void fill_bandwidths(CollectiveResult& r, core::CollectiveOp op, int ranks) {
@@ -126,7 +212,7 @@ std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& reque
     ScheduleFlows flows =
         schedule_flows(request.op, r.algorithm, size, request.fidelity, group.ranks, planner, platform, loads.bytes());
     if (request.use_symmetry && request.fidelity == Fidelity::FLOW) {
-      keep_one_node_and_rail(flows, group.ranks, topology, platform.switch_host());
+      keep_one_component_per_class(flows, group.ranks, planner, platform);
     }
     r.time = schedule_time(flows, platform.run(flows.batch));
     r.flows = flows.batch.flows.size();
