@@ -62,6 +62,8 @@ void read_intra_node(core::ObjectReader& r, const core::GpuSpec& gpu, IntraNode&
     r.problem("nvls", fmt::format("needs fabric \"nvswitch\", found \"{}\"", to_string(out.fabric)));
     out.nvls = false;
   }
+  out.nvls_bandwidth = positive_bandwidth(r, "nvls_bandwidth", out.bandwidth * NVLS_SHARE);
+  if (r.has("nvls_bandwidth") && !out.nvls) r.problem("nvls_bandwidth", "is only used with \"nvls\": true");
   r.finish();
 }
 
@@ -93,6 +95,45 @@ void check_network_shape(core::ObjectReader& r, int nodes, InterNode& net) {
   }
 }
 
+const std::vector<std::string>& aggregation_names() {
+  static const std::vector<std::string> names = {"none", "sharp", "switchml"};
+  return names;
+}
+
+// "in_network_aggregation": a kind name, or an object with "kind" and SwitchML's limits.
+void read_aggregation(core::ObjectReader& r, InterNode& out) {
+  const core::Json* raw = r.raw("in_network_aggregation");
+  if (raw == nullptr) return;
+  InNetworkAggregation& a = out.aggregation;
+  const std::string current = to_string(a.kind);
+  if (raw->is_string()) {
+    a.kind = static_cast<AggregationKind>(
+        index_of(aggregation_names(), r.choice("in_network_aggregation", current, aggregation_names())));
+  } else if (auto o = r.object("in_network_aggregation")) {
+    a.kind = static_cast<AggregationKind>(index_of(aggregation_names(), o->choice("kind", current, aggregation_names())));
+    const bool switchml = a.kind == AggregationKind::SWITCHML;
+    for (const char* key : {"pool_size", "packet_payload", "packet_header", "packet_rate"}) {
+      if (o->has(key) && !switchml) o->problem(key, "is a limit of kind \"switchml\" only");
+    }
+    a.pool_size = static_cast<int>(o->integer("pool_size", a.pool_size, 1, 1 << 24));
+    a.packet_payload = o->bytes("packet_payload", a.packet_payload);
+    if (a.packet_payload.value() < 1) {
+      o->problem("packet_payload", "must be at least 1 byte");
+      a.packet_payload = core::Bytes(256);
+    }
+    a.packet_header = o->bytes("packet_header", a.packet_header);
+    a.packet_rate = o->number("packet_rate", a.packet_rate, 0.0, 1e12);
+    o->finish();
+  } else {
+    r.problem("in_network_aggregation", "must be \"none\", \"sharp\", \"switchml\" or an object with \"kind\"");
+  }
+  if (out.in_network_reduction && a.kind != AggregationKind::SHARP) {
+    r.problem("in_network_reduction", fmt::format("true means in_network_aggregation \"sharp\", which contradicts \"{}\"; "
+                                                  "give only in_network_aggregation",
+                                                  to_string(a.kind)));
+  }
+}
+
 void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
   out.topology = static_cast<TopologyKind>(index_of(topology_names(), r.choice("topology", "fat-tree", topology_names())));
   out.nics_per_node = static_cast<int>(r.integer("nics_per_node", out.nics_per_node, 1, 1024));
@@ -113,10 +154,15 @@ void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
   for (int64_t d : r.integer_array("torus_dims", 1, 1 << 20)) out.torus_dims.push_back(static_cast<int>(d));
   out.dragonfly_groups = static_cast<int>(r.integer("dragonfly_groups", out.dragonfly_groups, 0, 1 << 20));
   out.in_network_reduction = r.boolean("in_network_reduction", out.in_network_reduction);
-  if (out.in_network_reduction && out.topology == TopologyKind::TORUS) {
-    r.problem("in_network_reduction", "needs a switched topology; a torus has no switches");
-    out.in_network_reduction = false;
+  if (out.in_network_reduction) out.aggregation.kind = AggregationKind::SHARP;
+  read_aggregation(r, out);
+  if (out.aggregation.kind != AggregationKind::NONE && out.topology == TopologyKind::TORUS) {
+    r.problem(r.has("in_network_aggregation") ? "in_network_aggregation" : "in_network_reduction",
+              "needs a switched topology (fat-tree, rail-optimized, dragonfly or ideal); a torus has no switches "
+              "to aggregate in");
+    out.aggregation.kind = AggregationKind::NONE;
   }
+  out.in_network_reduction = out.aggregation.kind != AggregationKind::NONE;
   check_network_shape(r, nodes, out);
   r.finish();
 }
@@ -167,6 +213,19 @@ std::vector<int> torus_dimensions(int nodes) {
     }
   }
   return best;
+}
+
+std::string to_string(AggregationKind k) { return aggregation_names()[static_cast<size_t>(k)]; }
+
+int InterNode::nodes_per_switch(int nodes) const {
+  switch (topology) {
+    case TopologyKind::IDEAL: return nodes;
+    case TopologyKind::RAIL_OPTIMIZED: return radix / 2;
+    case TopologyKind::FAT_TREE:
+    case TopologyKind::DRAGONFLY: return std::max(1, (radix / 2) / nics_per_node);
+    case TopologyKind::TORUS: return 1;
+  }
+  return 1;
 }
 
 int fat_tree_levels(int64_t endpoints, int radix) {
@@ -237,6 +296,7 @@ core::Json ClusterConfig::to_json() const {
                      {"bandwidth", core::format_bandwidth(intra_node.bandwidth)},
                      {"latency", core::format_duration(intra_node.latency)},
                      {"nvls", intra_node.nvls}};
+  if (intra_node.nvls) j["intra_node"]["nvls_bandwidth"] = core::format_bandwidth(intra_node.nvls_bandwidth);
   j["network"] = {{"topology", to_string(network.topology)},
                   {"nics_per_node", network.nics_per_node},
                   {"nic_bandwidth", core::format_bandwidth(network.nic_bandwidth)},
@@ -247,6 +307,19 @@ core::Json ClusterConfig::to_json() const {
                   {"torus_dims", network.torus_dims},
                   {"dragonfly_groups", network.dragonfly_groups},
                   {"in_network_reduction", network.in_network_reduction}};
+  if (network.aggregation.kind != AggregationKind::NONE) {
+    const InNetworkAggregation& a = network.aggregation;
+    core::Json agg = {{"kind", to_string(a.kind)}};
+    if (a.kind == AggregationKind::SWITCHML) {
+      agg["pool_size"] = a.pool_size;
+      agg["packet_payload"] = core::format_bytes(a.packet_payload);
+      agg["packet_header"] = core::format_bytes(a.packet_header);
+      agg["packet_rate"] = a.packet_rate;
+    }
+    j["network"]["in_network_aggregation"] = agg;
+    // The original key says the same for SHARP; for SwitchML it would contradict the object.
+    j["network"]["in_network_reduction"] = a.kind == AggregationKind::SHARP;
+  }
   if (price_per_gpu_hour) j["price_per_gpu_hour"] = *price_per_gpu_hour;
   j["host_memory"] = core::format_bytes(host_memory);
   j["host"] = {{"cores", host.cores},

@@ -12,9 +12,13 @@
 //       "bandwidth": "300 GB/s",     // per GPU, per direction; default: the GPU's NVLink bandwidth
 //                                    //   (its PCIe bandwidth when fabric is pcie)
 //       "latency": "1 us",           // per hop; default 1 us
-//       "nvls": false                // NVSwitch multicast/reduction (NVLink SHARP, NVSwitch gen 3 and
+//       "nvls": false,               // NVSwitch multicast/reduction (NVLink SHARP, NVSwitch gen 3 and
 //                                    //   later); enables algorithm "nvls"; default false (NCCL enables
 //                                    //   it where present: set it for H100/H200 HGX nodes once calibrated)
+//       "nvls_bandwidth": "275 GB/s" // per GPU, effective: the rate at which the NVSwitch reduces
+//                                    //   and multicasts one GPU's buffer; default 0.61 x bandwidth
+//                                    //   (H100: ~275 GB/s algbw, ~480 GB/s busbw on 8 GPUs against
+//                                    //   450 GB/s NVLink, NCCL maintainer in nccl-tests issue 212)
 //     },
 //     "network": {
 //       "topology": "fat-tree",      // fat-tree | rail-optimized | dragonfly | torus | ideal; default fat-tree
@@ -31,8 +35,11 @@
 //                                    //   dimensions as equal as the node count allows
 //       "dragonfly_groups": 0,       // dragonfly: groups of leaf switches; 0 (default): about the
 //                                    //   square root of the leaf count
-//       "in_network_reduction": false // the switches aggregate (SHARP, SwitchML); enables algorithm
-//                                    //   "in-network" on switched topologies; default false
+//       "in_network_reduction": false, // the switches aggregate; true is in_network_aggregation
+//                                    //   "sharp"; default false
+//       "in_network_aggregation": "sharp" // or "switchml", or an object (InNetworkAggregation
+//                                    //   below); enables algorithm "in-network" on switched
+//                                    //   topologies; default: none
 //     },
 //     "price_per_gpu_hour": 2.5,     // USD per GPU-hour, > 0; optional, no default: given (with
 //                                    //   training.tokens), time_to_train gains "cost"
@@ -66,6 +73,38 @@ struct IntraNode {
   core::BytesPerSecond bandwidth;  // per GPU, per direction (default: the GPU's NVLink, or PCIe)
   core::Seconds latency = core::Seconds(1e-6);
   bool nvls = false;  // the NVSwitch reduces and multicasts (NVLink SHARP)
+  // Effective NVLS rate per GPU (no profile efficiency applies to it); default NVLS_SHARE x bandwidth.
+  core::BytesPerSecond nvls_bandwidth;
+};
+// NVLS's default rate as a share of the nominal NVLink bandwidth: 275 of 450 GB/s on H100 (peak
+// all_reduce algbw ~275 GB/s, busbw ~480 GB/s on 8 GPUs; S. Jeaugey, NCCL, nccl-tests issue 212).
+inline constexpr double NVLS_SHARE = 275.0 / 450.0;
+
+// Where the switches aggregate, and their limits.
+//   kind     "sharp": InfiniBand SHARP as NCCL's CollNet uses it: the members of a node first
+//            reduce-scatter over NVLink, each then streams its 1/k shard through its NIC into the
+//            switch tree, which reduces and returns it, and an all-gather inside the node follows
+//            (Graham et al., COMHPC 2016; NCCL 2.7+ CollNet). Any group spanning nodes.
+//            "switchml": a programmable top-of-rack switch (Sapio et al., "Scaling Distributed
+//            Machine Learning with In-Network Aggregation", NSDI 2021): workers stream packets of
+//            integer gradients into a pool of `pool_size` aggregation slots; a slot is reused when its
+//            result has come back, so a worker's rate is at most pool_size * payload / RTT, and at most
+//            packet_rate * payload, and the packet headers take their share of the line rate. Only
+//            all_reduce, and only for groups whose nodes hang from one switch (a rack).
+//   pool_size       aggregation slots (switchml); default 512: the bandwidth-delay product of a
+//                   100 Gb/s port over a ~10 us RTT in 256-byte packets (NSDI 2021, section 4)
+//   packet_payload  gradient bytes per packet (switchml); default 256 B (64 32-bit elements)
+//   packet_header   header bytes per packet on the wire (switchml); default 66 B (Ethernet 18 with
+//                   FCS, preamble and gap 20, IPv4 20, UDP 8)
+//   packet_rate     packets per second one switch port aggregates (switchml); default 0: line rate
+enum class AggregationKind { NONE, SHARP, SWITCHML };
+std::string to_string(AggregationKind k);  // "none", "sharp", "switchml"
+struct InNetworkAggregation {
+  AggregationKind kind = AggregationKind::NONE;
+  int pool_size = 512;
+  core::Bytes packet_payload = core::Bytes(256);
+  core::Bytes packet_header = core::Bytes(66);
+  double packet_rate = 0;
 };
 
 struct InterNode {
@@ -78,7 +117,18 @@ struct InterNode {
   int levels = 0;                 // fat-tree levels; 0: as many as needed
   std::vector<int> torus_dims;    // empty: chosen by torus_dimensions()
   int dragonfly_groups = 0;       // 0: chosen by the topology builder
-  bool in_network_reduction = false;
+  bool in_network_reduction = false;  // aggregation.kind != NONE (the original key)
+  InNetworkAggregation aggregation;
+  // aggregation.kind, or SHARP where only in_network_reduction is set.
+  AggregationKind aggregation_kind() const {
+    return aggregation.kind != AggregationKind::NONE ? aggregation.kind
+           : in_network_reduction                    ? AggregationKind::SHARP
+                                                     : AggregationKind::NONE;
+  }
+  // How many nodes hang from one switch that can aggregate for them (SwitchML's rack): the leaf's
+  // down ports over the NICs per node (rail-optimized: one NIC of each node per rail leaf; ideal:
+  // every node).
+  int nodes_per_switch(int nodes) const;
 };
 
 // The torus a cluster of `nodes` nodes gets when "torus_dims" is not given: 3 dimensions, each a

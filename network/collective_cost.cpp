@@ -72,6 +72,23 @@ Seconds halving_doubling_time(CollectiveOp op, Bytes size, const GroupPlacement&
   return op == CollectiveOp::ALL_REDUCE ? 2.0 * one_pass : one_pass;
 }
 
+// NCCL's ring over several members of each of several nodes (collective_cost.hpp): `channels` rings,
+// each moving 1/channels of the buffer, each member the source of one hop per ring: the inter-node
+// hop of one ring (its NIC share) and the intra-node hops of the others (its NVLink port). A chunk
+// crosses m inter-node and n-m intra-node hops per turn of the ring.
+Seconds nccl_ring_time(CollectiveOp op, Bytes size, const GroupPlacement& g, const LinkScope& intra,
+                       const LinkScope& inter) {
+  const int n = g.ranks;
+  const int m = g.nodes;
+  const int channels = ring_channels(g);
+  const double factor = core::bus_bandwidth_factor(op, n);
+  const Seconds across = (factor / channels) * (size / inter.bandwidth);
+  const Seconds inside = (factor * std::max(channels - 1, 1) / channels) * (size / intra.bandwidth);
+  const double hops = ring_steps(op, n);
+  const Seconds per_hop = (static_cast<double>(m) / n) * inter.latency + (static_cast<double>(n - m) / n) * intra.latency;
+  return std::max(across, inside) + hops * per_hop;
+}
+
 // In-network reduction (SHArP, COMHPC 2016; NVLS inside a node): the buffer up once and down once.
 Seconds switch_reduction_time(Bytes size, const LinkScope& scope) { return size / scope.bandwidth + 2.0 * scope.latency; }
 
@@ -173,6 +190,45 @@ GroupPlacement GroupPlacement::of(const std::vector<int>& group_ranks, const Clu
   return g;
 }
 
+bool collnet_applies(CollectiveOp op, const GroupPlacement& group) {
+  return op == CollectiveOp::ALL_REDUCE && group.nodes > 1 && group.ranks_per_node > 1 &&
+         group.ranks == group.nodes * group.ranks_per_node;
+}
+
+core::BytesPerSecond switch_route_rate(Algorithm algorithm, CollectiveOp op, Bytes size, const ClusterConfig& cluster,
+                                       const core::NetworkProfile& profile) {
+  TRAINSIM_CHECK(algorithm == Algorithm::IN_NETWORK || algorithm == Algorithm::NVLS, "a switch algorithm");
+  if (algorithm == Algorithm::NVLS) return cluster.intra_node.bandwidth * profile.intra_node.efficiency(op, size);
+  // The leaf switch reduces before the uplinks: oversubscription does not slow it.
+  return cluster.nic_bandwidth_per_gpu() * profile.inter_node.efficiency(op, size);
+}
+
+core::BytesPerSecond switch_limited_rate(Algorithm algorithm, CollectiveOp op, Bytes size, const GroupPlacement& group,
+                                         const ClusterConfig& cluster, const core::NetworkProfile& profile) {
+  const core::BytesPerSecond route = switch_route_rate(algorithm, op, size, cluster, profile);
+  if (algorithm == Algorithm::NVLS) {
+    const core::BytesPerSecond nvls = cluster.intra_node.nvls_bandwidth.value() > 0
+                                          ? cluster.intra_node.nvls_bandwidth
+                                          : cluster.intra_node.bandwidth * NVLS_SHARE;
+    return std::min(route, nvls);
+  }
+  const InNetworkAggregation& a = cluster.network.aggregation;
+  if (cluster.network.aggregation_kind() != AggregationKind::SWITCHML) return route;
+  const double payload = a.packet_payload.value();
+  core::BytesPerSecond rate = route * (payload / (payload + a.packet_header.value()));
+  // The shards of a CollNet all-reduce are separate aggregations sharing the pool.
+  const int jobs = collnet_applies(op, group) ? group.ranks_per_node : 1;
+  const core::Seconds rtt = inter_node_scope(cluster, profile).latency;
+  if (rtt.value() > 0) rate = std::min(rate, core::BytesPerSecond(static_cast<double>(a.pool_size) / jobs * payload / rtt.value()));
+  if (a.packet_rate > 0) rate = std::min(rate, core::BytesPerSecond(a.packet_rate * payload));
+  return rate;
+}
+
+int ring_channels(const GroupPlacement& group) {
+  const bool uniform = group.ranks == group.nodes * group.ranks_per_node;
+  return group.nodes > 1 && group.ranks_per_node > 1 && uniform ? group.ranks_per_node : 1;
+}
+
 LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile) {
   return {cluster.intra_node.bandwidth * profile.intra_node.bandwidth_efficiency,
           cluster.intra_node.latency + profile.intra_node.step_latency};
@@ -195,7 +251,15 @@ bool algorithm_applies(Algorithm algorithm, CollectiveOp op, const GroupPlacemen
       return a2a || ((op == CollectiveOp::ALL_GATHER || op == CollectiveOp::REDUCE_SCATTER) &&
                      group.ranks <= DIRECT_MAX_RANKS);
     case Algorithm::HIERARCHICAL: return reduces_or_gathers(op);
-    case Algorithm::IN_NETWORK: return !a2a && group.nodes > 1 && cluster.network.in_network_reduction;
+    case Algorithm::IN_NETWORK:
+      switch (cluster.network.aggregation_kind()) {
+        case AggregationKind::NONE: return false;
+        case AggregationKind::SHARP: return !a2a && group.nodes > 1;
+        case AggregationKind::SWITCHML:
+          return op == CollectiveOp::ALL_REDUCE && group.nodes > 1 &&
+                 group.nodes <= cluster.network.nodes_per_switch(cluster.nodes);
+      }
+      return false;
     case Algorithm::NVLS: return reduces_or_gathers(op) && group.nodes == 1 && cluster.intra_node.nvls;
   }
   return false;
@@ -216,6 +280,11 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
   switch (algorithm) {
     case Algorithm::AUTO: {
       CollectiveCost best = ring_or_tree(op, size, group, intra, inter, Algorithm::AUTO);
+      // Ring phases inside and across the nodes are the hierarchy, not NCCL's flat ring.
+      if (best.algorithm == Algorithm::RING && group.nodes > 1 && group.ranks_per_node > 1 &&
+          algorithm_applies(Algorithm::HIERARCHICAL, op, group, cluster)) {
+        best.algorithm = Algorithm::HIERARCHICAL;
+      }
       for (Algorithm a : {Algorithm::NVLS, Algorithm::IN_NETWORK}) {
         if (!algorithm_applies(a, op, group, cluster)) continue;
         const CollectiveCost candidate = collective_cost(op, size, group, cluster, profile, a);
@@ -224,6 +293,8 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
       return best;
     }
     case Algorithm::RING:
+      if (group.nodes > 1 && group.ranks_per_node > 1) return {nccl_ring_time(op, size, group, intra, inter), Algorithm::RING};
+      return ring_or_tree(op, size, group, intra, inter, algorithm);
     case Algorithm::TREE: return ring_or_tree(op, size, group, intra, inter, algorithm);
     case Algorithm::HIERARCHICAL:
       return {ring_or_tree(op, size, group, intra, inter, Algorithm::RING).time, Algorithm::HIERARCHICAL};
@@ -231,11 +302,21 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
       return {halving_doubling_time(op, size, group, intra, inter), Algorithm::HALVING_DOUBLING};
     case Algorithm::DIRECT: return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
     case Algorithm::IN_NETWORK: {
-      // The leaf switch reduces before the uplinks: oversubscription does not slow it.
-      const LinkScope nic{cluster.nic_bandwidth_per_gpu() * profile.inter_node.efficiency(op, size), inter.latency};
-      return {switch_reduction_time(size, nic), Algorithm::IN_NETWORK};
+      const LinkScope sw{switch_limited_rate(algorithm, op, size, group, cluster, profile), inter.latency};
+      if (!collnet_applies(op, group)) return {switch_reduction_time(size, sw), Algorithm::IN_NETWORK};
+      // CollNet: reduce-scatter inside the node, the 1/k shards through the switches, all-gather
+      // inside the node, pipelined as the hierarchy is (the NVLink phases share the ports).
+      const int k = group.ranks_per_node;
+      const Seconds in_node_latency = ring_steps(CollectiveOp::REDUCE_SCATTER, k) * intra.latency;
+      const Seconds in_node_bandwidth = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra) - in_node_latency;
+      const Seconds across = (size / k) / sw.bandwidth;
+      return {std::max(2.0 * in_node_bandwidth, across) + 2.0 * in_node_latency + 2.0 * sw.latency,
+              Algorithm::IN_NETWORK};
     }
-    case Algorithm::NVLS: return {switch_reduction_time(size, intra), Algorithm::NVLS};
+    case Algorithm::NVLS: {
+      const LinkScope sw{switch_limited_rate(algorithm, op, size, group, cluster, profile), intra.latency};
+      return {switch_reduction_time(size, sw), Algorithm::NVLS};
+    }
   }
   TRAINSIM_CHECK(false, "every algorithm is costed above");
   return {};

@@ -28,15 +28,34 @@
 //   DIRECT every rank sends each peer its share in one step (all_to_all; all_gather and
 //          reduce_scatter on small groups): max((k-1)/n*S/B_intra, (n-k)/n*S/B_inter)
 //          + (k-1)*a_intra + (n-k)*a_inter, one posted send/recv per peer.
-//   HIERARCHICAL  the hierarchy below with a RING across nodes (what RING means on such groups).
-//   IN_NETWORK  the switches reduce (Graham et al., "Scalable Hierarchical Aggregation Protocol
-//          (SHArP)", COMHPC 2016; NVIDIA SHARP whitepaper): each rank sends and receives the
-//          buffer once, S/B + 2a on the NIC share without oversubscription (the leaf switch
-//          reduces before the uplinks), one step up and one down; any op but all_to_all.
-//   NVLS   NVSwitch reduction and multicast inside one node (NCCL 2.17 release notes): S/B_intra
-//          + 2*a_intra for all_reduce, reduce_scatter and all_gather.
+//   HIERARCHICAL  the hierarchy below with a RING across nodes.
+//   RING on k > 1 members of each of m > 1 nodes is NCCL's flat ring (src/graph/rings.cc,
+//          search.cc: one ring per channel, each entering a node through one NIC and leaving through
+//          another, so that the channels use every NIC of the node): C = ring_channels(group)
+//          channels (k on a uniform group, else 1), each moving S/C; every member is the source of
+//          one hop per channel, the inter-node hop of one channel and intra-node hops of the others:
+//          max(factor(op, n)/C * S/B_inter, factor(op, n)*max(C-1, 1)/C * S/B_intra)
+//          + steps(op, n) * (m*a_inter + (n-m)*a_intra)/n (a chunk crosses m inter-node and n-m
+//          intra-node hops per turn). Its bandwidth terms are the hierarchy's within 2(n-1)/n vs
+//          2(m-1)/m; its latency is higher (2(n-1) hops against 2(k-1) + 2(m-1)), which is why NCCL's
+//          tuner prefers the tree at scale.
+//   IN_NETWORK  the switches reduce (cluster.network.in_network_aggregation; Graham et al.,
+//          "Scalable Hierarchical Aggregation Protocol (SHArP)", COMHPC 2016; Sapio et al.,
+//          SwitchML, NSDI 2021): each rank sends and receives the buffer once, S/R + 2a, R =
+//          switch_limited_rate (the NIC share without oversubscription: the leaf switch reduces
+//          before the uplinks; SwitchML's packet limits), one step up and one down. An all_reduce
+//          over k > 1 members of each node runs as NCCL's CollNet (collnet_applies):
+//          max(2(k-1)/k*S/B_intra, S/k/R) + 2(k-1)*a_intra + 2a, the NIC of every member carrying
+//          its 1/k shard once each way. SHARP: any op but all_to_all; SwitchML: all_reduce on
+//          groups whose nodes hang from one switch (InterNode::nodes_per_switch).
+//   NVLS   NVSwitch reduction and multicast inside one node (NCCL 2.17 release notes): S/R +
+//          2*a_intra for all_reduce, reduce_scatter and all_gather, R the smaller of the NVLink
+//          port (intra-node efficiency) and intra_node.nvls_bandwidth.
 //   AUTO   the fastest of RING, TREE and, where available (ClusterConfig's intra_node.nvls,
 //          network.in_network_reduction), NVLS and IN_NETWORK, as NCCL's tuner picks (RING on ties).
+//          On k > 1 members of each of m > 1 nodes AUTO's ring is the hierarchy (the same bandwidth
+//          as NCCL's ring with fewer latency terms: the calibration and validation cases were fitted
+//          with it), reported as HIERARCHICAL.
 //          all_to_all is always DIRECT.
 // An algorithm that does not apply (TREE for reduce_scatter, HALVING_DOUBLING on 6 ranks, NVLS
 // across nodes, ...) falls back to RING, as NCCL does when a forced algorithm is unsupported.
@@ -92,6 +111,26 @@ struct GroupPlacement {
   static GroupPlacement of(const std::vector<int>& group_ranks, const ClusterConfig& cluster);
   friend bool operator==(const GroupPlacement&, const GroupPlacement&) = default;
 };
+
+// Whether IN_NETWORK runs `op` on `group` as NCCL's CollNet: an all_reduce over several members of
+// each of several nodes, the same number on each (reduce-scatter in the node, the 1/k shards through
+// the switches, all-gather in the node).
+bool collnet_applies(core::CollectiveOp op, const GroupPlacement& group);
+// The rate at which one member streams its data into the reducing switch and back, for IN_NETWORK or
+// NVLS: switch_route_rate is what its route allows (the NIC share per GPU, or the NVLink port, at
+// the profile's efficiency for `op` and `size`); switch_limited_rate adds the switch's own limits
+// (intra_node.nvls_bandwidth; SwitchML's header share, pool_size * payload / RTT with the pool
+// shared by CollNet's shards, and packet_rate). The flow fidelity slows the flows to and from the
+// switch by their ratio.
+core::BytesPerSecond switch_route_rate(Algorithm algorithm, core::CollectiveOp op, core::Bytes size,
+                                       const ClusterConfig& cluster, const core::NetworkProfile& profile);
+core::BytesPerSecond switch_limited_rate(Algorithm algorithm, core::CollectiveOp op, core::Bytes size,
+                                         const GroupPlacement& group, const ClusterConfig& cluster,
+                                         const core::NetworkProfile& profile);
+
+// NCCL's ring channels on `group`: its members per node when it spans several nodes with the same
+// number on each (one ring per channel, entering each node at a different member), else 1.
+int ring_channels(const GroupPlacement& group);
 
 // Whether the closed form of `algorithm` applies to `op` on `group` of `cluster` (AUTO always does;
 // see the list above).

@@ -112,21 +112,32 @@ uint32_t tree_phase(EdgeList& edges, const detail::Tree& tree, bool reduce, int 
 bool reduces(CollectiveOp op) { return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER; }
 bool gathers(CollectiveOp op) { return op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::ALL_GATHER; }
 
-// ring_schedule: broadcast and reduce are a chain cut into max(1, n-1) pieces; the others n chunks.
-std::vector<FlowEdge> ring_edges(CollectiveOp op, double size, int n) {
+// ring_schedule: `channels` rings (channel_ring, or members in order for one), each with 1/channels
+// of the buffer; broadcast and reduce a chain per channel cut into max(1, n-1) pieces, the other ops
+// n chunks per channel. The channels run in the same steps.
+std::vector<FlowEdge> ring_edges(CollectiveOp op, double size, const GroupPlacement& placement) {
+  const int n = placement.ranks;
+  const int channels = ring_channels(placement);
   EdgeList edges(n);
-  if (op == CollectiveOp::BROADCAST || op == CollectiveOp::REDUCE) {
-    const uint32_t pieces = static_cast<uint32_t>(std::max(1, n - 1));
-    std::vector<int> parent(at(n));
-    for (int i = 0; i < n; ++i)
-      parent[at(i)] = op == CollectiveOp::BROADCAST ? i - 1 : (i == 0 ? -1 : (i + 1) % n);
-    tree_phase(edges, detail::analyse_tree(std::move(parent)), op == CollectiveOp::REDUCE, 0, 1, pieces, size / pieces,
-               0);
-    return edges.finish();
+  std::vector<int> ring(at(n));
+  std::iota(ring.begin(), ring.end(), 0);
+  for (int c = 0; c < channels; ++c) {
+    if (channels > 1) ring = detail::channel_ring(placement.ranks_per_node, placement.nodes, c);
+    if (op == CollectiveOp::BROADCAST || op == CollectiveOp::REDUCE) {
+      const uint32_t pieces = static_cast<uint32_t>(std::max(1, n - 1));
+      tree_phase(edges, detail::analyse_tree(detail::ring_chain(ring, op == CollectiveOp::BROADCAST)),
+                 op == CollectiveOp::REDUCE, 0, 1, pieces, size / (channels * pieces), 0);
+      continue;
+    }
+    const double chunk = size / (static_cast<double>(channels) * n);
+    const uint32_t steps = static_cast<uint32_t>(n - 1);
+    uint32_t step = 0;
+    for (bool phase : {reduces(op), gathers(op)}) {
+      if (!phase) continue;
+      for (int i = 0; i < n; ++i) edges.add(ring[at(i)], ring[at((i + 1) % n)], steps * chunk, step, steps);
+      step += steps;
+    }
   }
-  uint32_t step = 0;
-  if (reduces(op)) step += ring_phase(edges, 0, 1, n, size / n, step);
-  if (gathers(op)) ring_phase(edges, 0, 1, n, size / n, step);
   return edges.finish();
 }
 
@@ -247,6 +258,24 @@ std::vector<FlowEdge> direct_edges(double size, int n) {
 
 // switch_schedule: step 0 up to the switch, step 1 back down; all_gather and reduce_scatter in n
 // chunks of size/n, the other ops in one chunk.
+// collnet_schedule: the node rings move m chunks of size/n a step (k-1 steps each way), and each
+// member sends its rail's m chunks up in step k-1 and gets them back in step k.
+std::vector<FlowEdge> collnet_edges(double size, int k, int m) {
+  const int n = k * m;
+  const double chunk = size / n;
+  EdgeList edges(n);
+  const uint32_t ring = static_cast<uint32_t>(k - 1);
+  for (int a = 0; a < m; ++a) {
+    ring_phase(edges, a * k, 1, k, m * chunk, 0);
+    ring_phase(edges, a * k, 1, k, m * chunk, ring + 2);
+  }
+  for (int i = 0; i < n; ++i) {
+    edges.add(i, IN_NETWORK, m * chunk, ring, 1);
+    edges.add(IN_NETWORK, i, m * chunk, ring + 1, 1);
+  }
+  return edges.finish();
+}
+
 std::vector<FlowEdge> switch_edges(CollectiveOp op, double size, int n) {
   EdgeList edges(n);
   const double shard = size / n;
@@ -294,7 +323,7 @@ std::vector<FlowEdge> flow_edges(CollectiveOp op, Algorithm algorithm, core::Byt
   const double bytes = size.value();
   switch (algorithm) {
     case Algorithm::RING:
-      return ring_edges(op, bytes, n);
+      return ring_edges(op, bytes, placement);
     case Algorithm::TREE:
       if (detail::tree_is_hierarchical(op, group, placement)) {
         return hierarchical_edges(op, bytes, placement.ranks_per_node, placement.nodes, Algorithm::TREE);
@@ -308,6 +337,8 @@ std::vector<FlowEdge> flow_edges(CollectiveOp op, Algorithm algorithm, core::Byt
       // Members are sorted, so node-major, and the placement is uniform (checked_placement).
       return hierarchical_edges(op, bytes, placement.ranks_per_node, placement.nodes, Algorithm::RING);
     case Algorithm::IN_NETWORK:
+      if (collnet_applies(op, placement)) return collnet_edges(bytes, placement.ranks_per_node, placement.nodes);
+      return switch_edges(op, bytes, n);
     case Algorithm::NVLS:
       return switch_edges(op, bytes, n);
     case Algorithm::AUTO:

@@ -38,12 +38,15 @@ class ScheduleBuilder {
   std::vector<uint32_t> previous_;  // per transfer: the delivery into the same copy before it (REDUCE), or NONE
 };
 
-// The chunks a phase treats as its chunk j: base + j*stride + t*inner_stride for t < width.
+// The chunks a phase treats as its chunk j: base + p(j)*stride + t*inner_stride for t < width, p(j)
+// = (*positions)[j] when given (a ring in another order than its members': the chunk of the member
+// at ring position j), else j.
 struct ChunkMap {
   uint32_t base = 0;
   uint32_t stride = 1;
   uint32_t width = 1;
   uint32_t inner_stride = 1;
+  const std::vector<int>* positions = nullptr;
 };
 
 // Ring phases over `ring` (member indices in ring order), as NCCL runs them, n = ring size: n-1 steps
@@ -111,6 +114,14 @@ uint32_t doubling_all_gather(ScheduleBuilder& b, uint32_t first_step);
 GroupPlacement checked_placement(core::CollectiveOp op, Algorithm algorithm, const GroupView& group);
 // Whether TREE runs on `group` as hierarchical_schedule(.., TREE) rather than tree_schedule.
 bool tree_is_hierarchical(core::CollectiveOp op, const GroupView& group, const GroupPlacement& placement);
+
+// NCCL's ring of channel c over m nodes of k members each (members node-major): every node in order,
+// entered at its member c and left from its member c-1 (mod k), so that channel c's inter-node hop
+// leaves each node from a different member, hence through a different NIC.
+std::vector<int> channel_ring(int k, int m, int c);
+// The chain of a ring broadcast or reduce along `ring`, rooted at member 0: parent[member], -1 for
+// the root. Broadcast: down the ring from the root; reduce: from the root's successor around to it.
+std::vector<int> ring_chain(const std::vector<int>& ring, bool broadcast);
 
 // The algorithms, composed from the phases above (make_schedule checks applicability first).
 TransferSchedule ring_schedule(core::CollectiveOp op, core::Bytes size, const GroupView& group);

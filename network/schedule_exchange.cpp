@@ -78,8 +78,46 @@ TransferSchedule direct_schedule(CollectiveOp op, core::Bytes size, const GroupV
 
 // Step 0 up to the switch, step 1 back down. all_reduce, broadcast and reduce move the whole buffer
 // as one chunk; reduce_scatter and all_gather cut it into one chunk per member.
+// NCCL's CollNet all_reduce (collnet_applies): n chunks as in hierarchical_schedule; a ring
+// reduce-scatter inside each node leaves local member l with the node's sum of its rail's chunks
+// {a*k + l}, which it sends to the switch (step k-1) and gets back reduced over every node (step k);
+// a ring all-gather inside each node follows.
+TransferSchedule collnet_schedule(core::Bytes size, const GroupView& group, const GroupPlacement& placement) {
+  const int n = group.size();
+  const int k = placement.ranks_per_node;
+  const int m = placement.nodes;
+  const uint32_t uk = static_cast<uint32_t>(k);
+  const uint32_t um = static_cast<uint32_t>(m);
+  ScheduleBuilder b(CollectiveOp::ALL_REDUCE, Algorithm::IN_NETWORK, n, static_cast<uint32_t>(n), size.value() / n);
+  const ChunkMap in_node{0, 1, um, uk};
+  std::vector<std::vector<int>> nodes(um);
+  for (int i = 0; i < n; ++i) nodes[static_cast<size_t>(i / k)].push_back(i);
+  uint32_t step = 0;
+  for (const std::vector<int>& node : nodes) ring_reduce_scatter(b, node, in_node, step);
+  step += uk - 1;
+  for (uint32_t up = 0; up < 2; ++up) {
+    for (int i = 0; i < n; ++i) {
+      const uint32_t l = static_cast<uint32_t>(i % k);
+      for (uint32_t a = 0; a < um; ++a) {
+        if (up == 0) {
+          b.add(i, IN_NETWORK, a * uk + l, ChunkAction::REDUCE, step);
+        } else {
+          b.add(IN_NETWORK, i, a * uk + l, ChunkAction::COPY, step);
+        }
+      }
+    }
+    ++step;
+  }
+  for (const std::vector<int>& node : nodes) ring_all_gather(b, node, in_node, step);
+  return b.finish();
+}
+
 TransferSchedule switch_schedule(CollectiveOp op, Algorithm algorithm, core::Bytes size, const GroupView& group) {
   const int n = group.size();
+  if (algorithm == Algorithm::IN_NETWORK) {
+    const GroupPlacement placement = GroupPlacement::of(group.ranks, group.topology->cluster());
+    if (collnet_applies(op, placement)) return collnet_schedule(size, group, placement);
+  }
   const bool sharded = op == CollectiveOp::REDUCE_SCATTER || op == CollectiveOp::ALL_GATHER;
   const uint32_t chunks = sharded ? static_cast<uint32_t>(n) : 1;
   ScheduleBuilder b(op, algorithm, n, chunks, size.value() / chunks);

@@ -15,8 +15,9 @@ uint32_t wrap(int64_t i, int n) { return static_cast<uint32_t>(((i % n) + n) % n
 // Sends every chunk of ring chunk `j` from `src` to `dst`.
 void send_ring_chunk(ScheduleBuilder& b, const ChunkMap& map, uint32_t j, int src, int dst, ChunkAction action,
                      uint32_t step) {
+  const uint32_t p = map.positions != nullptr ? static_cast<uint32_t>((*map.positions)[j]) : j;
   for (uint32_t t = 0; t < map.width; ++t)
-    b.add(src, dst, map.base + j * map.stride + t * map.inner_stride, action, step);
+    b.add(src, dst, map.base + p * map.stride + t * map.inner_stride, action, step);
 }
 
 std::vector<int> iota(int n) {
@@ -53,35 +54,67 @@ uint32_t ring_all_gather(ScheduleBuilder& b, const std::vector<int>& ring, const
   return static_cast<uint32_t>(n - 1);
 }
 
+std::vector<int> channel_ring(int k, int m, int c) {
+  std::vector<int> ring;
+  ring.reserve(static_cast<size_t>(k) * static_cast<size_t>(m));
+  for (int a = 0; a < m; ++a) {
+    for (int j = 0; j < k; ++j) ring.push_back(a * k + (c + j) % k);
+  }
+  return ring;
+}
+
+std::vector<int> ring_chain(const std::vector<int>& ring, bool broadcast) {
+  const int n = static_cast<int>(ring.size());
+  int root = 0;
+  while (ring[static_cast<size_t>(root)] != 0) ++root;
+  std::vector<int> parent(static_cast<size_t>(n), -1);
+  for (int i = 1; i < n; ++i) {
+    const int member = ring[wrap(root + i, n)];
+    parent[static_cast<size_t>(member)] = broadcast ? ring[wrap(root + i - 1, n)] : ring[wrap(root + i + 1, n)];
+  }
+  return parent;
+}
+
+// NCCL's ring: ring_channels() channels (one ring over every member per channel, channel_ring on a
+// uniform group spanning nodes), each carrying its share of the buffer. Broadcast and reduce are a
+// pipelined chain per channel, cut into max(1, n-1) pieces so that the pipeline fills as fast as it
+// drains; the other ops cut each channel's share into n chunks.
 TransferSchedule ring_schedule(CollectiveOp op, core::Bytes size, const GroupView& group) {
   const int n = group.size();
+  const GroupPlacement placement = GroupPlacement::of(group.ranks, group.topology->cluster());
+  const int channels = ring_channels(placement);
+  const auto ring_of = [&](int c) {
+    return channels == 1 ? iota(n) : channel_ring(placement.ranks_per_node, placement.nodes, c);
+  };
+  const uint32_t uc = static_cast<uint32_t>(channels);
   if (op == CollectiveOp::BROADCAST || op == CollectiveOp::REDUCE) {
-    // NCCL's ring broadcast and reduce are a pipelined chain from (to) member 0: a tree whose every
-    // member has one child, cut into n-1 pieces so that the pipeline fills as fast as it drains.
     const uint32_t pieces = static_cast<uint32_t>(std::max(1, n - 1));
-    ScheduleBuilder b(op, Algorithm::RING, n, pieces, size.value() / pieces);
-    std::vector<int> parent(static_cast<size_t>(n));
-    std::vector<uint32_t> chunks(pieces);
-    for (uint32_t p = 0; p < pieces; ++p) chunks[p] = p;
-    for (int i = 0; i < n; ++i) {
-      // Broadcast: 0 -> 1 -> ... -> n-1. Reduce: 1 -> 2 -> ... -> n-1 -> 0.
-      parent[static_cast<size_t>(i)] = op == CollectiveOp::BROADCAST ? i - 1 : (i == 0 ? -1 : (i + 1) % n);
-    }
-    if (op == CollectiveOp::BROADCAST) {
-      tree_broadcast(b, parent, chunks, 0);
-    } else {
-      tree_reduce(b, parent, chunks, 0);
+    ScheduleBuilder b(op, Algorithm::RING, n, uc * pieces, size.value() / (uc * pieces));
+    for (uint32_t c = 0; c < uc; ++c) {
+      std::vector<uint32_t> chunks(pieces);
+      for (uint32_t p = 0; p < pieces; ++p) chunks[p] = c * pieces + p;
+      const std::vector<int> parent = ring_chain(ring_of(static_cast<int>(c)), op == CollectiveOp::BROADCAST);
+      if (op == CollectiveOp::BROADCAST) {
+        tree_broadcast(b, parent, chunks, 0);
+      } else {
+        tree_reduce(b, parent, chunks, 0);
+      }
     }
     return b.finish();
   }
-  const uint32_t chunks = static_cast<uint32_t>(n);
-  ScheduleBuilder b(op, Algorithm::RING, n, chunks, size.value() / chunks);
-  const std::vector<int> ring = iota(n);
-  const ChunkMap map;
-  uint32_t step = 0;
-  if (op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER)
-    step += ring_reduce_scatter(b, ring, map, step);
-  if (op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::ALL_GATHER) ring_all_gather(b, ring, map, step);
+  const uint32_t un = static_cast<uint32_t>(n);
+  ScheduleBuilder b(op, Algorithm::RING, n, uc * un, size.value() / (uc * un));
+  // Channel c's chunk of ring position j is the share of the member there: c*n + ring[j].
+  std::vector<std::vector<int>> rings;
+  for (uint32_t c = 0; c < uc; ++c) rings.push_back(ring_of(static_cast<int>(c)));
+  const auto map_of = [&](uint32_t c) { return ChunkMap{c * un, 1, 1, 1, &rings[c]}; };
+  uint32_t used = 0;
+  if (op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::REDUCE_SCATTER) {
+    for (uint32_t c = 0; c < uc; ++c) used = ring_reduce_scatter(b, rings[c], map_of(c), 0);
+  }
+  if (op == CollectiveOp::ALL_REDUCE || op == CollectiveOp::ALL_GATHER) {
+    for (uint32_t c = 0; c < uc; ++c) ring_all_gather(b, rings[c], map_of(c), used);
+  }
   return b.finish();
 }
 

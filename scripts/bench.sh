@@ -55,6 +55,32 @@ for gpus in 1024 4096 16384; do
       "$(json_number "$tmp/out" flows)" "$(echo "$time_us" | awk '{print $1 / 1e6}')"
   done
 done
+# Collective speed on the default fabric (issue 12): a 1 GiB all-reduce at flow fidelity on the
+# default fat-tree (A100, 8 per node, 200 Gb/s), with symmetry and, for the ratio in one run, without;
+# a flat ring over single-GPU nodes of an ideal switch; and the step fidelity's up-front refusal.
+# The `timing:` lines split the wall time into topology, SimGrid platform, flows and simulation.
+collective_case() {
+  local name=$1
+  shift
+  run "$tmp/out" "$bin" collective --op all_reduce --sizes 1G:1G --format json --timings "$@"
+  if [ "$status" -ne 0 ]; then failed "$name" flow; sed 's/^/    /' "$tmp/err" | head -3; return; fi
+  printf '%-44s %-10s %9s %9s %20s %14.6f\n' "$name" flow "$wall" "$rss_mib" "$(json_number "$tmp/out" flows)" \
+    "$(json_number "$tmp/out" time_us | awk '{print $1 / 1e6}')"
+  grep -h "^timing:" "$tmp/err" | sed 's/^/    /' || true
+}
+echo
+printf '%-44s %-10s %9s %9s %20s %14s\n' case mode wall_s rss_MiB flows predicted_s
+collective_case "all_reduce 1 GiB x 4,096 GPUs, fat-tree" --gpus 4096
+collective_case "same, --no-symmetry" --gpus 4096 --no-symmetry
+collective_case "all_reduce 1 GiB x 16,384 GPUs, fat-tree" --gpus 16384
+collective_case "flat ring 1 GiB x 16,384 1-GPU nodes, ideal" --gpus 16384 --gpus-per-node 1 --topology ideal \
+  --algorithm ring
+collective_case "NCCL ring 1 GiB x 4,096 GPUs, fat-tree" --gpus 4096 --algorithm ring
+run "$tmp/out" "$bin" collective --op all_reduce --sizes 1G:1G --gpus 4096 --fidelity step
+printf '%-44s %-10s %9s %9s  %s\n' "all_reduce 1 GiB x 4,096 GPUs" step "$wall" "$rss_mib" \
+  "exit $status: $(head -c 160 "$tmp/err" | tr '\n' ' ')"
+echo
+
 for scenario in "$repo"/scenarios/bench/*.json; do
   for backend in $backends; do
     run "$tmp/out" "$bin" run "$scenario" --backend "$backend" --format json

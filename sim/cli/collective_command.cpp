@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>
+
+#include <iostream>
 #include <map>
 
 #include "network/collective_cost.hpp"
@@ -219,6 +221,48 @@ void print_csv(std::ostream& out, const std::vector<engine::CollectiveResult>& r
   }
 }
 
+// The most flows a step-fidelity collective may run: about a minute of SimGrid at its best rate, and a
+// few GB (../shared/SIMGRID-NOTES.md: budget ~1e7 flows per simulation).
+constexpr uint64_t STEP_FLOW_BUDGET = 20'000'000;
+
+// A forced algorithm that cannot run the op on the group is an input error (the closed form would
+// fall back to the ring, as NCCL does, and print a result under another name).
+void check_algorithm_applies(const engine::CollectiveRequest& request, const network::ClusterConfig& cluster,
+                             int ranks) {
+  if (request.algorithm == network::Algorithm::AUTO) return;
+  std::vector<int> members = request.ranks;
+  if (members.empty()) {
+    members.resize(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) members[static_cast<size_t>(r)] = r;
+  }
+  const network::GroupPlacement g = network::GroupPlacement::of(members, cluster);
+  const bool uniform = g.ranks == g.nodes * g.ranks_per_node;
+  bool applies = network::algorithm_applies(request.algorithm, request.op, g, cluster);
+  if (request.algorithm == network::Algorithm::HIERARCHICAL) applies = applies && uniform;
+  if (applies || g.ranks <= 1) return;
+  std::string needs;
+  switch (request.algorithm) {
+    case network::Algorithm::NVLS:
+      needs = "an NVSwitch node with NVLink SHARP (a --scenario whose cluster.intra_node.nvls is true), a group inside "
+              "one node, and all_reduce, reduce_scatter or all_gather";
+      break;
+    case network::Algorithm::IN_NETWORK:
+      needs = "switches that aggregate (a --scenario with cluster.network.in_network_aggregation), a group spanning "
+              "nodes, and not all_to_all; \"switchml\" only all_reduce over nodes under one switch";
+      break;
+    case network::Algorithm::HALVING_DOUBLING: needs = "a power-of-two group with the same GPUs on every node"; break;
+    case network::Algorithm::HIERARCHICAL:
+      needs = "all_reduce, reduce_scatter or all_gather on the same number of GPUs on every node";
+      break;
+    case network::Algorithm::TREE: needs = "all_reduce, broadcast or reduce"; break;
+    case network::Algorithm::DIRECT: needs = "all_to_all, or all_gather / reduce_scatter on at most 16 GPUs"; break;
+    default: needs = "an op other than all_to_all"; break;
+  }
+  throw InputError::expected("--algorithm", "", needs,
+                             fmt::format("{} for {} on {} GPUs over {} node(s)", network::to_string(request.algorithm),
+                                         core::to_string(request.op), g.ranks, g.nodes));
+}
+
 }  // namespace
 
 int collective_command(const CollectiveArgs& args, std::ostream& out) {
@@ -233,9 +277,26 @@ int collective_command(const CollectiveArgs& args, std::ostream& out) {
   request.sizes = parse_sizes(args.sizes, args.factor);
   request.top_links = args.top_links;
   request.use_symmetry = !args.no_symmetry;
+  request.timings = args.timings ? &std::cerr : nullptr;
   const Setup setup = make_setup(args);
   request.ranks = setup.ranks;
   const int ranks = setup.ranks.empty() ? setup.cluster.world_size() : static_cast<int>(setup.ranks.size());
+  check_algorithm_applies(request, setup.cluster, ranks);
+  if (request.fidelity == engine::Fidelity::STEP) {
+    const uint64_t flows = engine::step_flows_lower_bound(request, setup.cluster, setup.profile);
+    if (flows > STEP_FLOW_BUDGET) {
+      throw InputError::expected(
+          "--fidelity", "",
+          fmt::format("a step-fidelity run of at most {:.0e} flows (SimGrid runs 0.05-0.5 million flows per "
+                      "CPU-second, fewer the more are in flight): use --fidelity flow, fewer GPUs or another "
+                      "--algorithm",
+                      static_cast<double>(STEP_FLOW_BUDGET)),
+          fmt::format("step for {} GPUs, at least {} flows ({:.0f} to {:.0f} CPU-minutes at those rates, and "
+                      "gigabytes of memory)",
+                      ranks, flows, std::ceil(static_cast<double>(flows) / 0.5e6 / 60),
+                      std::ceil(static_cast<double>(flows) / 0.05e6 / 60)));
+    }
+  }
   const std::vector<engine::CollectiveResult> results = engine::simulate_collective(request, setup.cluster, setup.profile);
   const std::vector<Comparison> comparison =
       args.compare.empty() ? std::vector<Comparison>{} : compare(args, request.op, setup, results);
@@ -267,6 +328,8 @@ CollectiveSubcommand::CollectiveSubcommand(CLI::App& app) {
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--compare", args_.compare, "nccl-tests measurements (JSON) to compare with");
   command_->add_option("--top-links", args_.top_links, "Most utilized links listed")->default_str("5");
+  command_->add_flag("--timings", args_.timings,
+                     "Print where the wall time goes (topology, platform, flows, simulation) on stderr");
   command_->add_flag("--no-symmetry", args_.no_symmetry,
                      "flow: simulate every flow, also those that copy others on links of their own (same result)");
 }

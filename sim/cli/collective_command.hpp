@@ -50,6 +50,7 @@ struct CollectiveArgs {
   std::string compare;                // nccl-tests measurements to compare with
   size_t top_links = 5;               // most utilized links listed
   bool no_symmetry = false;           // simulate every flow (engine::CollectiveRequest::use_symmetry)
+  bool timings = false;               // where the time goes, per size, on stderr (wall clock)
 };
 
 // Prints the table (or JSON) on `out`; returns 0. Throws core::InputError naming the faulty option.

@@ -1,6 +1,8 @@
 #include "sim/engine/collective_simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <chrono>
 #include <bit>
 #include <climits>
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <unordered_map>
 #include <fmt/format.h>
 
+#include "network/schedule_builder.hpp"
 #include "network/topology.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/schedule_flows.hpp"
@@ -172,10 +175,59 @@ void fill_bandwidths(CollectiveResult& r, core::CollectiveOp op, int ranks) {
 
 }  // namespace
 
+uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network::ClusterConfig& cluster,
+                                const core::Profile& profile) {
+  const network::Topology topology = network::Topology::build(cluster);
+  network::GroupView group;
+  group.ranks = members(request, topology);
+  group.topology = &topology;
+  if (group.size() <= 1) return 0;
+  uint64_t most = 0;
+  for (Bytes size : request.sizes) {
+    const network::Algorithm a = request.algorithm == network::Algorithm::AUTO
+                                     ? network::choose_algorithm(request.op, size, group, cluster, profile.network)
+                                     : request.algorithm;
+    // Most schedules cut the buffer into shares of at most size/n (rings, the hierarchies, CollNet,
+    // halving-doubling, direct); a flat tree, a chain and a flat switch reduction send fewer, larger
+    // pieces, counted once per step.
+    const network::GroupPlacement placement = network::GroupPlacement::of(group.ranks, cluster);
+    const bool chain = a == network::Algorithm::RING &&
+                       (request.op == core::CollectiveOp::BROADCAST || request.op == core::CollectiveOp::REDUCE);
+    const bool flat_tree = a == network::Algorithm::TREE && !network::detail::tree_is_hierarchical(request.op, group, placement);
+    const bool flat_switch = a == network::Algorithm::NVLS ||
+                             (a == network::Algorithm::IN_NETWORK && !network::collnet_applies(request.op, placement));
+    const double share = size.value() / group.size();
+    double flows = 0;
+    for (const network::FlowEdge& e : network::flow_edges(request.op, a, size, group)) {
+      flows += chain || flat_tree || flat_switch || share <= 0 ? e.steps : std::max<double>(e.steps, std::floor(e.bytes / share));
+    }
+    most = std::max(most, static_cast<uint64_t>(std::min(flows, 1e18)));
+  }
+  return most;
+}
+
+// Wall-clock phases for CollectiveRequest::timings.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::ostream* out) : out_(out), last_(std::chrono::steady_clock::now()) {}
+  void lap(const std::string& phase) {
+    if (out_ == nullptr) return;
+    const auto now = std::chrono::steady_clock::now();
+    *out_ << fmt::format("timing: {:<40} {:8.3f} s\n", phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::ostream* out_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& request,
                                                   const network::ClusterConfig& cluster,
                                                   const core::Profile& profile) {
+  PhaseClock clock(request.timings);
   const network::Topology topology = network::Topology::build(cluster);
+  clock.lap(fmt::format("topology ({} links)", topology.links().size()));
   network::GroupView group;
   group.ranks = members(request, topology);
   group.topology = &topology;
@@ -202,6 +254,7 @@ std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& reque
   // own start (SimGrid allows one Engine per process).
   SimgridPlatform& platform = SimgridPlatform::bind(topology, net);
   RoutePlanner planner(topology, net, platform);
+  clock.lap("SimGrid platform");
   for (Bytes size : request.sizes) {
     CollectiveResult r;
     r.size = size;
@@ -211,10 +264,13 @@ std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& reque
     LinkLoads loads(topology.links().size());
     ScheduleFlows flows =
         schedule_flows(request.op, r.algorithm, size, request.fidelity, group.ranks, planner, platform, loads.bytes());
+    const size_t all_flows = flows.batch.flows.size();
     if (request.use_symmetry && request.fidelity == Fidelity::FLOW) {
       keep_one_component_per_class(flows, group.ranks, planner, platform);
     }
+    clock.lap(fmt::format("flows of {} B ({} of {} run)", size.value(), flows.batch.flows.size(), all_flows));
     r.time = schedule_time(flows, platform.run(flows.batch));
+    clock.lap(fmt::format("simulation of {} B", size.value()));
     r.flows = flows.batch.flows.size();
     r.top_links = loads.top(request.top_links, r.time, topology, platform);
     fill_bandwidths(r, request.op, group.size());

@@ -3,6 +3,7 @@
 // the tests that hold the fidelities to each other: the time of `op` over `group` for each size, at
 // a fidelity, with the most loaded links. SimGrid-backed for `step` and `flow`.
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct CollectiveRequest {
   // `flow` fidelity: leave out flows that are exact copies of simulated ones on links of their own
   // (see simulate_collective). The result is the same; false simulates every flow.
   bool use_symmetry = true;
+  // When set, wall-clock seconds of each phase (topology, platform, flows per size, simulation per
+  // size) are written there, one line each: for profiling, never part of the results.
+  std::ostream* timings = nullptr;
 };
 
 // Runs every size of `request` (in one SimGrid engine for step/flow). REQUIRES: the cluster passed
@@ -51,6 +55,15 @@ struct CollectiveRequest {
 // hold whole nodes) each rail's inter-node flows copies of the first rail's (a 1 GiB all-reduce over
 // 4,096 GPUs on the default fat-tree: 1,790 of 18,400 flows); a flat ring over single-GPU nodes of
 // an ideal switch runs two flows. Link statistics still count every flow's bytes.
+// A lower bound on the flows `step` fidelity runs for the most demanding of request's sizes, from the
+// algorithm's edges (network::flow_edges): per edge, its bytes over a member's share of the buffer
+// (size/n, the largest transfer of a ring, hierarchy, CollNet, halving-doubling or direct schedule;
+// a ring's channels cut it finer), or one transfer per step that uses it for the schedules that send
+// larger pieces (flat tree, chain, flat switch reduction). A caller can refuse a run that would not
+// finish: SimGrid runs 0.05-0.5 million flows per CPU-second.
+uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network::ClusterConfig& cluster,
+                                const core::Profile& profile);
+
 std::vector<CollectiveResult> simulate_collective(const CollectiveRequest& request,
                                                   const network::ClusterConfig& cluster,
                                                   const core::Profile& profile);

@@ -58,13 +58,23 @@ ScheduleFlows schedule_flows(core::CollectiveOp op, network::Algorithm algorithm
   const core::NetworkProfile& profile = planner.profile();
   const double intra_weight = profile.intra_node.bandwidth_efficiency / profile.intra_node.efficiency(op, size);
   const double inter_weight = profile.inter_node.bandwidth_efficiency / profile.inter_node.efficiency(op, size);
+  // The switch's own limits (NVLS rate, SwitchML's packets) slow the flows to and from it.
+  double switch_weight = 1;
+  if (algorithm == network::Algorithm::IN_NETWORK || algorithm == network::Algorithm::NVLS) {
+    const network::ClusterConfig& cluster = topology.cluster();
+    const network::GroupPlacement placement = network::GroupPlacement::of(members, cluster);
+    switch_weight = network::switch_route_rate(algorithm, op, size, cluster, profile) /
+                    network::switch_limited_rate(algorithm, op, size, placement, cluster, profile);
+  }
+  const int sw = platform.switch_host();
   // Adds a flow's bytes to its route's links; returns the bytes the flow carries on the platform.
   auto add = [&](int src, int dst, double bytes) {
     const std::vector<uint32_t>& route = planner.links(src, dst, one_node);
     if (link_bytes != nullptr) {
       for (uint32_t l : route) (*link_bytes)[l] += bytes;
     }
-    return bytes * (planner.intra_node(src, dst, one_node) ? intra_weight : inter_weight);
+    const double via_switch = src == sw || dst == sw ? switch_weight : 1.0;
+    return bytes * via_switch * (planner.intra_node(src, dst, one_node) ? intra_weight : inter_weight);
   };
   ScheduleFlows out;
   if (fidelity == Fidelity::STEP) {

@@ -171,6 +171,66 @@ TEST(CollectiveSimulation, FlatRingOnAnIdealSwitchRunsTwoFlows) {
   }
 }
 
+// Bytes a link carried, from the most utilized links of a result (0 when not listed).
+double link_bytes(const CollectiveResult& r, const std::string& link) {
+  for (const LinkLoad& l : r.top_links) {
+    if (l.link == link) return l.bytes;
+  }
+  return 0;
+}
+
+// NCCL's ring forced across 4 nodes of 8 GPUs: 8 channels, so every NIC of every node sends and
+// receives one channel's share, 2(n-1)/n * S/8, and the flow fidelity agrees with the closed form.
+TEST(CollectiveSimulation, ForcedRingAcrossNodesUsesEveryNic) {
+  const network::ClusterConfig cluster = cluster_of({{"nodes", 4}, {"gpus_per_node", 8}});
+  CollectiveRequest req = ring(first(32), Fidelity::FLOW, {Bytes(1 << 30)});
+  req.top_links = 1000;
+  const CollectiveResult flow = simulate_collective(req, cluster, core::Profile{}).at(0);
+  req.fidelity = Fidelity::ANALYTIC;
+  const CollectiveResult exact = simulate_collective(req, cluster, core::Profile{}).at(0);
+  EXPECT_NEAR(flow.time / exact.time, 1.0, 0.01);
+  const double share = 2.0 * 31 / 32 * (1 << 30) / 8;
+  for (int node = 0; node < 4; ++node) {
+    for (int nic = 0; nic < 8; ++nic) {
+      for (const char* dir : {"up", "down"}) {
+        EXPECT_NEAR(link_bytes(flow, fmt::format("node{}.nic{}.{}", node, nic, dir)), share, 1.0)
+            << node << " " << nic << " " << dir;
+      }
+    }
+  }
+}
+
+// In-network aggregation over 8 single-GPU nodes: each NIC carries the buffer once each way (S up,
+// S down), where the ring carries 2(n-1)/n * S each way; SwitchML's 8 slots over the RTT slow the
+// same bytes to the pool's rate.
+TEST(CollectiveSimulation, SwitchAggregationCarriesTheBufferOnceEachWay) {
+  core::Json doc = {{"nodes", 8},
+                    {"gpus_per_node", 1},
+                    {"network", {{"nics_per_node", 1}, {"nic_bandwidth", "100 Gb/s"}, {"in_network_aggregation", "sharp"}}}};
+  const double s = 1 << 30;
+  CollectiveRequest req = ring(first(8), Fidelity::FLOW, {Bytes(s)});
+  req.top_links = 1000;
+  const CollectiveResult ring_result = simulate_collective(req, cluster_of(doc), core::Profile{}).at(0);
+  req.algorithm = network::Algorithm::IN_NETWORK;
+  const CollectiveResult sharp = simulate_collective(req, cluster_of(doc), core::Profile{}).at(0);
+  for (int node = 0; node < 8; ++node) {
+    for (const char* dir : {"up", "down"}) {
+      const std::string nic = fmt::format("node{}.nic0.{}", node, dir);
+      EXPECT_NEAR(link_bytes(sharp, nic), s, 1.0) << nic;
+      EXPECT_NEAR(link_bytes(ring_result, nic), 2.0 * 7 / 8 * s, 1.0) << nic;
+    }
+  }
+  req.fidelity = Fidelity::ANALYTIC;
+  EXPECT_NEAR(sharp.time / simulate_collective(req, cluster_of(doc), core::Profile{}).at(0).time, 1.0, 0.01);
+  doc["network"]["in_network_aggregation"] = {{"kind", "switchml"}, {"pool_size", 8}};
+  const network::ClusterConfig switchml = cluster_of(doc);
+  const core::Seconds analytic = simulate_collective(req, switchml, core::Profile{}).at(0).time;
+  req.fidelity = Fidelity::FLOW;
+  const CollectiveResult pooled = simulate_collective(req, switchml, core::Profile{}).at(0);
+  EXPECT_NEAR(pooled.time / analytic, 1.0, 0.01);
+  EXPECT_GT(pooled.time, 2 * sharp.time);  // 8 x 256 B per RTT (>= 2 us) is far below 100 Gb/s
+}
+
 TEST(CollectiveSimulation, RingInOneNodeMatchesAnalytic) { expect_ring_matches_analytic(one_node()); }
 
 // A calibrated efficiency curve (intra-node all_reduce: 30% at 1 MiB, 60% at 64 MiB, 78% from 1 GiB)

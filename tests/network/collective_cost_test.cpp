@@ -102,7 +102,8 @@ TEST(CollectiveCost, HierarchicalAllReducePipelinesReduceScatterRailAllReduceAll
     const double intra_latency = (k - 1) * 5e-6;
     const double inter_bandwidth = 2.0 * (m - 1) / m * (s / k) / (25e9 * 0.9);
     const double inter_latency = 2.0 * (m - 1) * 10e-6;
-    const CollectiveCost cost = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::RING);
+    const CollectiveCost cost =
+        collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::HIERARCHICAL);
     expect_relative(cost.time.value(),
                     std::max(2 * intra_bandwidth, inter_bandwidth) + 2 * intra_latency + inter_latency,
                     fmt::format("4 nodes x 8 GPUs, {} bytes, NVLink {} B/s", s, nvlink));
@@ -142,8 +143,9 @@ TEST(CollectiveCost, AutoPicksTreeForTinyMessagesAcrossManyNodesAndRingForLarge)
     const CollectiveCost tiny = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(4096), g, c, p);
     EXPECT_EQ(tiny.algorithm, Algorithm::TREE) << g.ranks;
     EXPECT_LT(tiny.time, collective_cost(CollectiveOp::ALL_REDUCE, Bytes(4096), g, c, p, Algorithm::RING).time);
+    // AUTO's ring over several GPUs of each node is the hierarchy.
     const CollectiveCost large = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(16 * core::GiB), g, c, p);
-    EXPECT_EQ(large.algorithm, Algorithm::RING) << g.ranks;
+    EXPECT_EQ(large.algorithm, g.ranks_per_node > 1 ? Algorithm::HIERARCHICAL : Algorithm::RING) << g.ranks;
     EXPECT_LT(large.time, collective_cost(CollectiveOp::ALL_REDUCE, Bytes(16 * core::GiB), g, c, p, Algorithm::TREE).time);
   }
   // Inside one node NCCL's tree is a chain, never faster than the ring.
@@ -249,7 +251,10 @@ TEST(CollectiveCost, DirectSendsEachPeerItsShareAtOnce) {
 }
 
 // SHArP (Graham et al. 2016): the buffer goes up once and comes back once, at the NIC share (the
-// leaf reduces before the oversubscribed uplinks). NVLS: the same inside the node over NVLink.
+// leaf reduces before the oversubscribed uplinks); over several GPUs of each node as NCCL's CollNet:
+// reduce-scatter in the node, the 1/k shard through the switches, all-gather in the node. NVLS: the
+// buffer once up and down inside the node, at the smaller of the NVLink port and the NVLS rate
+// (0.61 x NVLink by default: 183 GB/s here, below 240).
 TEST(CollectiveCost, SwitchReductionsSendTheBufferOnce) {
   ClusterConfig c = cluster(16, 8);
   c.network.in_network_reduction = true;
@@ -257,11 +262,21 @@ TEST(CollectiveCost, SwitchReductionsSendTheBufferOnce) {
   c.intra_node.nvls = true;
   const core::NetworkProfile p = profile();
   const double s = 1e9;
+  const CollectiveCost flat = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {16, 16, 1}, c, p, Algorithm::IN_NETWORK);
+  expect_relative(flat.time.value(), s / 22.5e9 + 2 * 10e-6, "in-network, one GPU per node");
   const CollectiveCost sharp = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {128, 16, 8}, c, p, Algorithm::IN_NETWORK);
-  expect_relative(sharp.time.value(), s / 22.5e9 + 2 * 10e-6, "in-network");
+  const double in_node = 7.0 / 8 * s / 240e9;
+  expect_relative(sharp.time.value(), std::max(2 * in_node, s / 8 / 22.5e9) + 2 * 7 * 5e-6 + 2 * 10e-6, "CollNet");
   EXPECT_EQ(sharp.algorithm, Algorithm::IN_NETWORK);
+  // reduce_scatter stays flat: each GPU streams its buffer once.
+  expect_relative(collective_cost(CollectiveOp::REDUCE_SCATTER, Bytes(s), {128, 16, 8}, c, p, Algorithm::IN_NETWORK)
+                      .time.value(),
+                  s / 22.5e9 + 2 * 10e-6, "in-network reduce_scatter");
   const CollectiveCost nvls = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p, Algorithm::NVLS);
-  expect_relative(nvls.time.value(), s / 240e9 + 2 * 5e-6, "nvls");
+  expect_relative(nvls.time.value(), s / (300e9 * NVLS_SHARE) + 2 * 5e-6, "nvls");
+  c.intra_node.nvls_bandwidth = core::BytesPerSecond(400e9);
+  expect_relative(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p, Algorithm::NVLS).time.value(),
+                  s / 240e9 + 2 * 5e-6, "nvls above the port");
   // Large buffers: AUTO takes them over the rings (S/B < 2(n-1)/n*S/B); NVLS never across nodes.
   EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, c, p).algorithm, Algorithm::NVLS);
   EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {128, 16, 8}, c, p).algorithm, Algorithm::IN_NETWORK);
@@ -271,14 +286,61 @@ TEST(CollectiveCost, SwitchReductionsSendTheBufferOnce) {
   EXPECT_EQ(collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {8, 1, 8}, cluster(16, 8), p).algorithm, Algorithm::RING);
 }
 
-// HIERARCHICAL is the ring-across hierarchy the closed form already uses for multi-node groups.
+// SwitchML (Sapio et al., NSDI 2021): 8 workers of one GPU on 100 Gb/s NICs under one switch. At
+// line rate a worker streams 12.5e9 * 0.9 * 256/322 B/s; with 64 slots of 256 B over the 10 us
+// RTT (2 us + 8 us step latency) the pool allows 1.6384e9 B/s; at 1e6 packets/s, 2.56e8 B/s.
+TEST(CollectiveCost, SwitchmlStreamsAtTheSmallestOfLineRatePoolAndPacketRate) {
+  ClusterConfig c = cluster(8, 1);
+  c.network.nic_bandwidth = core::BytesPerSecond(12.5e9);
+  c.network.aggregation.kind = AggregationKind::SWITCHML;
+  const core::NetworkProfile p = profile();
+  const GroupPlacement g{8, 8, 1};
+  const double s = 1e9;
+  const auto time = [&] { return collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), g, c, p, Algorithm::IN_NETWORK).time.value(); };
+  expect_relative(time(), s / (12.5e9 * 0.9 * 256 / 322) + 2 * 10e-6, "line rate");
+  // The ring moves 2(n-1)/n = 1.75 buffers per NIC at line rate: 1.75 * 256/322 = 1.39x SwitchML's time.
+  const double ring = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), g, c, p, Algorithm::RING).time.value();
+  EXPECT_NEAR(ring / time(), 1.75 * 256 / 322, 0.01);
+  c.network.aggregation.pool_size = 64;
+  expect_relative(time(), s / (64 * 256 / 10e-6) + 2 * 10e-6, "pool");
+  c.network.aggregation.packet_rate = 1e6;
+  expect_relative(time(), s / 2.56e8 + 2 * 10e-6, "packet rate");
+  // One switch of 32 down ports holds 32 single-NIC nodes; SwitchML has no all_gather.
+  EXPECT_TRUE(algorithm_applies(Algorithm::IN_NETWORK, CollectiveOp::ALL_REDUCE, g, c));
+  EXPECT_FALSE(algorithm_applies(Algorithm::IN_NETWORK, CollectiveOp::ALL_GATHER, g, c));
+  EXPECT_FALSE(algorithm_applies(Algorithm::IN_NETWORK, CollectiveOp::ALL_REDUCE, {64, 64, 1}, c));
+}
+
+// NCCL's ring over 4 nodes of 8 GPUs: 8 channels, each GPU the source of one channel's inter-node
+// hop (1/8 of 2(n-1)/n * S through its NIC) and of 7 channels' NVLink hops; a chunk crosses 4
+// inter-node and 28 intra-node hops per turn of the ring, 2(n-1) hops in all.
+TEST(CollectiveCost, NcclRingAcrossNodesUsesEveryNicOfTheNode) {
+  const ClusterConfig c = cluster(4, 8);
+  const core::NetworkProfile p = profile();
+  const double s = 1e9;
+  const double factor = 2.0 * 31 / 32;
+  const double expected = std::max(factor / 8 * s / 22.5e9, factor * 7 / 8 * s / 240e9) +
+                          62 * (4.0 / 32 * 10e-6 + 28.0 / 32 * 5e-6);
+  const CollectiveCost ring = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {32, 4, 8}, c, p, Algorithm::RING);
+  expect_relative(ring.time.value(), expected, "8 channels");
+  EXPECT_EQ(ring.algorithm, Algorithm::RING);
+  EXPECT_EQ(ring_channels({32, 4, 8}), 8);
+  // An uneven group runs one ring: every inter-node hop carries the whole 2(n-1)/n * S.
+  EXPECT_EQ(ring_channels({20, 4, 8}), 1);
+  const double single = collective_cost(CollectiveOp::ALL_REDUCE, Bytes(s), {20, 4, 8}, c, p, Algorithm::RING).time.value();
+  EXPECT_GT(single, 2.0 * 19 / 20 * s / 22.5e9);
+}
+
+// HIERARCHICAL is the ring-across hierarchy AUTO uses for multi-node groups.
 TEST(CollectiveCost, HierarchicalIsTheRingHierarchy) {
   const ClusterConfig c = cluster(4, 8);
   const core::NetworkProfile p = profile();
   for (CollectiveOp op : {CollectiveOp::ALL_REDUCE, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER}) {
     const CollectiveCost h = collective_cost(op, Bytes(1e9), {32, 4, 8}, c, p, Algorithm::HIERARCHICAL);
     EXPECT_EQ(h.algorithm, Algorithm::HIERARCHICAL);
-    EXPECT_EQ(h.time, collective_cost(op, Bytes(1e9), {32, 4, 8}, c, p, Algorithm::RING).time);
+    const CollectiveCost automatic = collective_cost(op, Bytes(1e9), {32, 4, 8}, c, p);
+    EXPECT_EQ(automatic.algorithm, Algorithm::HIERARCHICAL);
+    EXPECT_EQ(h.time, automatic.time);
   }
 }
 

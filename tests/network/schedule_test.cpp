@@ -39,7 +39,9 @@ using Mask = uint64_t;  // which members' contributions a copy holds (n <= 64)
 Mask bit(int i) { return Mask{1} << i; }
 Mask everyone(int n) { return n == 64 ? ~Mask{0} : bit(n) - 1; }
 
-// What member m holds of chunk c before the collective (the switch holds nothing).
+// What member m holds of chunk c before the collective (the switch holds nothing). Chunk c is
+// member c % n's share of all_gather's output and reduce_scatter's result: an algorithm with several
+// channels (NCCL's rings across nodes) cuts each member's share into one chunk per channel.
 Mask initial(CollectiveOp op, int n, int m, uint32_t c) {
   switch (op) {
     case CollectiveOp::ALL_REDUCE:
@@ -47,7 +49,7 @@ Mask initial(CollectiveOp op, int n, int m, uint32_t c) {
     case CollectiveOp::REDUCE:
       return bit(m);
     case CollectiveOp::ALL_GATHER:
-      return c == static_cast<uint32_t>(m) ? bit(m) : 0;
+      return c % static_cast<uint32_t>(n) == static_cast<uint32_t>(m) ? bit(m) : 0;
     case CollectiveOp::BROADCAST:
       return m == 0 ? bit(0) : 0;
     case CollectiveOp::ALL_TO_ALL:
@@ -64,7 +66,7 @@ Mask complete(CollectiveOp op, int n, uint32_t c) {
     case CollectiveOp::REDUCE:
       return everyone(n);
     case CollectiveOp::ALL_GATHER:
-      return bit(static_cast<int>(c));
+      return bit(static_cast<int>(c % static_cast<uint32_t>(n)));
     case CollectiveOp::BROADCAST:
       return bit(0);
     case CollectiveOp::ALL_TO_ALL:
@@ -81,7 +83,7 @@ bool must_hold(CollectiveOp op, int n, int m, uint32_t c) {
     case CollectiveOp::BROADCAST:
       return true;
     case CollectiveOp::REDUCE_SCATTER:
-      return c == static_cast<uint32_t>(m);
+      return c % static_cast<uint32_t>(n) == static_cast<uint32_t>(m);
     case CollectiveOp::REDUCE:
       return m == 0;
     case CollectiveOp::ALL_TO_ALL:
