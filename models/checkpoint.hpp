@@ -47,7 +47,8 @@ CheckpointSize checkpoint_size(const ModelSpec& m, const TrainingConfig& t, cons
 //   SNAPSHOT    at the end, a DEVICE_TO_HOST copy of `bytes` (async and multilevel modes: the stall)
 //   FLUSH       at the start, a HOST_TO_STORAGE copy of `bytes` on the STORAGE stream with no
 //               dependency: the previous snapshot's background flush, running while this iteration
-//               trains (it crosses the node's NICs with data-parallel traffic in the SimGrid backend)
+//               trains (it crosses the node's NICs with data-parallel traffic in the SimGrid backend);
+//               the STORAGE stream does not extend the iteration (sim/core/workload.hpp)
 enum class CheckpointTraffic { SYNC_WRITE, SNAPSHOT, FLUSH };
 
 // Adds the traffic to every program of `w` (every rank: with model-parallel sharding the engine

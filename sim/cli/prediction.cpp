@@ -169,7 +169,8 @@ ResilienceFigures resilience_figures(const Scenario& s, const std::string& backe
   f.mode = c.mode;
   const core::Bytes shard = f.size.per_writer;
   auto extra_time = [&](models::CheckpointTraffic what, core::Bytes bytes) {
-    return std::max(0.0, simulate(s, backend_override, {}, ExtraTraffic{what, bytes}).iteration_time_s() - t0);
+    const double extra = simulate(s, backend_override, {}, ExtraTraffic{what, bytes}).iteration_time_s() - t0;
+    return extra > 1e-9 * t0 ? extra : 0.0;  // below: rounding of the same schedule, not a cost
   };
   if (c.mode == models::CheckpointMode::SYNC) {
     f.write_s = extra_time(models::CheckpointTraffic::SYNC_WRITE, shard);
@@ -177,9 +178,10 @@ ResilienceFigures resilience_figures(const Scenario& s, const std::string& backe
     f.snapshot_s = extra_time(models::CheckpointTraffic::SNAPSHOT, shard);
     const double bandwidth = engine::copy_bandwidth(core::CopyDirection::HOST_TO_STORAGE, s.cluster).value();
     f.flush_s = shard.value() / bandwidth;
-    // One simulated iteration carries a chunk of the flush that takes half of it alone (all of it when
-    // shorter): the slowdown it causes, scaled to the whole flush, is the interference.
-    const core::Bytes chunk(std::min(shard.value(), bandwidth * t0 / 2));
+    // One simulated iteration carries as much of the flush as it takes alone in one iteration (all of
+    // it when shorter), in the background: the slowdown of the iteration, scaled to the whole flush,
+    // is the interference.
+    const core::Bytes chunk(std::min(shard.value(), bandwidth * t0));
     f.interference_s = extra_time(models::CheckpointTraffic::FLUSH, chunk) * (shard.value() / chunk.value());
   }
   const network::ClusterConfig& cl = s.cluster;
@@ -499,8 +501,9 @@ template <class Line>
 void resilience_table(const Scenario& s, const ResilienceFigures& f, Line line) {
   const models::CheckpointConfig& c = *s.training.checkpoint;
   line("");
-  line(fmt::format("  {:<28}{}, {} sharding, every {} steps ({}; Daly optimum {}, Young {})", "checkpoint",
+  line(fmt::format("  {:<28}{}, {} sharding, every {} step{} ({}; Daly optimum {}, Young {})", "checkpoint",
                    models::to_string(c.mode), models::to_string(c.sharding), f.interval_steps,
+                   f.interval_steps == 1 ? "" : "s",
                    duration_text(f.interval_s), duration_text(f.daly_s), duration_text(f.young_s)));
   const std::string parts =
       c.mode == models::CheckpointMode::SYNC
@@ -601,8 +604,9 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("buffers", mem.buffers);
   if (p.resilience) {
     const models::CheckpointSize& z = p.resilience->size;
-    line(fmt::format("  {:<28}{:>14} ({:g} bytes/parameter; {} per writer, {} writers)", "checkpoint",
-                     bytes_text(z.total), z.bytes_per_parameter, bytes_text(z.per_writer), z.writers));
+    line(fmt::format("  {:<28}{:>14} ({:.2f} TB, {:g} bytes/parameter; {} per writer, {} writers)", "checkpoint",
+                     bytes_text(z.total), z.total.value() / 1e12, z.bytes_per_parameter, bytes_text(z.per_writer),
+                     z.writers));
   }
   if (s.offload.active()) offload_table(s, p, stage, line);
   if (p.resilience) resilience_table(s, *p.resilience, line);
