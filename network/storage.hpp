@@ -45,8 +45,8 @@ struct ParallelFs {
   core::BytesPerSecond read_bandwidth;               // aggregate
   std::optional<core::BytesPerSecond> node_bandwidth;  // absent: the node's compute NICs
   bool dedicated_network = false;                    // false: through the compute NICs
-  // Nodes that write a checkpoint at once, sharing write_bandwidth: resolved from the strategy by
-  // the scenario reader (checkpoint writers' nodes); 0: every node. Not a scenario key.
+  // Nodes that write a checkpoint at once, sharing write_bandwidth: set from the strategy by the
+  // prediction (the checkpoint writers' nodes, models/checkpoint.hpp); 0: every node. Not a key.
   int writing_nodes = 0;
 };
 

@@ -162,10 +162,14 @@ core::Json memory_json(const models::MemoryBreakdown& m) {
 
 // The checkpoint's costs from simulations of the iteration that checkpoints, against the plain
 // iteration's time t0, and what failures then cost (docs/resilience.md).
-ResilienceFigures resilience_figures(const Scenario& s, const std::string& backend_override, double t0) {
-  const models::CheckpointConfig& c = *s.training.checkpoint;
+ResilienceFigures resilience_figures(const Scenario& scenario, const std::string& backend_override, double t0) {
+  const models::CheckpointConfig& c = *scenario.training.checkpoint;
   ResilienceFigures f;
-  f.size = models::checkpoint_size(s.model, s.training, s.parallelism, c.sharding, s.cluster.gpus_per_node);
+  f.size = models::checkpoint_size(scenario.model, scenario.training, scenario.parallelism, c.sharding,
+                                   scenario.cluster.gpus_per_node);
+  // The nodes that write at once share the file system's write bandwidth (network/storage.hpp).
+  Scenario s = scenario;
+  s.cluster.storage->parallel_fs->writing_nodes = f.size.writing_nodes;
   f.mode = c.mode;
   const core::Bytes shard = f.size.per_writer;
   auto extra_time = [&](models::CheckpointTraffic what, core::Bytes bytes) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "models/checkpoint.hpp"
 #include "models/workload_builder.hpp"
 
 namespace trainsim::cli {
@@ -47,8 +46,8 @@ void read_offload(core::ObjectReader& optimizations, Scenario& s) {
 }
 
 // training.checkpoint needs somewhere to write (cluster.storage.parallel_fs; multilevel also
-// node_local); resolves the nodes that write at once, which share the file system's bandwidth.
-void check_checkpoint(Scenario& s, core::Diagnostics& diag) {
+// node_local).
+void check_checkpoint(const Scenario& s, core::Diagnostics& diag) {
   if (!s.training.checkpoint) return;
   const models::CheckpointConfig& c = *s.training.checkpoint;
   if (!s.cluster.storage || !s.cluster.storage->parallel_fs) {
@@ -60,8 +59,6 @@ void check_checkpoint(Scenario& s, core::Diagnostics& diag) {
     diag.add(s.file, "/training/checkpoint/mode",
              "\"multilevel\" needs cluster.storage.node_local (write_bandwidth and read_bandwidth per node)");
   }
-  s.cluster.storage->parallel_fs->writing_nodes =
-      models::checkpoint_size(s.model, s.training, s.parallelism, c.sharding, s.cluster.gpus_per_node).writing_nodes;
 }
 
 // Offloaded model states must fit in each node's host memory and on its NVMe drives.
