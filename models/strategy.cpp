@@ -103,6 +103,7 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
                                       core::describe_json(*v)));
     }
   }
+  if (auto c = r.object("checkpoint")) t.checkpoint = CheckpointConfig::from_json(*c);
   r.finish();
   return t;
 }
@@ -116,6 +117,7 @@ core::Json TrainingConfig::to_json() const {
   j["attention"] = to_string(attention);
   j["fp8_params"] = fp8_params;
   if (tokens) j["tokens"] = *tokens;
+  if (checkpoint) j["checkpoint"] = checkpoint->to_json();
   return j;
 }
 

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "models/checkpoint_config.hpp"
 #include "models/model_spec.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/workload.hpp"
@@ -59,6 +60,8 @@ namespace trainsim::models {
 //   tokens           total tokens the training run consumes (a positive number, 15e12 for 15T, at
 //                    most 1e18). Optional, no default: given, every report gains time_to_train
 //                    (sim/cli/time_to_train.hpp); absent, the report has no such field.
+//   checkpoint       how the run checkpoints (models/checkpoint_config.hpp). Optional: absent, no
+//                    checkpoint, failure or goodput figures are modelled (the report has none).
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -77,6 +80,7 @@ struct TrainingConfig {
   Attention attention = Attention::UNFUSED;
   bool fp8_params = false;      // FP8 weights (see above)
   std::optional<double> tokens;  // total tokens to train; absent: no time-to-train
+  std::optional<CheckpointConfig> checkpoint;  // absent: no checkpoints modelled
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);

@@ -1,5 +1,6 @@
 #include "network/cluster.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -283,8 +284,19 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   std::optional<core::ObjectReader> host = r.object("host");
   read_host(host ? &*host : nullptr, c.host_link_bandwidth(), c.gpu_host_link_bandwidth(), c.host);
   if (auto nvme = r.object("nvme")) c.nvme = read_nvme(*nvme);
+  if (auto storage = r.object("storage")) c.storage = read_storage(*storage);
+  if (auto reliability = r.object("reliability")) c.reliability = read_reliability(*reliability, c.gpus_per_node);
   r.finish();
   return c;
+}
+
+core::BytesPerSecond ClusterConfig::storage_node_bandwidth(bool write) const {
+  TRAINSIM_CHECK(storage && storage->parallel_fs, "storage_node_bandwidth without cluster.storage.parallel_fs");
+  const ParallelFs& p = *storage->parallel_fs;
+  const double link = p.node_bandwidth ? p.node_bandwidth->value() : network.nics_per_node * network.nic_bandwidth.value();
+  const int sharing = write && p.writing_nodes > 0 ? p.writing_nodes : nodes;
+  const double aggregate = (write ? p.write_bandwidth : p.read_bandwidth).value();
+  return core::BytesPerSecond(std::min(link, aggregate / sharing));
 }
 
 core::Json ClusterConfig::to_json() const {
@@ -334,6 +346,8 @@ core::Json ClusterConfig::to_json() const {
                  {"write_bandwidth", core::format_bandwidth(nvme->write_bandwidth)}};
     if (nvme->capacity) j["nvme"]["capacity"] = core::format_bytes(*nvme->capacity);
   }
+  if (storage) j["storage"] = network::to_json(*storage);
+  if (reliability) j["reliability"] = network::to_json(*reliability);
   return j;
 }
 

@@ -45,7 +45,10 @@
 //                                    //   training.tokens), time_to_train gains "cost"
 //     "host_memory": "2 TiB",        // host DRAM per node (offload capacity); default 2 TiB
 //     "host": { ... },               // the node's CPUs and host links (HostSpec below)
-//     "nvme": { ... }                // the node's NVMe drives (NvmeSpec below); absent: none
+//     "nvme": { ... },               // the node's NVMe drives (NvmeSpec below); absent: none
+//     "storage": { ... },            // checkpoint storage tiers (network/storage.hpp); absent: none
+//     "reliability": { ... }         // failure rate and restart cost (network/storage.hpp); absent:
+//                                    //   the defaults there (used only with training.checkpoint)
 //   }
 //
 // The analytic cost model (network/collective_cost.hpp) sees the topology only through the per-GPU
@@ -56,6 +59,7 @@
 #include <string>
 #include <vector>
 
+#include "network/storage.hpp"
 #include "sim/core/device.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/units.hpp"
@@ -195,12 +199,19 @@ struct ClusterConfig {
   core::Bytes host_memory = core::Bytes(2 * core::TiB);  // per node
   HostSpec host;
   std::optional<NvmeSpec> nvme;              // absent: the nodes have no NVMe for offloading
+  std::optional<StorageSpec> storage;        // checkpoint storage (network/storage.hpp); absent: none
+  std::optional<ReliabilitySpec> reliability;  // absent: ReliabilitySpec's defaults
 
   int world_size() const { return nodes * gpus_per_node; }
   // host.link_bandwidth and host.gpu_link_bandwidth, or their defaults when 0 (see HostSpec).
   core::BytesPerSecond host_link_bandwidth() const;
   core::BytesPerSecond gpu_host_link_bandwidth() const;
   int node_of(int rank) const { return rank / gpus_per_node; }
+  // One node's bandwidth to the parallel file system while every writing node (parallel_fs
+  // writing_nodes, or all nodes) writes, or every node reads, at once: min(its link to it, the
+  // aggregate bandwidth / those nodes). Its link: parallel_fs.node_bandwidth, else its compute NICs
+  // (nics_per_node x nic_bandwidth). REQUIRES: storage->parallel_fs.
+  core::BytesPerSecond storage_node_bandwidth(bool write) const;
   // Inter-node bandwidth available to one GPU when all GPUs of its node send at once:
   // nics_per_node * nic_bandwidth / gpus_per_node.
   core::BytesPerSecond nic_bandwidth_per_gpu() const;

@@ -28,6 +28,8 @@ std::string to_string(LinkClass c) {
       return "fabric";
     case LinkClass::HOST:
       return "host";
+    case LinkClass::STORAGE:
+      return "storage";
   }
   return "?";
 }
@@ -83,12 +85,32 @@ void Topology::build_host_links() {
       add_link(fmt::format("node{}.nvme.read", node), LinkClass::HOST, c.nvme->read_bandwidth, core::Seconds(0));
     }
   }
+  shape_.storage_first = static_cast<uint32_t>(links_.size());
+  if (c.storage && c.storage->parallel_fs) {
+    for (int node = 0; node < c.nodes; ++node) {
+      add_link(fmt::format("node{}.storage.write", node), LinkClass::STORAGE, c.storage_node_bandwidth(true),
+               core::Seconds(0));
+      add_link(fmt::format("node{}.storage.read", node), LinkClass::STORAGE, c.storage_node_bandwidth(false),
+               core::Seconds(0));
+    }
+  }
 }
 
 void Topology::copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>& out) const {
   TRAINSIM_CHECK(gpu >= 0 && gpu < gpu_count_, fmt::format("GPU {} outside a cluster of {}", gpu, gpu_count_));
   const uint32_t gpu_up = shape_.gpu_host_first + 2 * static_cast<uint32_t>(gpu);
   const uint32_t node_up = shape_.node_host_first + 2 * static_cast<uint32_t>(node_of(gpu));
+  if (core::to_storage(d)) {
+    TRAINSIM_CHECK(cluster_.storage && cluster_.storage->parallel_fs,
+                   "a checkpoint write on a cluster without cluster.storage.parallel_fs");
+    if (d == core::CopyDirection::DEVICE_TO_STORAGE) out.push_back(shape_.pcie_first + 2 * static_cast<uint32_t>(gpu));
+    if (!cluster_.storage->parallel_fs->dedicated_network) {
+      out.push_back(shape_.nic_first +
+                    2 * static_cast<uint32_t>(node_of(gpu) * shape_.nics_per_node + rail_of(gpu)));
+    }
+    out.push_back(shape_.storage_first + 2 * static_cast<uint32_t>(node_of(gpu)));
+    return;
+  }
   const bool nvme = d != core::CopyDirection::HOST_TO_DEVICE && d != core::CopyDirection::DEVICE_TO_HOST;
   TRAINSIM_CHECK(!nvme || cluster_.nvme.has_value(), "an NVMe copy on a cluster without cluster.nvme");
   const uint32_t write = shape_.nvme_first + 2 * static_cast<uint32_t>(node_of(gpu));
@@ -99,6 +121,8 @@ void Topology::copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>&
     case core::CopyDirection::NVME_TO_DEVICE: out.insert(out.end(), {write + 1, node_up + 1, gpu_up + 1}); return;
     case core::CopyDirection::HOST_TO_NVME: out.push_back(write); return;
     case core::CopyDirection::NVME_TO_HOST: out.push_back(write + 1); return;
+    case core::CopyDirection::HOST_TO_STORAGE:
+    case core::CopyDirection::DEVICE_TO_STORAGE: return;  // above
   }
 }
 

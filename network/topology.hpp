@@ -55,6 +55,14 @@
 //             NVMe: ZeRO-Infinity stages NVMe traffic through host memory); host <-> NVMe transfers
 //             cross the drives' links only. These links carry nothing else, so the GPUs of a node
 //             contend with each other for host bandwidth, not with their network traffic.
+//   storage   with cluster.storage.parallel_fs, per node a pair to the parallel file system
+//             ("node0.storage.write", "node0.storage.read") at ClusterConfig::storage_node_bandwidth:
+//             the node's link, or its share of the aggregate when every node writes at once (the
+//             file system's servers are not modelled beyond that share, so a representative node's
+//             flows see what all nodes together leave it). Checkpoint writes (CopyDirection
+//             HOST_TO_STORAGE, DEVICE_TO_STORAGE) cross the writing GPU's rail NIC up link first
+//             (parallel_fs.network "compute"; not with "dedicated"), so they contend with training
+//             traffic; DEVICE_TO_STORAGE starts on the GPU's PCIe link (GPUDirect Storage).
 // Latency: network.latency is end-to-end NIC to NIC (docs/scenario.md), so each NIC link carries half
 // of it and fabric links none; intra_node.latency is per GPU-to-GPU hop, split over the two links of
 // a switched hop (NVSwitch port, PCIe link of fabric pcie). Other links carry none.
@@ -73,9 +81,9 @@
 
 namespace trainsim::network {
 
-enum class LinkClass : uint8_t { NVLINK, PCIE, NIC, FABRIC, HOST };
-inline constexpr int LINK_CLASS_COUNT = 5;
-std::string to_string(LinkClass c);  // "nvlink", "pcie", "nic", "fabric", "host"
+enum class LinkClass : uint8_t { NVLINK, PCIE, NIC, FABRIC, HOST, STORAGE };
+inline constexpr int LINK_CLASS_COUNT = 6;
+std::string to_string(LinkClass c);  // "nvlink", "pcie", "nic", "fabric", "host", "storage"
 
 struct Link {
   std::string name;     // stable and readable, e.g. "node12.gpu3.nvlink.up", "leaf4.spine1.down"
@@ -120,7 +128,7 @@ class Topology {
 
   // Appends the links a copy of GPU `gpu` in direction `d` crosses, in order (for NVME_TO_HOST and
   // HOST_TO_NVME, the drives' link of the GPU's node). REQUIRES: gpu in [0, gpu_count()); a
-  // direction involving NVMe only with cluster.nvme.
+  // direction involving NVMe only with cluster.nvme, to storage only with cluster.storage.parallel_fs.
   void copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>& out) const;
 
   // Links of a class and their total bandwidth, for `trainsim describe` and reports.
@@ -147,6 +155,7 @@ class Topology {
     uint32_t gpu_host_first = 0;   // 2 per GPU: its link to host memory
     uint32_t node_host_first = 0;  // 2 per node: the node's shared host link
     uint32_t nvme_first = 0;       // with cluster.nvme, 2 per node: write then read
+    uint32_t storage_first = 0;    // with cluster.storage.parallel_fs, 2 per node: write then read
   };
 
   void add_link(std::string name, LinkClass c, core::BytesPerSecond bandwidth, core::Seconds latency);

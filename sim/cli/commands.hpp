@@ -30,6 +30,8 @@ struct RunArgs {
   std::string timeline_window;         // --timeline-window START:END, simulated seconds (END may be empty)
   std::vector<int> timeline_micro_batches;  // --timeline-micro-batches 0,1 (engine::TimelineFilter)
   bool strict_profile = false;         // --strict-profile: a profile fitted on another GPU is an input error
+  int simulate_failures = 0;           // --simulate-failures N: N simulated runs with failures (0: none)
+  uint64_t seed = 1;                   // --seed: of --simulate-failures (resilience.hpp DEFAULT_FAILURE_SEED)
 };
 // The report on `out`; the scenario's warnings (Scenario::warnings) on `err`, one "warning: " line
 // each, and in the report. Throws core::InputError at /simulation/profile for a profile fitted on

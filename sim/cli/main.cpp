@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   run_cmd->add_flag("--strict-profile", run.strict_profile,
                     "A profile fitted on another GPU than the scenario's is an error (exit 2), not a warning");
+  run_cmd->add_option("--simulate-failures", run.simulate_failures,
+                      "With training.checkpoint and training.tokens: simulate N whole runs with random failures and "
+                      "report percentiles of the time to train (docs/resilience.md)")
+      ->check(CLI::Range(1, 1000000));
+  run_cmd->add_option("--seed", run.seed, "Seed of --simulate-failures (default 1)");
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");

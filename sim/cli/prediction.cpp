@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/checkpoint.hpp"
 #include "sim/cli/time_to_train.hpp"
 #include "sim/engine/compute_model.hpp"
+#include "sim/engine/host_model.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -112,10 +114,18 @@ std::string split_description(const Prediction& p) {
 
 namespace {
 
-Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks) {
+// Checkpoint traffic added to the iteration (models::add_checkpoint_traffic), bytes per rank.
+struct ExtraTraffic {
+  models::CheckpointTraffic what = models::CheckpointTraffic::SNAPSHOT;
+  core::Bytes bytes;
+};
+
+Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks,
+                    std::optional<ExtraTraffic> extra = std::nullopt) {
   Prediction p;
   p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
                                    scenario.offload);
+  if (extra) models::add_checkpoint_traffic(p.built.workload, extra->what, extra->bytes);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
   std::unique_ptr<engine::Backend> backend =
       p.backend == "simgrid" ? engine::make_simgrid_backend() : engine::make_analytic_backend();
@@ -150,7 +160,99 @@ core::Json memory_json(const models::MemoryBreakdown& m) {
           {"optimizer_states", static_cast<int64_t>(m.optimizer_states.value())}};
 }
 
+// The checkpoint's costs from simulations of the iteration that checkpoints, against the plain
+// iteration's time t0, and what failures then cost (docs/resilience.md).
+ResilienceFigures resilience_figures(const Scenario& scenario, const std::string& backend_override, double t0) {
+  const models::CheckpointConfig& c = *scenario.training.checkpoint;
+  ResilienceFigures f;
+  f.size = models::checkpoint_size(scenario.model, scenario.training, scenario.parallelism, c.sharding,
+                                   scenario.cluster.gpus_per_node);
+  // The nodes that write at once share the file system's write bandwidth (network/storage.hpp).
+  Scenario s = scenario;
+  s.cluster.storage->parallel_fs->writing_nodes = f.size.writing_nodes;
+  f.mode = c.mode;
+  const core::Bytes shard = f.size.per_writer;
+  auto extra_time = [&](models::CheckpointTraffic what, core::Bytes bytes) {
+    const double extra = simulate(s, backend_override, {}, ExtraTraffic{what, bytes}).iteration_time_s() - t0;
+    return extra > 1e-9 * t0 ? extra : 0.0;  // below: rounding of the same schedule, not a cost
+  };
+  if (c.mode == models::CheckpointMode::SYNC) {
+    f.write_s = extra_time(models::CheckpointTraffic::SYNC_WRITE, shard);
+  } else {
+    f.snapshot_s = extra_time(models::CheckpointTraffic::SNAPSHOT, shard);
+    const double bandwidth = engine::copy_bandwidth(core::CopyDirection::HOST_TO_STORAGE, s.cluster).value();
+    f.flush_s = shard.value() / bandwidth;
+    // One simulated iteration carries as much of the flush as it takes alone in one iteration (all of
+    // it when shorter), in the background: the slowdown of the iteration, scaled to the whole flush,
+    // is the interference.
+    const core::Bytes chunk(std::min(shard.value(), bandwidth * t0));
+    f.interference_s = extra_time(models::CheckpointTraffic::FLUSH, chunk) * (shard.value() / chunk.value());
+  }
+  const network::ClusterConfig& cl = s.cluster;
+  const double per_node = f.size.per_node().value();
+  f.load_s = per_node / cl.storage_node_bandwidth(false).value();
+  if (c.mode == models::CheckpointMode::MULTILEVEL) {
+    // The surviving nodes read their node-local copy; the replacement node reads its shard from the
+    // file system alone (its link, or the whole aggregate).
+    const network::ParallelFs& fs = *cl.storage->parallel_fs;
+    const double link = fs.node_bandwidth ? fs.node_bandwidth->value()
+                                          : cl.network.nics_per_node * cl.network.nic_bandwidth.value();
+    f.load_s = std::max(per_node / cl.storage->node_local->read_bandwidth.value(),
+                        per_node / std::min(link, fs.read_bandwidth.value()));
+  }
+  const network::ReliabilitySpec rel = cl.reliability.value_or(network::ReliabilitySpec{});
+  f.node_mtbf_s = rel.node_mtbf.value();
+  f.job_mtbf_s = f.node_mtbf_s / cl.nodes;
+  f.relaunch_s = rel.restart.value();
+  f.warmup_s = rel.warmup.value();
+  f.recovery_s = f.relaunch_s + f.load_s + f.warmup_s;
+  const double cost = f.write_s + f.snapshot_s + f.interference_s;
+  switch (c.interval) {
+    case models::CheckpointConfig::Interval::AUTO:
+      f.interval_steps = std::max<int64_t>(1, std::llround(daly_interval(cost, f.job_mtbf_s) / t0));
+      break;
+    case models::CheckpointConfig::Interval::STEPS: f.interval_steps = c.steps; break;
+    case models::CheckpointConfig::Interval::DURATION: {
+      const double steps = std::floor(c.duration.value() / t0);
+      if (steps < 1) {
+        throw core::InputError(s.file, "/training/checkpoint/interval",
+                               fmt::format("{:.4g} s is shorter than one iteration ({:.4g} s predicted): give at least "
+                                           "one iteration, a number of steps, or \"auto\"",
+                                           c.duration.value(), t0));
+      }
+      f.interval_steps = static_cast<int64_t>(std::min(steps, 1e15));
+      break;
+    }
+  }
+  f.interval_s = static_cast<double>(f.interval_steps) * t0;
+  // The host buffer holds one snapshot: a flush outlasting the interval delays the next snapshot.
+  if (c.mode != models::CheckpointMode::SYNC) f.flush_wait_s = std::max(0.0, f.flush_s - f.interval_s);
+  f.stall_s = cost + f.flush_wait_s;
+  f.young_s = young_interval(f.stall_s, f.job_mtbf_s);
+  f.daly_s = daly_interval(f.stall_s, f.job_mtbf_s);
+  f.goodput = goodput(f.interval_s, f.stall_s, f.recovery_s, f.job_mtbf_s);
+  return f;
+}
+
 }  // namespace
+
+void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed) {
+  if (!p.resilience) {
+    throw core::InputError("--simulate-failures", "",
+                           "needs training.checkpoint in the scenario (what a failure rolls back to)");
+  }
+  std::optional<double> dense_time;
+  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
+  const std::optional<TimeToTrain> t = time_to_train(s, p.iteration_time_s(), dense_time);
+  if (!t) throw core::InputError("--simulate-failures", "", "needs training.tokens in the scenario (how long the run is)");
+  const ResilienceFigures& f = *p.resilience;
+  if (f.goodput <= 0) {
+    throw core::InputError("--simulate-failures", "", "the expected run never ends (goodput 0): failures are far more "
+                                                      "frequent than the checkpoints");
+  }
+  p.simulated_failures = cli::simulate_failures(t->days * 86400.0, f.interval_s, f.stall_s, f.recovery_s, f.job_mtbf_s,
+                                                runs, seed);
+}
 
 Prediction predict(const Scenario& scenario, const std::string& backend_override,
                    const std::vector<int>& timeline_ranks) {
@@ -165,6 +267,7 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
     const double peak = std::max_element(peaks.begin(), peaks.end())->value();
     p.dense_phase = DensePhase{d.iteration_time_s(), peak, peak <= scenario.cluster.gpu_spec.hbm_capacity.value()};
   }
+  if (scenario.training.checkpoint) p.resilience = resilience_figures(scenario, backend_override, p.iteration_time_s());
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
@@ -224,6 +327,10 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
       {"optimizer_states", static_cast<int64_t>(mem.optimizer_states.value())},
       {"activations", static_cast<int64_t>(p.result.peak_dynamic_by_program[stage].value())},
       {"buffers", static_cast<int64_t>(mem.buffers.value())}};
+  if (p.resilience) {
+    memory["checkpoint_bytes"] = static_cast<int64_t>(p.resilience->size.total.value());
+    memory["checkpoint_bytes_per_writer"] = static_cast<int64_t>(p.resilience->size.per_writer.value());
+  }
   if (s.offload.active()) {
     const OffloadFigures f = offload_figures(s, p);
     const models::OffloadedStates& h = p.built.host_states[f.host_stage];
@@ -265,7 +372,37 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   }
   std::optional<double> dense_time;
   if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
-  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) j["time_to_train"] = t->to_json();
+  if (std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
+    if (p.resilience && p.resilience->goodput > 0) {
+      add_failures(*t, *p.resilience, s.cluster.world_size(), s.cluster.price_per_gpu_hour, p.simulated_failures);
+    }
+    j["time_to_train"] = t->to_json();
+  }
+  if (p.resilience) {
+    const ResilienceFigures& f = *p.resilience;
+    core::Json c = s.training.checkpoint->to_json();
+    c["bytes"] = static_cast<int64_t>(f.size.total.value());
+    c["bytes_per_writer"] = static_cast<int64_t>(f.size.per_writer.value());
+    c["writers"] = f.size.writers;
+    c["writing_nodes"] = f.size.writing_nodes;
+    c["interval_steps"] = f.interval_steps;
+    c["interval_s"] = f.interval_s;
+    c["optimal_interval_s"] = {{"daly", f.daly_s}, {"young", f.young_s}};
+    c["stall_s"] = f.stall_s;
+    c["stall_breakdown_s"] = {{"write", f.write_s},
+                              {"snapshot", f.snapshot_s},
+                              {"interference", f.interference_s},
+                              {"flush_wait", f.flush_wait_s}};
+    if (f.mode != models::CheckpointMode::SYNC) c["flush_s"] = f.flush_s;
+    c["amortized_s_per_iteration"] = f.amortized_s_per_iteration();
+    c["load_s"] = f.load_s;
+    const double save_s = f.mode == models::CheckpointMode::SYNC ? f.write_s : f.flush_s;
+    if (save_s > 0) c["save_bandwidth"] = f.size.total.value() / save_s;  // bytes/s, all writers together
+    j["checkpoint"] = c;
+    j["reliability"] = {{"node_mtbf_s", f.node_mtbf_s},  {"job_mtbf_s", f.job_mtbf_s}, {"relaunch_s", f.relaunch_s},
+                        {"load_s", f.load_s},            {"warmup_s", f.warmup_s},     {"recovery_s", f.recovery_s}};
+    j["goodput"] = f.goodput;
+  }
   if (s.pruning.enabled()) {
     const models::StagePruning& sp = p.built.pruning[stage];
     const auto [forward, backward] = gemm_speedups(s);
@@ -357,6 +494,38 @@ void offload_table(const Scenario& s, const Prediction& p, size_t stage, Line li
                                    f.without_offload)));
 }
 
+// "1.23 h", "12.3 min", "4.56 s"
+std::string duration_text(double s) {
+  if (s >= 3600) return fmt::format("{:.2f} h", s / 3600);
+  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.3g} s", s);
+}
+
+template <class Line>
+void resilience_table(const Scenario& s, const ResilienceFigures& f, Line line) {
+  const models::CheckpointConfig& c = *s.training.checkpoint;
+  line("");
+  line(fmt::format("  {:<28}{}, {} sharding, every {} step{} ({}; Daly optimum {}, Young {})", "checkpoint",
+                   models::to_string(c.mode), models::to_string(c.sharding), f.interval_steps,
+                   f.interval_steps == 1 ? "" : "s",
+                   duration_text(f.interval_s), duration_text(f.daly_s), duration_text(f.young_s)));
+  const std::string parts =
+      c.mode == models::CheckpointMode::SYNC
+          ? fmt::format("write {:.3g} s", f.write_s)
+          : fmt::format("snapshot {:.3g} s + interference {:.3g} s + flush wait {:.3g} s", f.snapshot_s,
+                        f.interference_s, f.flush_wait_s);
+  line(fmt::format("    {:<26}{:>14.4g} s ({}); {:.4g} s per iteration amortized", "stall per checkpoint", f.stall_s,
+                   parts, f.amortized_s_per_iteration()));
+  if (c.mode != models::CheckpointMode::SYNC) {
+    line(fmt::format("    {:<26}{:>14.4g} s in the background", "flush", f.flush_s));
+  }
+  line(fmt::format("    {:<26}{:>14.4g} s", "load on restart", f.load_s));
+  line(fmt::format("  {:<28}node MTBF {}, job MTBF {}; recovery {} (relaunch {}, load {}, warm-up {})", "reliability",
+                   duration_text(f.node_mtbf_s), duration_text(f.job_mtbf_s), duration_text(f.recovery_s),
+                   duration_text(f.relaunch_s), duration_text(f.load_s), duration_text(f.warmup_s)));
+  line(fmt::format("    {:<26}{:>13.1f}%", "goodput", 100 * f.goodput));
+}
+
 }  // namespace
 
 std::string report_table(const Scenario& s, const Prediction& p) {
@@ -385,10 +554,23 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
   std::optional<double> dense_time;
   if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
-  if (const std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
+  if (std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
     line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{})", "time to train",
                      t->days, t->iterations, t->tokens, t->gpu_hours,
                      t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : ""));
+    if (p.resilience && p.resilience->goodput > 0) {
+      add_failures(*t, *p.resilience, s.cluster.world_size(), s.cluster.price_per_gpu_hour, p.simulated_failures);
+      const TimeToTrain::WithFailures& w = *t->with_failures;
+      line(fmt::format("  {:<28}{:>14.2f} days (goodput {:.1f}%, {:.0f} failures expected, {:.0f} GPU-hours{})",
+                       "  with failures", w.days, 100 * w.goodput, w.failures, w.gpu_hours,
+                       w.cost ? fmt::format(", ${:.0f}", *w.cost) : ""));
+      if (t->simulated_failures) {
+        const SimulatedRuns& r = *t->simulated_failures;
+        line(fmt::format("  {:<28}{:>14.2f} days p50 (p5 {:.2f}, p95 {:.2f}, mean {:.2f}; {} runs, seed {})",
+                         "  simulated failures", r.p50_s / 86400, r.p5_s / 86400, r.p95_s / 86400, r.mean_s / 86400,
+                         r.runs, r.seed));
+      }
+    }
   }
   line("");
   line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",
@@ -424,7 +606,14 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("optimizer states", mem.optimizer_states);
   mrow("activations", p.result.peak_dynamic_by_program[stage]);
   mrow("buffers", mem.buffers);
+  if (p.resilience) {
+    const models::CheckpointSize& z = p.resilience->size;
+    line(fmt::format("  {:<28}{:>14} ({:.2f} TB, {:g} bytes/parameter; {} per writer, {} writers)", "checkpoint",
+                     bytes_text(z.total), z.total.value() / 1e12, z.bytes_per_parameter, bytes_text(z.per_writer),
+                     z.writers));
+  }
   if (s.offload.active()) offload_table(s, p, stage, line);
+  if (p.resilience) resilience_table(s, *p.resilience, line);
   if (s.pruning.enabled()) {
     const models::StagePruning& sp = p.built.pruning[stage];
     const models::PruningConfig& c = s.pruning;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/workload_builder.hpp"
+#include "sim/cli/resilience.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
@@ -25,6 +26,8 @@ struct Prediction {
   std::string backend;
   double wall_s = 0;  // CPU wall time of building and simulating
   std::optional<DensePhase> dense_phase;  // pruning with start_iteration > 0
+  std::optional<ResilienceFigures> resilience;  // training.checkpoint given
+  std::optional<SimulatedRuns> simulated_failures;  // `run --simulate-failures N`
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };
@@ -32,7 +35,10 @@ struct Prediction {
 // REQUIRES: `scenario` came from load_scenario (so its strategy is possible). `timeline_ranks` are
 // recorded for --timeline. The prediction is of the steady-state iteration; with pruning that starts
 // at iteration n > 0, the dense iterations before it are predicted too (dense_phase: a second
-// simulation of the scenario without pruning), and time to train counts n of them.
+// simulation of the scenario without pruning), and time to train counts n of them. With
+// training.checkpoint, the iteration that checkpoints is simulated too (one or two more simulations:
+// docs/resilience.md) and `resilience` filled; throws InputError at /training/checkpoint/interval for
+// an interval shorter than the predicted iteration.
 Prediction predict(const Scenario& scenario, const std::string& backend_override = "",
                    const std::vector<int>& timeline_ranks = {});
 
@@ -40,6 +46,9 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
 // breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object
 // (docs/scenario.md: what it changed against the same job dense).
 core::Json report_json(const Scenario& scenario, const Prediction& p);
+// Fills p.simulated_failures: `runs` training runs with failures (resilience.hpp, simulate_failures).
+// Throws InputError (flag --simulate-failures) without training.checkpoint or training.tokens.
+void simulate_failures(const Scenario& scenario, Prediction& p, int runs, uint64_t seed);
 // The same as a human-readable table.
 std::string report_table(const Scenario& scenario, const Prediction& p);
 

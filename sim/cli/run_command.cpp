@@ -88,7 +88,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
                              fmt::format("rank {} is outside the cluster's 0..{}", r, scenario.cluster.world_size() - 1));
     }
   }
-  const Prediction prediction = predict(scenario, args.backend, ranks);
+  Prediction prediction = predict(scenario, args.backend, ranks);
+  if (args.simulate_failures > 0) simulate_failures(scenario, prediction, args.simulate_failures, args.seed);
   const engine::TimelineFilter filter = timeline_filter(args, prediction);
   const core::Json report = report_json(scenario, prediction);
   const std::string table = report_table(scenario, prediction);

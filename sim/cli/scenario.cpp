@@ -45,6 +45,22 @@ void read_offload(core::ObjectReader& optimizations, Scenario& s) {
   if (auto o = optimizations.object("offload")) s.offload = models::OffloadConfig::from_json(*o);
 }
 
+// training.checkpoint needs somewhere to write (cluster.storage.parallel_fs; multilevel also
+// node_local).
+void check_checkpoint(const Scenario& s, core::Diagnostics& diag) {
+  if (!s.training.checkpoint) return;
+  const models::CheckpointConfig& c = *s.training.checkpoint;
+  if (!s.cluster.storage || !s.cluster.storage->parallel_fs) {
+    diag.add(s.file, "/training/checkpoint",
+             "needs cluster.storage.parallel_fs (write_bandwidth and read_bandwidth, aggregate): where checkpoints go");
+    return;
+  }
+  if (c.mode == models::CheckpointMode::MULTILEVEL && !s.cluster.storage->node_local) {
+    diag.add(s.file, "/training/checkpoint/mode",
+             "\"multilevel\" needs cluster.storage.node_local (write_bandwidth and read_bandwidth per node)");
+  }
+}
+
 // Offloaded model states must fit in each node's host memory and on its NVMe drives.
 void check_offload_capacity(const Scenario& s, core::Diagnostics& diag) {
   if (!s.offload.active()) return;
@@ -203,6 +219,8 @@ core::Json Scenario::to_json() const {
   core::Json j;
   j["name"] = name;
   j["cluster"] = cluster.to_json();
+  // The failure figures use the default reliability: show it where it is used.
+  if (training.checkpoint && !cluster.reliability) j["cluster"]["reliability"] = network::to_json(network::ReliabilitySpec{});
   j["model"] = model.to_json();
   j["training"] = training.to_json();
   j["parallelism"] = parallelism.to_json();
@@ -329,6 +347,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
                                                        : "in the GPU catalog (see `trainsim describe gpus`)"));
   }
   models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
+  if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
   if (strategy == StrategyCheck::CHECK) check_task_budget(s);

@@ -15,7 +15,39 @@ core::Json TimeToTrain::to_json() const {
   j["days"] = days;
   j["gpu_hours"] = gpu_hours;
   if (cost) j["cost"] = *cost;
+  if (with_failures) {
+    core::Json w;
+    w["days"] = with_failures->days;
+    w["gpu_hours"] = with_failures->gpu_hours;
+    if (with_failures->cost) w["cost"] = *with_failures->cost;
+    w["failures"] = with_failures->failures;
+    w["goodput"] = with_failures->goodput;
+    j["with_failures"] = w;
+  }
+  if (simulated_failures) {
+    const SimulatedRuns& r = *simulated_failures;
+    constexpr double DAY = 86400.0;
+    j["simulated_failures"] = {{"runs", r.runs},
+                               {"seed", r.seed},
+                               {"days", {{"mean", r.mean_s / DAY}, {"min", r.min_s / DAY}, {"p5", r.p5_s / DAY},
+                                         {"p50", r.p50_s / DAY}, {"p95", r.p95_s / DAY}, {"max", r.max_s / DAY}}},
+                               {"failures_mean", r.failures_mean}};
+  }
   return j;
+}
+
+void add_failures(TimeToTrain& t, const ResilienceFigures& f, int gpus, std::optional<double> price_per_gpu_hour,
+                  const std::optional<SimulatedRuns>& simulated) {
+  TRAINSIM_CHECK(f.goodput > 0 && gpus > 0, "add_failures: a run that never ends");
+  TimeToTrain::WithFailures w;
+  const double seconds = t.days * 86400.0 / f.goodput;
+  w.days = seconds / 86400.0;
+  w.gpu_hours = seconds / 3600.0 * gpus;
+  if (price_per_gpu_hour) w.cost = w.gpu_hours * *price_per_gpu_hour;
+  w.failures = seconds / f.job_mtbf_s;
+  w.goodput = f.goodput;
+  t.with_failures = w;
+  t.simulated_failures = simulated;
 }
 
 TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,

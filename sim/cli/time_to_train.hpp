@@ -13,7 +13,14 @@
 //   days        iterations x iteration_time_s / 86,400
 //   gpu_hours   iterations x iteration_time_s / 3,600 x GPUs
 //   cost        gpu_hours x price_per_gpu_hour (USD); absent without a price
-// The run is assumed to go at the steady-state iteration time throughout: no failures, restarts,
+// With training.checkpoint (sim/cli/resilience.hpp) the report adds, beside them:
+//   with_failures       {days, gpu_hours, cost (with a price), failures, goodput}: the expected wall
+//                       time Ts / goodput (Daly's model: checkpoint stalls, failures, the work they
+//                       roll back and the restarts), Ts being `days` above; failures = that time /
+//                       the job's MTBF
+//   simulated_failures  `run --simulate-failures N`: {runs, seed, days {mean, min, p5, p50, p95, max},
+//                       failures_mean} of N simulated runs
+// The figures above them assume the steady-state iteration time throughout: no failures, restarts,
 // checkpoint stalls or warm-up; except that with optimizations.pruning.start_iteration = n > 0 the
 // first min(n, iterations) iterations run at the dense iteration time (the run is dense until
 // pruning starts).
@@ -26,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "sim/cli/resilience.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim::cli {
@@ -38,10 +46,22 @@ struct TimeToTrain {
   double days = 0;
   double gpu_hours = 0;
   std::optional<double> cost;  // USD; only with a price
+  // With failures (add_failures): the expected days, GPU-hours, cost, failures, and the goodput used.
+  struct WithFailures {
+    double days = 0, gpu_hours = 0, failures = 0, goodput = 0;
+    std::optional<double> cost;
+  };
+  std::optional<WithFailures> with_failures;
+  std::optional<SimulatedRuns> simulated_failures;
 
   // {"tokens", "iterations", "days", "gpu_hours", "cost" (only with a price)}
   core::Json to_json() const;
 };
+
+// Adds with_failures (and simulated_failures when given) from a prediction's resilience figures.
+// REQUIRES: f.goodput > 0 (a run that ends).
+void add_failures(TimeToTrain& t, const ResilienceFigures& f, int gpus, std::optional<double> price_per_gpu_hour,
+                  const std::optional<SimulatedRuns>& simulated);
 
 // REQUIRES: tokens > 0 (at most 1e18), tokens_per_iteration > 0, iteration_time_s > 0, gpus > 0,
 // price_per_gpu_hour > 0 when given (the scenario readers check the keys; a violation is a bug).

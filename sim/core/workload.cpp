@@ -32,6 +32,7 @@ std::string_view to_string(Stream s) {
     case Stream::COPY: return "copy";
     case Stream::COPY_OUT: return "copy_out";
     case Stream::HOST: return "host";
+    case Stream::STORAGE: return "storage";
   }
   return "?";
 }
@@ -58,7 +59,8 @@ bool axis_of(Stream s, Axis& out) {
     case Stream::COMPUTE:
     case Stream::COPY:
     case Stream::COPY_OUT:
-    case Stream::HOST: return false;
+    case Stream::HOST:
+    case Stream::STORAGE: return false;
   }
   return false;
 }
@@ -71,6 +73,8 @@ std::string_view to_string(CopyDirection d) {
     case CopyDirection::DEVICE_TO_NVME: return "device_to_nvme";
     case CopyDirection::NVME_TO_HOST: return "nvme_to_host";
     case CopyDirection::HOST_TO_NVME: return "host_to_nvme";
+    case CopyDirection::HOST_TO_STORAGE: return "host_to_storage";
+    case CopyDirection::DEVICE_TO_STORAGE: return "device_to_storage";
   }
   return "?";
 }
@@ -86,7 +90,12 @@ std::string_view to_string(GemmSparsity s) {
 }
 
 bool outbound(CopyDirection d) {
-  return d == CopyDirection::DEVICE_TO_HOST || d == CopyDirection::DEVICE_TO_NVME || d == CopyDirection::HOST_TO_NVME;
+  return d == CopyDirection::DEVICE_TO_HOST || d == CopyDirection::DEVICE_TO_NVME || d == CopyDirection::HOST_TO_NVME ||
+         to_storage(d);
+}
+
+bool to_storage(CopyDirection d) {
+  return d == CopyDirection::HOST_TO_STORAGE || d == CopyDirection::DEVICE_TO_STORAGE;
 }
 
 // A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by

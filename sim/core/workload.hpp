@@ -26,6 +26,9 @@
 //  - COPY: a transfer between the GPU, its node's host memory and its node's NVMe drives (`copy`
 //    says which way). It runs on the rank's copy streams (COPY inbound, COPY_OUT outbound) and, in
 //    the SimGrid backend, shares the node's host links with the copies of the node's other GPUs.
+//    A copy to the parallel file system (a checkpoint write, models/checkpoint.hpp) runs on the
+//    stream its task names (COPY_OUT for a save, STORAGE for a background flush) and, in the SimGrid
+//    backend, crosses the GPU's rail NIC and its node's storage link (network/topology.hpp).
 //  - A COMPUTE task on stream HOST runs on the node's CPUs (a CPU optimizer step): its `bytes` are
 //    host-memory traffic and its `flops` CPU work, timed from the cluster's host description.
 
@@ -94,12 +97,13 @@ enum class TaskKind : uint8_t { COMPUTE, COLLECTIVE, SEND, RECV, COPY, MEMORY };
 // engine (and, in generated workloads, every transfer toward the GPU or host memory); COPY_OUT the
 // second copy engine, for transfers away from the GPU (device to host, to NVMe), so that both
 // directions overlap as on GPUs with two copy engines. HOST is the rank's share of its node's CPUs
-// (the CPU optimizer step of an offloaded optimizer).
+// (the CPU optimizer step of an offloaded optimizer). STORAGE is the background writer of checkpoints
+// (the flush of a snapshot from host memory to the parallel file system, models/checkpoint.hpp).
 enum class Stream : uint8_t {
   COMPUTE = 0, TENSOR_COMM, CONTEXT_COMM, EXPERT_COMM, DATA_COMM, PIPELINE_FORWARD, PIPELINE_BACKWARD, COPY,
-  COPY_OUT, HOST
+  COPY_OUT, HOST, STORAGE
 };
-inline constexpr int STREAM_COUNT = 10;
+inline constexpr int STREAM_COUNT = 11;
 std::string_view to_string(Stream s);
 // The communication stream of an axis (PIPELINE_FORWARD for the pipeline axis).
 Stream comm_stream(Axis a);
@@ -145,14 +149,20 @@ struct GemmShape {
 
 // Where a COPY task moves its bytes: between the GPU, its node's host memory and its node's NVMe
 // drives (ZeRO-Infinity's NVMe offload stages through host memory: NVMe <-> host <-> GPU).
+// Checkpoints (models/checkpoint.hpp) also write to the cluster's parallel file system
+// (cluster.storage): from host memory (the flush of a snapshot) or straight from the GPU (a
+// synchronous save); these leave the node through its NICs or its storage link.
 enum class CopyDirection : uint8_t {
-  HOST_TO_DEVICE, DEVICE_TO_HOST, NVME_TO_DEVICE, DEVICE_TO_NVME, NVME_TO_HOST, HOST_TO_NVME
+  HOST_TO_DEVICE, DEVICE_TO_HOST, NVME_TO_DEVICE, DEVICE_TO_NVME, NVME_TO_HOST, HOST_TO_NVME, HOST_TO_STORAGE,
+  DEVICE_TO_STORAGE
 };
-inline constexpr int COPY_DIRECTION_COUNT = 6;
+inline constexpr int COPY_DIRECTION_COUNT = 8;
 std::string_view to_string(CopyDirection d);  // "host_to_device", "device_to_host", "nvme_to_device", ...
 // Whether a copy moves data away from the GPU or host memory toward slower storage (the COPY_OUT
-// stream's direction): DEVICE_TO_HOST, DEVICE_TO_NVME, HOST_TO_NVME.
+// stream's direction): DEVICE_TO_HOST, DEVICE_TO_NVME, HOST_TO_NVME, HOST_TO_STORAGE, DEVICE_TO_STORAGE.
 bool outbound(CopyDirection d);
+// Whether a copy goes to the parallel file system: HOST_TO_STORAGE, DEVICE_TO_STORAGE.
+bool to_storage(CopyDirection d);
 
 // Which memory a MEMORY task allocates or frees.
 enum class MemorySpace : uint8_t { DEVICE, HOST };

@@ -47,6 +47,7 @@ struct FlowEvent {
   static constexpr int SWITCH = -1;       // the in-network switch (SHARP, NVLS)
   static constexpr int HOST_MEMORY = -2;  // the host memory of the node of the flow's GPU (offload copies)
   static constexpr int NVME = -3;         // the NVMe drives of that node
+  static constexpr int STORAGE = -4;      // the parallel file system (checkpoint writes)
   int src = 0;          // GPU index, or SWITCH, HOST_MEMORY, NVME
   int dst = 0;
   double start_s = 0;   // when its dependencies allowed it to start

@@ -211,7 +211,9 @@ class Executor::Impl {
     ++st.cursor[s];
     st.waiting &= ~(1u << s);
     --st.remaining;
-    st.finished_at = std::max(st.finished_at, end);
+    // The STORAGE stream is background work (a checkpoint flush): it shares links, but the
+    // iteration ends with the rest of the rank's tasks.
+    if (s != static_cast<size_t>(core::Stream::STORAGE)) st.finished_at = std::max(st.finished_at, end);
     ++events_;
     enqueue(slot);
   }
@@ -380,6 +382,7 @@ class Executor::Impl {
     intervals.reserve(prog.tasks.size());
     for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
       const Task& t = prog.tasks[ti];
+      if (t.stream == core::Stream::STORAGE) continue;  // background: not part of the iteration
       ActivityInterval i;
       i.end_s = end_[info(slot).end_base + ti];
       i.start_s = task_start(slot, ti);

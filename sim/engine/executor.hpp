@@ -19,7 +19,9 @@
 //   send/recv the k-th send from A to B matches B's k-th receive from A (program order); both end at
 //             max(ready times) + model.p2p_time
 // where a task is ready when it heads its stream, its stream's previous task has ended and its
-// dependencies have ended. The sweep touches every task once: O(tasks + dependencies) per simulated
+// dependencies have ended. Tasks of stream STORAGE (a checkpoint's background flush) are background
+// work: they run and share links, but a rank's iteration ends with its other tasks and the breakdown
+// leaves them out. The sweep touches every task once: O(tasks + dependencies) per simulated
 // rank, with one cached cost lookup per collective call.
 //
 // Symmetry. With options.use_symmetry, an axis counts as symmetric when the workload says so

@@ -8,6 +8,17 @@ namespace trainsim::engine {
 
 core::BytesPerSecond copy_bandwidth(core::CopyDirection d, const network::ClusterConfig& cluster) {
   const network::HostSpec& h = cluster.host;
+  if (core::to_storage(d)) {
+    const network::ParallelFs& fs = *cluster.storage->parallel_fs;
+    // The node's share of the file system, split over its GPUs; through the compute NICs, no more
+    // than the GPU's share of them (its rail's NIC, as the SimGrid route).
+    double bandwidth = cluster.storage_node_bandwidth(true).value() / cluster.gpus_per_node;
+    if (!fs.dedicated_network) bandwidth = std::min(bandwidth, cluster.nic_bandwidth_per_gpu().value());
+    if (d == core::CopyDirection::DEVICE_TO_STORAGE) {
+      bandwidth = std::min(bandwidth, cluster.gpu_host_link_bandwidth().value() * h.link_efficiency);
+    }
+    return core::BytesPerSecond(bandwidth);
+  }
   double bandwidth = std::min(cluster.gpu_host_link_bandwidth().value(), cluster.host_link_bandwidth().value());
   const bool nvme = d != core::CopyDirection::HOST_TO_DEVICE && d != core::CopyDirection::DEVICE_TO_HOST;
   if (nvme) {

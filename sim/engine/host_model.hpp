@@ -17,6 +17,10 @@ namespace trainsim::engine {
 // The bottleneck of a copy's route, uncontended: the smallest nominal bandwidth among the GPU's
 // host link, the node's host link and, for NVMe, the drives' read or write bandwidth, times
 // host.link_efficiency. REQUIRES: a direction involving NVMe only with cluster.nvme.
+// To the parallel file system (checkpoints): the node's share of it (ClusterConfig::
+// storage_node_bandwidth) / gpus_per_node (every GPU of a node writes at once), no more than the
+// GPU's share of the compute NICs unless the storage network is dedicated, and from the GPU no more
+// than its host link x host.link_efficiency. REQUIRES: cluster.storage.parallel_fs.
 core::BytesPerSecond copy_bandwidth(core::CopyDirection d, const network::ClusterConfig& cluster);
 core::Seconds copy_time(core::Bytes bytes, core::CopyDirection d, const network::ClusterConfig& cluster);
 

@@ -146,6 +146,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     auto gpu = [&](int32_t host) {
       if (host < platform_.gpu_count()) return static_cast<int>(host);
       if (host == platform_.switch_host()) return FlowEvent::SWITCH;
+      if (host == platform_.storage_host()) return FlowEvent::STORAGE;
       return host < platform_.nvme_host(0) ? FlowEvent::HOST_MEMORY : FlowEvent::NVME;
     };
     auto traced = [&](int host) { return host >= 0 && traced_[static_cast<size_t>(host)] != 0; };
@@ -274,10 +275,14 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         case core::CopyDirection::NVME_TO_DEVICE: src = nvme; dst = gpu; break;
         case core::CopyDirection::HOST_TO_NVME: src = memory; dst = nvme; break;
         case core::CopyDirection::NVME_TO_HOST: src = nvme; dst = memory; break;
+        // The flush leaves host memory through the GPU's rail NIC: the GPU's host stands for its
+        // share of host memory, so that each GPU of a node keeps a route of its own.
+        case core::CopyDirection::HOST_TO_STORAGE: dst = platform_.storage_host(); break;
+        case core::CopyDirection::DEVICE_TO_STORAGE: dst = platform_.storage_host(); break;
       }
       route.clear();
       topology_.copy_route(gpu, t.copy, route);
-      if (!platform_.has_route(src, dst)) platform_.set_route(src, dst, route, core::Seconds(0));
+      if (!platform_.has_route(src, dst) || core::to_storage(t.copy)) platform_.set_route(src, dst, route, core::Seconds(0));
       for (uint32_t link : route) link_bytes[link] += t.bytes;
       flows.batch.flows.push_back({src, dst, t.bytes, 0, 0});
       flows.tail_s.push_back(0.0);

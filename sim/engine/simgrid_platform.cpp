@@ -66,6 +66,7 @@ double efficiency_of(const network::Link& link, const core::NetworkProfile& prof
                      double host_efficiency) {
   switch (link.link_class) {
     case network::LinkClass::HOST: return host_efficiency;
+    case network::LinkClass::STORAGE: return 1.0;  // the scenario gives what the file system delivers
     case network::LinkClass::NVLINK: return profile.intra_node.bandwidth_efficiency;
     case network::LinkClass::PCIE:
       return pcie_fabric ? profile.intra_node.bandwidth_efficiency : profile.inter_node.bandwidth_efficiency;
@@ -165,7 +166,7 @@ struct SimgridPlatform::Impl {
   uint64_t flows_run = 0;
   int gpus = 0;
   int nodes = 0;
-  int hosts_total() const { return gpus + 1 + 2 * nodes; }  // GPUs, the switch, host memories, NVMe
+  int hosts_total() const { return gpus + 2 + 2 * nodes; }  // GPUs, the switch, host memories, NVMe, storage
 
   void configure(const network::Topology& topology, const core::NetworkProfile& profile, bool build);
   void drive(Simulation& sim);
@@ -214,7 +215,8 @@ void SimgridPlatform::Impl::configure(const network::Topology& topology, const c
       const std::string name = h < gpus    ? fmt::format("gpu{}", h)
                                : h == gpus ? std::string("in_network")
                                : h <= gpus + nodes ? fmt::format("node{}.memory", h - gpus - 1)
-                                                   : fmt::format("node{}.nvme", h - gpus - 1 - nodes);
+                               : h <= gpus + 2 * nodes ? fmt::format("node{}.nvme", h - gpus - 1 - nodes)
+                                                       : std::string("storage");
       sg4::Host* host = zone->get_iface()->create_host(name, 1.0);
       TRAINSIM_CHECK(host->get_netpoint()->id() == static_cast<unsigned long>(h), "hosts are the zone's vertices in order");
       hosts.push_back(host);

@@ -4,7 +4,7 @@
 //
 // Platform. One host per GPU plus one for the in-network endpoint (the switch that reduces SHARP /
 // SwitchML traffic, or NVLS multicast objects), then per node one for its host memory and one for
-// its NVMe drives (offload copies), and one SimGrid link per directed topology link: its bandwidth
+// its NVMe drives (offload copies), then one for the parallel file system (checkpoints), and one SimGrid link per directed topology link: its bandwidth
 // times the profile efficiency of its class, and its latency. Efficiency per class:
 //   NVLINK          intra-node profile
 //   NIC, FABRIC     inter-node profile
@@ -100,6 +100,8 @@ class SimgridPlatform {
   // The hosts of a node's host memory and of its NVMe drives (offload copies).
   int memory_host(int node) const { return gpu_count() + 1 + node; }
   int nvme_host(int node) const { return gpu_count() + 1 + node_count() + node; }
+  // The host of the parallel file system (checkpoint writes), one for the cluster.
+  int storage_host() const { return gpu_count() + 1 + 2 * node_count(); }
   int node_count() const;
   // Simulated capacity of a topology link: its bandwidth times its class's efficiency.
   core::BytesPerSecond capacity(uint32_t link) const;

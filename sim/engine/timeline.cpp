@@ -177,6 +177,7 @@ class TraceWriter {
   static std::string endpoint(int gpu) {
     if (gpu == FlowEvent::HOST_MEMORY) return "host memory";
     if (gpu == FlowEvent::NVME) return "nvme";
+    if (gpu == FlowEvent::STORAGE) return "storage";
     return gpu < 0 ? "switch" : fmt::format("gpu {}", gpu);
   }
 

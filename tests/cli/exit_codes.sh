@@ -241,4 +241,16 @@ contains describe-sources "$tmp/out" "MI300X: AMD Instinct MI300X accelerator da
 expect describe-profile-new-gpu 0 "$bin" describe profile --gpu GB200
 contains describe-profile-new-gpu "$tmp/out" '"gpu": "GB200"'
 
+# issue 13: checkpoints and failures (docs/resilience.md): the goodput and the simulated distribution
+# in the report; an interval shorter than an iteration, or --simulate-failures on a scenario without
+# training.checkpoint, are input errors (exit 2).
+llama_ckpt="$src/scenarios/resilience/llama3-405b-h100-16384-failures.json"
+expect resilience-run 0 "$bin" run "$llama_ckpt" --backend analytic --simulate-failures 20 --seed 3
+contains resilience-run "$tmp/out" "with failures"
+contains resilience-run "$tmp/out" "20 runs, seed 3"
+expect resilience-short-interval 2 "$bin" run "$llama_ckpt" --backend analytic --set "training.checkpoint.interval=1 ms"
+contains resilience-short-interval "$tmp/err" "/training/checkpoint/interval: 0.001 s is shorter than one iteration"
+expect resilience-no-checkpoint 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --simulate-failures 5
+contains resilience-no-checkpoint "$tmp/err" "--simulate-failures: needs training.checkpoint"
+
 report
