@@ -19,12 +19,19 @@ struct DensePhase {
   bool fits = true;               // within the GPU's memory
 };
 
+// The iterations before optimizations.gradient_compression.warmup_steps: the same job with
+// uncompressed gradient reductions.
+struct WarmupPhase {
+  double iteration_time_s = 0;
+};
+
 struct Prediction {
   models::BuiltWorkload built;
   engine::SimulationResult result;
   std::string backend;
   double wall_s = 0;  // CPU wall time of building and simulating
   std::optional<DensePhase> dense_phase;  // pruning with start_iteration > 0
+  std::optional<WarmupPhase> warmup_phase;  // gradient compression with warmup_steps > 0
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };
@@ -32,13 +39,16 @@ struct Prediction {
 // REQUIRES: `scenario` came from load_scenario (so its strategy is possible). `timeline_ranks` are
 // recorded for --timeline. The prediction is of the steady-state iteration; with pruning that starts
 // at iteration n > 0, the dense iterations before it are predicted too (dense_phase: a second
-// simulation of the scenario without pruning), and time to train counts n of them.
+// simulation of the scenario without pruning), and time to train counts n of them. With gradient
+// compression the prediction is of the compressed (steady-state) iteration; warmup_steps > 0 adds
+// warmup_phase, a simulation without compression (reported, not counted in time to train).
 Prediction predict(const Scenario& scenario, const std::string& backend_override = "",
                    const std::vector<int>& timeline_ranks = {});
 
 // The report of DESIGN.md ("schema": "trainsim.report/1"), extended with the pipeline split, the
 // breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object
-// (docs/scenario.md: what it changed against the same job dense).
+// (docs/scenario.md: what it changed against the same job dense); with gradient compression a
+// "gradient_compression" object and memory.breakdown_bytes.error_feedback.
 core::Json report_json(const Scenario& scenario, const Prediction& p);
 // The same as a human-readable table.
 std::string report_table(const Scenario& scenario, const Prediction& p);

@@ -534,12 +534,15 @@ SearchResult Search::evaluate() const {
               core::Diagnostics diag;
               models::check_strategy(v.base.model, training, par, v.gpus, "", diag);
               if (diag.empty()) models::check_offload(offload, par, v.base.cluster.nvme.has_value(), "", diag);
+              // The scenario's gradient compression may not combine with this layout's ZeRO stage.
+              if (diag.empty()) models::check_compression(v.base.compression, v.base.model, par, v.base.pruning, "", diag);
               if (!diag.empty()) {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
               // predict() would refuse it in the refinement (check_task_budget).
-              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload)) {
+              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload,
+                                      v.base.compression)) {
                 ++out.rejected["workload above simulation.max_tasks"];
                 continue;
               }
@@ -550,7 +553,7 @@ SearchResult Search::evaluate() const {
               }
               ++out.estimated;
               const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile,
-                                                   v.base.pruning, offload);
+                                                   v.base.pruning, offload, v.base.compression);
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;
