@@ -65,14 +65,16 @@ CompressionStep collective_step(std::string name, core::CollectiveOp op, double 
   return s;
 }
 
-// PowerSGD's product over one group of equal matrices: count x [rows x inner]·[inner x cols].
+// PowerSGD's product over one group of equal matrices: count x [rows x inner]·[inner x cols]. One
+// side is r wide: about r/2 FLOPs per fp32 byte, a bandwidth-bound skinny GEMM that cuBLAS runs
+// with GEMV-like kernels, so no GemmShape is given (the tile model's 128-wide tiles would waste
+// 128/r of the work): the compute model takes the slower of its FLOPs and its HBM bytes.
 CompressionStep gemm_step(std::string name, double rows, double cols, double inner, double count, double g) {
   CompressionStep s;
   s.collective = false;
   s.op_class = core::OpClass::GEMM;
   s.flops = 2 * rows * cols * inner * count;
   s.bytes = (rows * inner + inner * cols + rows * cols) * g * count;
-  s.gemm = {static_cast<float>(rows), static_cast<float>(cols), static_cast<float>(inner), static_cast<uint32_t>(count)};
   s.name = std::move(name);
   return s;
 }

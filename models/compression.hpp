@@ -34,7 +34,8 @@
 // (as a DDP communication hook chains them on the reduction's future): they delay that chain and
 // the optimizer step, and are assumed not to slow the backward kernels they run beside (small,
 // memory-bound). Each is a COMPUTE task costed by the engine's compute model: the elementwise ones
-// (ELEMENTWISE class) by their HBM bytes, PowerSGD's products as GEMMs in fp32 with their shapes.
+// (ELEMENTWISE class) by their HBM bytes, PowerSGD's products as fp32 GEMMs by the slower of their
+// FLOPs and bytes (skinny, r wide: bandwidth-bound; no tile model).
 //
 // Combinations (check_compression refuses the others with the reason):
 //   ZeRO-1      every method except onebit_adam (DeepSpeed's 1-bit Adam works without ZeRO only);
