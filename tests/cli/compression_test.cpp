@@ -7,6 +7,7 @@
 
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/search.hpp"
 #include "sim/cli/search_estimate.hpp"
 
 namespace trainsim::cli {
@@ -135,6 +136,32 @@ TEST(CompressionScenario, TaskEstimateCountsTheCompressionTasks) {
     EXPECT_GE(estimate, real / 1.25) << real;
     EXPECT_LE(estimate, real * 1.25) << real;
   }
+}
+
+// search --compression tries each method for every layout (as --offload does): twice the candidates
+// for two methods, the ZeRO stages PowerSGD cannot run with rejected under that reason, and on this
+// bandwidth-bound job the best layout is a compressed one. An unknown method names the flag.
+TEST(CompressionScenario, SearchTriesTheCompressionMethods) {
+  SearchOptions o;
+  o.scenario = SCENARIO;
+  o.refine = 10;
+  o.max_micro_batch = 2;
+  o.recheck = false;
+  o.quiet = true;
+  o.jobs = 1;
+  const uint64_t plain = Search(o).candidate_count();
+  o.compression = {"none", "powersgd"};
+  const Search search(o);
+  EXPECT_EQ(search.candidate_count(), 2 * plain);
+  SearchResult r = search.evaluate();
+  search.rank(r);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_EQ(r.ranked.front().layout.compression, "powersgd") << r.ranked.front().layout.describe();
+  bool refused = false;
+  for (const auto& [reason, n] : r.rejected) refused |= reason.find("\"powersgd\" cannot feed ZeRO-N") == 0;
+  EXPECT_TRUE(refused);
+  o.compression = {"top-k"};
+  EXPECT_THROW(Search{o}, core::InputError);
 }
 
 }  // namespace
