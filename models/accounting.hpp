@@ -186,7 +186,9 @@ struct MemoryBreakdown {
   core::Bytes activations;       // peak stored activations (in-flight micro-batches x per-micro-batch),
                                  // the last stage's fp32 logits softmax included
   core::Bytes buffers;           // communication buffers: ZeRO-3's gathered parameters
-  core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers; }
+  core::Bytes error_feedback;    // gradient compression's state (models/compression.hpp): residuals,
+                                 // PowerSGD's factors, 1-bit Adam's error buffers; 0 without compression
+  core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers + error_feedback; }
 };
 
 // Bytes per parameter of the model state (Megatron-LM mixed precision, Adam; Rajbhandari et al. 2020):

@@ -31,6 +31,7 @@ struct Unit {
   PrunedParameters pruned;  // the pruned part of params
   ParameterCount sent;      // elements its gradient reductions and parameter gathers send (pruning.hpp)
   ParameterCount index;     // index bytes sent with them
+  std::vector<WeightMatrix> matrices;  // its weight matrices (PowerSGD only; else empty)
 };
 
 // A data-parallel gradient bucket, reduced once the backward of the unit that completes it has run
@@ -41,6 +42,7 @@ struct Bucket {
   int id = 0;         // index into StageEmitter::buckets_by_id_
   double sent = 0;    // elements sent (parameters, less the pruned zeros under sparse communication)
   double index = 0;   // index bytes sent with them
+  std::vector<WeightMatrix> matrices;  // PowerSGD: the weight matrices of its parameters
 };
 
 struct Comm {
@@ -133,7 +135,7 @@ class StageEmitter {
   StageResult run() {
     if (plan_.overlap_param_gather) emit_parameter_prefetch();
     emit_schedule();
-    if (!par_.overlap_grad_reduce && !plan_.zero3) {
+    if (!overlap_reductions() && !plan_.zero3) {
       for (size_t c = 0; c < units_.size(); ++c) {
         for (const auto& ready : buckets_[c]) {
           for (const Bucket& b : ready) reduce_bucket(b, 0, plan_.micro_batches - 1);
@@ -166,12 +168,20 @@ class StageEmitter {
     for (int c = 0; c < plan_.chunks; ++c) {
       const int pos = position(c);
       std::vector<Unit>& units = units_[static_cast<size_t>(c)];
-      if (pos == 0) units.push_back(make_unit(UnitKind::EMBEDDING, 0, plan_.embedding_params, plan_.embedding_pruned));
+      const bool powersgd = plan_.compression->method == CompressionMethod::POWERSGD;
+      if (pos == 0) {
+        units.push_back(make_unit(UnitKind::EMBEDDING, 0, plan_.embedding_params, plan_.embedding_pruned));
+        if (powersgd) units.back().matrices = embedding_matrices(*plan_.model, par_);
+      }
       for (int l = 0; l < plan_.chunk_layers[static_cast<size_t>(pos)]; ++l) {
         const int layer = plan_.first_layer[static_cast<size_t>(pos)] + l;
         units.push_back(make_unit(UnitKind::LAYER, layer, plan_.layer(layer).params, plan_.layer(layer).pruned));
+        units.back().matrices = plan_.layer(layer).matrices;
       }
-      if (pos == plan_.positions - 1) units.push_back(make_unit(UnitKind::HEAD, 0, plan_.head_params, plan_.head_pruned));
+      if (pos == plan_.positions - 1) {
+        units.push_back(make_unit(UnitKind::HEAD, 0, plan_.head_params, plan_.head_pruned));
+        if (powersgd) units.back().matrices = head_matrices(*plan_.model, par_);
+      }
       for (const Unit& u : units) {
         result_.parameters += u.params;
         result_.pruned += u.pruned;
@@ -184,7 +194,7 @@ class StageEmitter {
 
   Unit make_unit(UnitKind kind, int layer, const ParameterCount& params, const PrunedParameters& pruned) const {
     return {kind, layer, params, pruned, sent_elements(params, pruned, *plan_.pruning),
-            sent_index_bytes(pruned, *plan_.pruning)};
+            sent_index_bytes(pruned, *plan_.pruning), {}};
   }
 
   // Buckets fill in backward order (Megatron-LM's DDP; DeepSpeed's reduce buckets); buckets_[chunk][i]
@@ -215,6 +225,7 @@ class StageEmitter {
         ready[i].push_back(b);
         for (size_t u : members) bucket_units_[c][u].push_back(b.id);
         open.parameters = open.sent = open.index = 0;
+        open.matrices.clear();
         members.clear();
       };
       for (size_t i = 0; i < units.size(); ++i) {
@@ -224,12 +235,18 @@ class StageEmitter {
           dense.parameters += u.params.dense;
           dense.sent += u.sent.dense;
           dense.index += u.index.dense;
+          for (const WeightMatrix& w : u.matrices) {
+            if (!w.expert) dense.matrices.push_back(w);
+          }
           dense_units.push_back(forward_index);
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
           expert.parameters += u.params.expert;
           expert.sent += u.sent.expert;
           expert.index += u.index.expert;
+          for (const WeightMatrix& w : u.matrices) {
+            if (w.expert) expert.matrices.push_back(w);
+          }
           expert_units.push_back(forward_index);
         }
         if (dense.parameters > 0 && dense.parameters >= capacity) close(i, dense, dense_units);
@@ -662,32 +679,33 @@ class StageEmitter {
       if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
         for (const Bucket& b : ready) {
           zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data,
-                                       message_bytes(b.sent, b.index, grad), u.layer, b.parameters * grad,
+                                       message_bytes(b.sent, b.index, grad), b.sent, b.index, u.layer, b.parameters * grad,
                                        b.parameters, b.expert});
         }
       } else {
         if (plan_.reduce_dense && u.params.dense > 0) {
-          zero3_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.layer,
+          zero3_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.sent.dense,
+                                       u.index.dense, u.layer,
                                        u.params.dense * grad, u.params.dense, false});
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
           zero3_reductions_.push_back({plan_.groups.expert_data, message_bytes(u.sent.expert, u.index.expert, grad),
-                                       u.layer, u.params.expert * grad, u.params.expert, true});
+                                       u.sent.expert, u.index.expert, u.layer, u.params.expert * grad, u.params.expert, true});
         }
       }
       if (par_.overlap_grad_reduce) flush_zero3_reductions(mb);
     }
     offload_unit_gradients(u, mb, last_of_chunk);
     if (u.kind != UnitKind::LAYER && plan_.groups.embedding >= 0) embedding_gradient_ = *last_compute_;
-    if (!plan_.zero3 && last_of_chunk && par_.overlap_grad_reduce) {
+    if (!plan_.zero3 && last_of_chunk && overlap_reductions()) {
       for (const Bucket& b : ready) reduce_bucket(b, u.layer, mb);
     }
   }
 
   void flush_zero3_reductions(int mb) {
     for (const Reduction& r : zero3_reductions_) {
-      gradient_collective(CollectiveOp::REDUCE_SCATTER, r.group, r.bytes, r.layer, mb, "gradient reduce_scatter",
-                          *last_compute_, r.dense_bytes);
+      reduce_gradients(CollectiveOp::REDUCE_SCATTER, r.expert, r.sent, r.index, {}, r.layer, mb, *last_compute_,
+                       r.dense_bytes);
       offload_reduced_gradients(r.params, r.expert, r.layer, mb, gradient_collectives_.back());
     }
     zero3_reductions_.clear();
@@ -695,12 +713,71 @@ class StageEmitter {
 
   void reduce_bucket(const Bucket& b, int layer, int mb) {
     const CollectiveOp op = par_.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
-    gradient_collective(op, b.expert ? plan_.groups.expert_data : plan_.groups.data,
-                        message_bytes(b.sent, b.index, plan_.gradient_reduce_bytes), layer, mb,
-                        fmt::format("gradient {}", core::to_string(op)), *last_compute_,
-                        b.parameters * plan_.gradient_reduce_bytes);
+    reduce_gradients(op, b.expert, b.sent, b.index, b.matrices, layer, mb, *last_compute_,
+                     b.parameters * plan_.gradient_reduce_bytes);
     offload_reduced_gradients(b.parameters, b.expert, layer, mb, gradient_collectives_.back());
     reduced_.push_back(b);
+  }
+
+  // 1-bit Adam exchanges the momentum inside the optimizer step, after the whole backward (DeepSpeed
+  // turns the backward's gradient all-reduce off once it compresses).
+  bool overlap_reductions() const {
+    return par_.overlap_grad_reduce && plan_.compression->method != CompressionMethod::ONEBIT_ADAM;
+  }
+
+  // A data-parallel gradient reduction of `sent` elements (+ `index` bytes of sparse index) after
+  // `after`: one collective, or under gradient compression its steps (compression.hpp) one after
+  // another on DATA_COMM. Only the optimizer waits for it. `dense_bytes`: its bytes without
+  // pruning (StageResult::dense_data_bytes).
+  void reduce_gradients(CollectiveOp op, bool expert, double sent, double index, const std::vector<WeightMatrix>& matrices,
+                        int layer, int mb, uint32_t after, double dense_bytes) {
+    const uint16_t group = expert ? plan_.groups.expert_data : plan_.groups.data;
+    const CompressionConfig& c = *plan_.compression;
+    const double plain = message_bytes(sent, index, plan_.gradient_reduce_bytes);
+    if (!c.enabled()) {
+      gradient_collective(op, group, plain, layer, mb, fmt::format("gradient {}", core::to_string(op)), after,
+                          dense_bytes);
+      return;
+    }
+    GradientReduction r;
+    r.elements = sent;
+    r.index_bytes = index;
+    r.element_bytes = plan_.gradient_reduce_bytes;
+    r.replicas = expert ? par_.expert_replicas() : par_.dense_replicas();
+    r.op = op;
+    r.matrices = matrices;
+    StageCompression& figures = result_.compression;
+    figures.uncompressed_bytes += plain;
+    figures.uncompressed_wire_bytes += wire_bytes(op, plain, r.replicas);
+    if (mb == plan_.micro_batches - 1) figures.error_feedback_bytes += error_feedback_bytes(c, r);
+    const Phase phase = c.method == CompressionMethod::ONEBIT_ADAM ? Phase::OPTIMIZER : Phase::BACKWARD;
+    uint32_t previous = after;
+    double sent_bytes = 0;
+    for (const CompressionStep& step : compressed_reduction(c, r)) {
+      Task t = make(step.collective ? TaskKind::COLLECTIVE : TaskKind::COMPUTE, Stream::DATA_COMM, phase, layer, mb,
+                    step.name);
+      t.bytes = step.bytes;
+      if (step.collective) {
+        t.collective = step.op;
+        t.group = group;
+        sent_bytes += step.bytes;
+        figures.bytes += step.bytes;
+        figures.wire_bytes += wire_bytes(step.op, step.bytes, r.replicas);
+      } else {
+        t.op_class = step.op_class;
+        t.flops = step.flops;
+        t.gemm = step.gemm;
+        if (step.op_class == core::OpClass::GEMM) {
+          // PowerSGD multiplies the fp32 gradients (PyTorch does not use TF32 for matmuls by default).
+          t.precision = core::Precision::FP32;
+          t.has_precision = true;
+        }
+        ++figures.compute_tasks;
+      }
+      previous = prog().add(t, {previous});
+    }
+    gradient_collectives_.push_back(previous);
+    count_data(sent_bytes, dense_bytes);
   }
 
   void start_pass(size_t units) {
@@ -1129,6 +1206,8 @@ class StageEmitter {
   struct Reduction {
     uint16_t group = 0;
     double bytes = 0;
+    double sent = 0;         // elements sent and their index bytes (bytes = sent x gradient bytes + index)
+    double index = 0;
     int layer = 0;
     double dense_bytes = 0;  // without pruning
     double params = 0;       // parameters reduced (offloaded gradients: the rank's share goes to the host)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/accounting.hpp"
+#include "models/compression.hpp"
 #include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/schedule.hpp"
@@ -37,6 +38,7 @@ struct LayerPlan {
                                  // recompute, the whole layer under full recompute)
   ParameterCount params;
   PrunedParameters pruned;       // the pruned part of params (optimizations.pruning)
+  std::vector<WeightMatrix> matrices;  // its weight matrices (gradient compression: PowerSGD)
 };
 
 struct BuildPlan {
@@ -69,6 +71,7 @@ struct BuildPlan {
   PrunedParameters embedding_pruned;
   PrunedParameters head_pruned;
   const PruningConfig* pruning = nullptr;  // never null in a plan from make_plan
+  const CompressionConfig* compression = nullptr;  // never null in a plan from make_plan
   // Bytes of the tied word embedding's gradient all-reduce (first and last stage): V·h/t elements at
   // gradient_reduce_bytes, or what `communication` sends of it when the embeddings are pruned.
   double embedding_gradient_bytes = 0;
@@ -120,6 +123,7 @@ struct StageResult {
   // without pruning (`communication` "dense").
   double data_bytes = 0;
   double dense_data_bytes = 0;
+  StageCompression compression;      // gradient compression's figures (zero without it)
 };
 
 // Emits the program of pipeline stage `stage`, interning task names in `workload`.

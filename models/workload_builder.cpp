@@ -43,12 +43,13 @@ GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Worklo
 }
 
 BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, const PruningConfig& pruning,
-                    const OffloadConfig& offload,
+                    const OffloadConfig& offload, const CompressionConfig& compression,
                     GroupIds groups, std::vector<int> stage_layers) {
   BuildPlan plan;
   plan.model = &m;
   plan.parallelism = &p;
   plan.pruning = &pruning;
+  plan.compression = &compression;
   plan.offload = &offload;
   plan.offload_params = offload.parameters != OffloadTarget::NONE;
   plan.activation_bytes = activation_element_bytes(t.precision);
@@ -93,6 +94,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
                         : p.recompute == Recompute::SELECTIVE ? whole_layer - l.stored_bytes
                                                               : 0.0;
     l.params = layer_parameters(m, p, kind);
+    if (compression.method == CompressionMethod::POWERSGD) l.matrices = compressed_matrices(m, p, kind);
     return l;
   };
   plan.dense_layer = layer_plan(LayerKind::DENSE);
@@ -110,8 +112,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.zero_impl = p.zero_stage == 3 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER ? ZeroImpl::FSDP
                                                                                                : p.zero_impl;
   plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2);
-  const bool framework_reduce = p.zero_stage >= 1 && plan.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
-  plan.gradient_reduce_bytes = framework_reduce ? activation_element_bytes(t.precision) : gradient_bytes_per_parameter();
+  plan.gradient_reduce_bytes = gradient_reduce_bytes(t, p);
   const double word_embedding = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / p.tensor;
   plan.embedding_gradient_bytes = word_embedding * plan.gradient_reduce_bytes;
   if (pruning.embeddings && pruning.communication != SparseCommunication::DENSE) {
@@ -178,7 +179,7 @@ std::vector<int> balanced_split(int layers, int chunks) {
 }
 
 double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                           const OffloadConfig& offload) {
+                           const OffloadConfig& offload, const CompressionConfig& compression) {
   const double micro_batches = static_cast<double>(micro_batch_count(t, p));
   const bool tp = p.tensor > 1;
   const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
@@ -203,6 +204,7 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
                                   ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
                                   : 1.0;
       n += 1 + 2 * messages;
+      if (compression.quantization()) n += 2;                // compress and decompress every reduce-scatter
     }
     if (offload.activations != OffloadTarget::NONE) n += 6;  // out and back, with their memory tasks
     if (offload.gradients != OffloadTarget::NONE) n += 1;    // gradients to the host
@@ -216,12 +218,17 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
   const double edge_ops = static_cast<double>(embedding_ops(m, t, p).size() + head_ops(m, t, p).size());
   per_micro_batch += 2 * edge_ops + (tp ? 8 : 0) + 4.0 * p.pipeline_chunks();
   // Gradient buckets, parameter gathers and the optimizer: a few tasks per layer and stage.
-  const double per_iteration = 4.0 * m.layers + 8.0 * p.pipeline;
+  // Gradient compression adds its steps per bucket (PowerSGD: about 15 per bucket of a layer or so).
+  const double compression_tasks = compression.method == CompressionMethod::POWERSGD ? 15.0
+                                   : compression.enabled()                         ? 4.0
+                                                                                   : 0.0;
+  const double per_iteration = (4.0 + compression_tasks) * m.layers + 8.0 * p.pipeline;
   return micro_batches * per_micro_batch + per_iteration;
 }
 
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const PruningConfig& pruning, const OffloadConfig& offload) {
+                             const PruningConfig& pruning, const OffloadConfig& offload,
+                             const CompressionConfig& compression) {
   BuiltWorkload built;
   built.balanced_split = p.stage_layers.empty();
   built.stage_layers = built.balanced_split ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;
@@ -234,7 +241,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
-  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
+  const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
     StageResult r = build_stage_program(plan, w, stage);
@@ -251,10 +258,12 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
     mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
-    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers;
+    mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
+    if (compression.enabled()) built.compression.push_back(r.compression);
+    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
-                                         (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) +
+                                         (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);
     built.nvme_states.push_back(split.nvme);

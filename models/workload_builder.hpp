@@ -81,6 +81,7 @@
 #include <vector>
 
 #include "models/accounting.hpp"
+#include "models/compression.hpp"
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
 #include "models/pruning.hpp"
@@ -112,6 +113,7 @@ struct BuiltWorkload {
                                           // buffers = ZeRO-3's gathered units (1 + prefetch), and a
                                           // streamed optimizer step's chunk buffers (offload)
   std::vector<StagePruning> pruning;      // per program; empty without pruning
+  std::vector<StageCompression> compression;  // per program; empty without gradient compression
   // Offloading (optimizations.offload), per program: the model states one rank keeps in host memory
   // and on NVMe, and the GPU memory the stage would need without offloading (model states, ZeRO-3
   // buffers and the activations' peak, from the builder's accounting in issue order).
@@ -131,8 +133,13 @@ struct BuiltWorkload {
 // gradient reductions and parameter gathers what `communication` sends, the optimizer step the kept
 // values, and the memory breakdown the sparse storage. `offload` (optimizations.offload,
 // offload.hpp): the copies, CPU optimizer tasks and host memory of what leaves the GPU.
+// `compression` (optimizations.gradient_compression, compression.hpp): the data-parallel gradient
+// reductions become its steps (collectives and compute tasks on DATA_COMM), 1-bit Adam's after the
+// whole backward; its error-feedback state is static memory (MemoryBreakdown::error_feedback).
+// REQUIRES: check_compression() found no problem.
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                             const PruningConfig& pruning = {}, const OffloadConfig& offload = {});
+                             const PruningConfig& pruning = {}, const OffloadConfig& offload = {},
+                             const CompressionConfig& compression = {});
 
 // An estimate of the tasks build_workload() would emit over all programs (Workload::task_count()),
 // from the sizes alone and in time independent of them, so that a workload too large to simulate
@@ -145,7 +152,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
 // on every bundled scenario and validation case (tests/cli/resource_limit_test.cpp checks 1.25x).
 // A double: micro-batches x layers can exceed 2^31. REQUIRES: check_strategy() found no problem.
 double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
-                           const OffloadConfig& offload = {});
+                           const OffloadConfig& offload = {}, const CompressionConfig& compression = {});
 
 // The balanced split of `layers` into `chunks` (earlier chunks get the remainder).
 std::vector<int> balanced_split(int layers, int chunks);

@@ -124,7 +124,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
                     std::optional<ExtraTraffic> extra = std::nullopt) {
   Prediction p;
   p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
-                                   scenario.offload);
+                                   scenario.offload, scenario.compression);
   if (extra) models::add_checkpoint_traffic(p.built.workload, extra->what, extra->bytes);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
   std::unique_ptr<engine::Backend> backend =
@@ -152,6 +152,27 @@ std::pair<double, double> gemm_speedups(const Scenario& s) {
   const double forward = engine::sparse_speedup(t, s.cluster.gpu_spec, s.profile.device);
   const double wgrad = t.sparsity == core::GemmSparsity::STRUCTURED_2_4 ? 1.0 : forward;
   return {forward, 2.0 / (1.0 / forward + 1.0 / wgrad)};
+}
+
+// The report's "gradient_compression" object (docs/scenario.md): the resolved keys, and for the
+// worst stage's rank the bytes of its data-parallel gradient reductions per iteration, compressed
+// and not, and what that saved.
+core::Json compression_json(const Scenario& s, const Prediction& p, size_t stage) {
+  const models::StageCompression& c = p.built.compression[stage];
+  core::Json j = s.compression.to_json();
+  j["stage"] = stage;
+  j["predicts"] = "steady state: the compressed iterations after warmup_steps";
+  j["gradient_bytes_per_iteration"] = {{"compressed", c.bytes}, {"uncompressed", c.uncompressed_bytes}};
+  j["sent_bytes_per_iteration"] = {{"compressed", c.wire_bytes}, {"uncompressed", c.uncompressed_wire_bytes}};
+  j["bytes_saved_per_iteration"] = c.uncompressed_wire_bytes - c.wire_bytes;
+  j["compression_ratio"] = c.wire_bytes > 0 ? c.uncompressed_wire_bytes / c.wire_bytes : 0.0;
+  j["error_feedback_bytes"] = static_cast<int64_t>(c.error_feedback_bytes);
+  j["compute_tasks_per_iteration"] = c.compute_tasks;
+  if (p.warmup_phase) {
+    j["warmup_phase"] = {{"iterations", s.compression.warmup_steps},
+                         {"iteration_time_s", p.warmup_phase->iteration_time_s}};
+  }
+  return j;
 }
 
 core::Json memory_json(const models::MemoryBreakdown& m) {
@@ -268,6 +289,11 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
     p.dense_phase = DensePhase{d.iteration_time_s(), peak, peak <= scenario.cluster.gpu_spec.hbm_capacity.value()};
   }
   if (scenario.training.checkpoint) p.resilience = resilience_figures(scenario, backend_override, p.iteration_time_s());
+  if (scenario.compression.enabled() && scenario.compression.warmup_steps > 0) {
+    Scenario uncompressed = scenario;
+    uncompressed.compression = models::CompressionConfig{};
+    p.warmup_phase = WarmupPhase{simulate(uncompressed, backend_override, {}).iteration_time_s()};
+  }
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
@@ -331,6 +357,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     memory["checkpoint_bytes"] = static_cast<int64_t>(p.resilience->size.total.value());
     memory["checkpoint_bytes_per_writer"] = static_cast<int64_t>(p.resilience->size.per_writer.value());
   }
+  if (s.compression.enabled()) memory["breakdown_bytes"]["error_feedback"] = static_cast<int64_t>(mem.error_feedback.value());
   if (s.offload.active()) {
     const OffloadFigures f = offload_figures(s, p);
     const models::OffloadedStates& h = p.built.host_states[f.host_stage];
@@ -422,6 +449,8 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     }
     j["pruning"] = pr;
   }
+
+  if (s.compression.enabled()) j["gradient_compression"] = compression_json(s, p, stage);
 
   j["pipeline"] = {{"schedule", models::to_string(s.parallelism.schedule)},
                    {"micro_batches", p.built.micro_batches},
@@ -612,8 +641,28 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                      bytes_text(z.total), z.total.value() / 1e12, z.bytes_per_parameter, bytes_text(z.per_writer),
                      z.writers));
   }
+  if (s.compression.enabled()) mrow("error feedback", mem.error_feedback);
   if (s.offload.active()) offload_table(s, p, stage, line);
   if (p.resilience) resilience_table(s, *p.resilience, line);
+  if (s.compression.enabled()) {
+    const models::StageCompression& c = p.built.compression[stage];
+    std::string what = models::to_string(s.compression.method);
+    if (s.compression.method == models::CompressionMethod::TOPK) what += fmt::format(" ratio {:g}", s.compression.ratio);
+    if (s.compression.method == models::CompressionMethod::POWERSGD) what += fmt::format(" rank {}", s.compression.rank);
+    line("");
+    line(fmt::format("  {:<28}{}{}, steady state (stage {})", "gradient compression", what,
+                     s.compression.error_feedback ? " with error feedback" : "", stage));
+    line(fmt::format("    {:<26}{:>14} per iteration (uncompressed {}; saved {})", "data-parallel gradients sent",
+                     bytes_text(core::Bytes(c.wire_bytes)), bytes_text(core::Bytes(c.uncompressed_wire_bytes)),
+                     c.uncompressed_wire_bytes >= c.wire_bytes
+                         ? bytes_text(core::Bytes(c.uncompressed_wire_bytes - c.wire_bytes))
+                         : fmt::format("-{}", bytes_text(core::Bytes(c.wire_bytes - c.uncompressed_wire_bytes)))));
+    if (p.warmup_phase) {
+      line(fmt::format("    {:<26}{:>14.4f} s per iteration (uncompressed)",
+                       fmt::format("warm-up, {} iterations", s.compression.warmup_steps),
+                       p.warmup_phase->iteration_time_s));
+    }
+  }
   if (s.pruning.enabled()) {
     const models::StagePruning& sp = p.built.pruning[stage];
     const models::PruningConfig& c = s.pruning;

@@ -20,6 +20,12 @@ struct DensePhase {
   bool fits = true;               // within the GPU's memory
 };
 
+// The iterations before optimizations.gradient_compression.warmup_steps: the same job with
+// uncompressed gradient reductions.
+struct WarmupPhase {
+  double iteration_time_s = 0;
+};
+
 struct Prediction {
   models::BuiltWorkload built;
   engine::SimulationResult result;
@@ -28,6 +34,7 @@ struct Prediction {
   std::optional<DensePhase> dense_phase;  // pruning with start_iteration > 0
   std::optional<ResilienceFigures> resilience;  // training.checkpoint given
   std::optional<SimulatedRuns> simulated_failures;  // `run --simulate-failures N`
+  std::optional<WarmupPhase> warmup_phase;  // gradient compression with warmup_steps > 0
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };
@@ -38,13 +45,16 @@ struct Prediction {
 // simulation of the scenario without pruning), and time to train counts n of them. With
 // training.checkpoint, the iteration that checkpoints is simulated too (one or two more simulations:
 // docs/resilience.md) and `resilience` filled; throws InputError at /training/checkpoint/interval for
-// an interval shorter than the predicted iteration.
+// an interval shorter than the predicted iteration. With gradient compression the prediction is of
+// the compressed (steady-state) iteration; warmup_steps > 0 adds warmup_phase, a simulation without
+// compression (reported, not counted in time to train).
 Prediction predict(const Scenario& scenario, const std::string& backend_override = "",
                    const std::vector<int>& timeline_ranks = {});
 
 // The report of DESIGN.md ("schema": "trainsim.report/1"), extended with the pipeline split, the
 // breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object
-// (docs/scenario.md: what it changed against the same job dense).
+// (docs/scenario.md: what it changed against the same job dense); with gradient compression a
+// "gradient_compression" object and memory.breakdown_bytes.error_feedback.
 core::Json report_json(const Scenario& scenario, const Prediction& p);
 // Fills p.simulated_failures: `runs` training runs with failures (resilience.hpp, simulate_failures).
 // Throws InputError (flag --simulate-failures) without training.checkpoint or training.tokens.

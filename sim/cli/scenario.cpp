@@ -45,6 +45,24 @@ void read_offload(core::ObjectReader& optimizations, Scenario& s) {
   if (auto o = optimizations.object("offload")) s.offload = models::OffloadConfig::from_json(*o);
 }
 
+// optimizations.gradient_compression (models/compression.hpp); its checks against the strategy,
+// pruning and the GPU come with the other cross-section checks.
+void read_compression(core::ObjectReader& optimizations, Scenario& s) {
+  if (auto c = optimizations.object("gradient_compression")) s.compression = models::CompressionConfig::from_json(*c);
+}
+
+// Gradient compression against the strategy and pruning (models::check_compression), and
+// PowerSGD's fp32 products against the GPU.
+void check_compression(const Scenario& s, core::Diagnostics& diag) {
+  models::check_compression(s.compression, s.model, s.parallelism, s.pruning, s.file, diag);
+  if (s.compression.method == models::CompressionMethod::POWERSGD &&
+      s.cluster.gpu_spec.peak(core::Precision::FP32).value() <= 0) {
+    diag.add(s.file, "/optimizations/gradient_compression/method",
+             fmt::format("PowerSGD multiplies fp32 gradients, and {} has no fp32 rate (cluster.gpu.dense_peak)",
+                         s.cluster.gpu));
+  }
+}
+
 // training.checkpoint needs somewhere to write (cluster.storage.parallel_fs; multilevel also
 // node_local).
 void check_checkpoint(const Scenario& s, core::Diagnostics& diag) {
@@ -227,6 +245,7 @@ core::Json Scenario::to_json() const {
   j["optimizations"] = core::Json::object();
   if (pruning.enabled()) j["optimizations"]["pruning"] = pruning.to_json();
   if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
+  if (compression.enabled()) j["optimizations"]["gradient_compression"] = compression.to_json();
   j["simulation"] = simulation.to_json();
   j["profile"] = profile.to_json();
   if (expect) {
@@ -314,6 +333,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   if (auto o = root.object("optimizations")) {
     read_pruning(*o, s);
     read_offload(*o, s);
+    read_compression(*o, s);
     o->finish();
   }
   if (auto sim = root.object("simulation")) s.simulation = read_simulation(*sim);
@@ -338,6 +358,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   if (strategy == StrategyCheck::CHECK) {
     models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);
     if (impossible.empty()) check_offload_capacity(s, impossible);
+    check_compression(s, impossible);
   }
   if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
     impossible.add(file, "/training/precision",
@@ -350,13 +371,17 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
+  for (std::string& w : models::compression_warnings(s.compression, s.training, s.parallelism)) {
+    s.warnings.push_back(std::move(w));
+  }
   if (strategy == StrategyCheck::CHECK) check_task_budget(s);
   return s;
 }
 
 bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
-                        int64_t max_tasks, const models::OffloadConfig& offload) {
-  return models::estimate_task_count(m, t, p, offload) <= static_cast<double>(max_tasks);
+                        int64_t max_tasks, const models::OffloadConfig& offload,
+                        const models::CompressionConfig& compression) {
+  return models::estimate_task_count(m, t, p, offload, compression) <= static_cast<double>(max_tasks);
 }
 
 OffloadFootprint offload_footprint(const Scenario& s) {
@@ -390,8 +415,8 @@ OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::Tra
 }
 
 void check_task_budget(const Scenario& s) {
-  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks, s.offload)) return;
-  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload);
+  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks, s.offload, s.compression)) return;
+  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
   throw ImpossibleScenario(
       s.file, "/simulation/max_tasks",
       fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "

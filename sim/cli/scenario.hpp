@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/model_spec.hpp"
+#include "models/compression.hpp"
 #include "models/offload.hpp"
 #include "models/pruning.hpp"
 #include "models/strategy.hpp"
@@ -73,6 +74,7 @@ struct Scenario {
   models::ParallelismConfig parallelism;
   models::OffloadConfig offload;    // optimizations.offload
   models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
+  models::CompressionConfig compression;  // optimizations.gradient_compression (method "none" when absent)
   SimulationConfig simulation;
   core::Profile profile;            // the GPU's built-in profile, then simulation.profile, then the inline one
   std::optional<Expectation> expect;
@@ -105,7 +107,8 @@ void check_task_budget(const Scenario& s);
 // Whether a layout's workload stays within `max_tasks` (the test check_task_budget applies; search
 // uses it on layouts it has not made into scenarios).
 bool within_task_budget(const models::ModelSpec& m, const models::TrainingConfig& t, const models::ParallelismConfig& p,
-                        int64_t max_tasks, const models::OffloadConfig& offload = {});
+                        int64_t max_tasks, const models::OffloadConfig& offload = {},
+                        const models::CompressionConfig& compression = {});
 
 // Applies "--set key.path=value" overrides to a scenario document before it is read. The value is
 // parsed as JSON when it is valid JSON (numbers, true/false, objects), otherwise taken as a string.

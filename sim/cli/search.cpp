@@ -47,10 +47,12 @@ struct Search::Shape {
   int sp_options = 1;
   int zero_options = 1;
   int offload_options = 1;
+  int compression_options = 1;
   uint64_t first = 0;  // index of its first candidate
   uint64_t count() const {
     return virtual_stages.size() * micro_batches.size() * static_cast<uint64_t>(sp_options) * 3 *
-           static_cast<uint64_t>(zero_options) * static_cast<uint64_t>(offload_options);
+           static_cast<uint64_t>(zero_options) * static_cast<uint64_t>(offload_options) *
+           static_cast<uint64_t>(compression_options);
   }
 };
 
@@ -164,6 +166,7 @@ core::Json SearchOptions::to_json() const {
   j["fits"] = fits;
   j["max_micro_batch"] = max_micro_batch;
   if (!offload.empty()) j["offload"] = offload;
+  if (!compression.empty()) j["compression"] = compression;
   return j;
 }
 
@@ -177,6 +180,7 @@ std::string Layout::describe() const {
   s += fmt::format(" mb{} rc:{} ZeRO-{}", micro_batch, models::to_string(recompute), zero_stage);
   if (zero_stage > 0) s += fmt::format("/{}", models::to_string(zero_impl));
   if (!offload.empty()) s += " offload:" + offload;
+  if (!compression.empty()) s += " compression:" + compression;
   return s;
 }
 
@@ -197,6 +201,7 @@ core::Json Layout::to_json() const {
   j["zero_stage"] = zero_stage;
   if (zero_stage > 0) j["zero_impl"] = models::to_string(zero_impl);
   if (!offload.empty()) j["offload"] = offload;
+  if (!compression.empty()) j["compression"] = compression;
   return j;
 }
 
@@ -224,6 +229,7 @@ Layout Layout::from_json(const core::Json& j) {
     }
   }
   if (j.contains("offload")) l.offload = j["offload"].get<std::string>();
+  if (j.contains("compression")) l.compression = j["compression"].get<std::string>();
   return l;
 }
 
@@ -273,6 +279,16 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
       std::string list;
       for (const std::string& a : allowed) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
       throw core::InputError("--offload", "", fmt::format("expected offload choices among {}, found \"{}\"", list, choice));
+    }
+  }
+
+  const std::vector<std::string> methods = {"none", "fp16", "bf16", "fp8", "int8", "topk", "powersgd", "onebit_adam"};
+  for (const std::string& choice : options_.compression) {
+    if (std::find(methods.begin(), methods.end(), choice) == methods.end()) {
+      std::string list;
+      for (const std::string& a : methods) list += fmt::format("{}\"{}\"", list.empty() ? "" : ", ", a);
+      throw core::InputError("--compression", "",
+                             fmt::format("expected gradient compression methods among {}, found \"{}\"", list, choice));
     }
   }
 
@@ -382,6 +398,7 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
             // ZeRO-3 without replicas still matters with offloading: ZeRO-Infinity fetches parameters.
             s.zero_options = dense_replicas > 1 || !options_.offload.empty() ? static_cast<int>(ZERO_OPTIONS.size()) : 1;
             s.offload_options = std::max<int>(1, static_cast<int>(options_.offload.size()));
+            s.compression_options = std::max<int>(1, static_cast<int>(options_.compression.size()));
             s.first = total_;
             total_ += s.count();
             shapes_.push_back(std::move(s));
@@ -411,10 +428,27 @@ models::OffloadConfig offload_of(const Scenario& base, const std::string& choice
   return models::offload_preset(choice);
 }
 
-// The parallelism, micro-batch and offload of `l` over the variant's scenario.
+// The gradient compression of a --compression choice (the method at its defaults) over the
+// scenario's. Layouts are ranked on the compressed steady state: no warm-up.
+models::CompressionConfig compression_of(const Scenario& base, const std::string& choice) {
+  models::CompressionConfig c = base.compression;
+  if (!choice.empty()) {
+    const core::Json j = {{"method", choice}, {"warmup_steps", 0}};
+    core::Diagnostics diag;
+    core::ObjectReader r(j, "--compression", "", diag);
+    c = models::CompressionConfig::from_json(r);
+    TRAINSIM_CHECK(diag.empty(), "a --compression method checked above did not read");
+  }
+  c.warmup_steps = 0;
+  return c;
+}
+
+// The parallelism, micro-batch, offload and gradient compression of `l` over the variant's scenario.
 void configure(const Scenario& base, const std::vector<models::ParallelismConfig>& zero_templates, const Layout& l,
-               models::ParallelismConfig& p, models::TrainingConfig& t, models::OffloadConfig& o) {
+               models::ParallelismConfig& p, models::TrainingConfig& t, models::OffloadConfig& o,
+               models::CompressionConfig& c) {
   o = offload_of(base, l.offload);
+  c = compression_of(base, l.compression);
   size_t zi = 0;
   for (size_t i = 0; i < ZERO_OPTIONS.size(); ++i) {
     if (ZERO_OPTIONS[i].stage == l.zero_stage && ZERO_OPTIONS[i].impl == l.zero_impl) zi = i;
@@ -447,7 +481,7 @@ Scenario Search::scenario_of(const Layout& l) const {
                               [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   Scenario s = v->base;
-  configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload);
+  configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload, s.compression);
   // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
   // predicting the dense iterations before start_iteration (docs/search.md).
   s.pruning.start_iteration = 0;
@@ -502,8 +536,9 @@ SearchResult Search::evaluate() const {
       for (int64_t mb : s.micro_batches) {
         for (int sp = 0; sp < s.sp_options; ++sp) {
           for (Recompute rc : RECOMPUTES) {
-            for (int zo = 0; zo < s.zero_options * s.offload_options; ++zo, ++k) {
-              const int z = zo / s.offload_options;
+            const int choices = s.offload_options * s.compression_options;  // offload x compression, per ZeRO option
+            for (int zo = 0; zo < s.zero_options * choices; ++zo, ++k) {
+              const int z = zo / choices;
               const uint64_t index = s.first + k;
               if (index % shards != shard) continue;
               if (StopOnInterrupt::requested()) {
@@ -525,21 +560,30 @@ SearchResult Search::evaluate() const {
               l.recompute = rc;
               l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
               l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
-              if (!options_.offload.empty()) l.offload = options_.offload[static_cast<size_t>(zo % s.offload_options)];
+              if (!options_.offload.empty()) {
+                l.offload = options_.offload[static_cast<size_t>(zo % choices / s.compression_options)];
+              }
+              if (!options_.compression.empty()) {
+                l.compression = options_.compression[static_cast<size_t>(zo % s.compression_options)];
+              }
               ++out.candidates;
               models::ParallelismConfig par;
               models::TrainingConfig training;
               models::OffloadConfig offload;
-              configure(v.base, zero_templates_, l, par, training, offload);
+              models::CompressionConfig compression;
+              configure(v.base, zero_templates_, l, par, training, offload, compression);
               core::Diagnostics diag;
               models::check_strategy(v.base.model, training, par, v.gpus, "", diag);
               if (diag.empty()) models::check_offload(offload, par, v.base.cluster.nvme.has_value(), "", diag);
+              // The scenario's gradient compression may not combine with this layout's ZeRO stage.
+              if (diag.empty()) models::check_compression(compression, v.base.model, par, v.base.pruning, "", diag);
               if (!diag.empty()) {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
               // predict() would refuse it in the refinement (check_task_budget).
-              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload)) {
+              if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload,
+                                      compression)) {
                 ++out.rejected["workload above simulation.max_tasks"];
                 continue;
               }
@@ -550,7 +594,7 @@ SearchResult Search::evaluate() const {
               }
               ++out.estimated;
               const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile,
-                                                   v.base.pruning, offload);
+                                                   v.base.pruning, offload, compression);
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;

@@ -3,7 +3,8 @@
 // GPU types), ranked. Stages (docs/search.md):
 //   1. enumerate  tensor, pipeline, context, expert (MoE), data (the rest of the GPUs), virtual
 //                 stages, micro-batch, sequence parallel (tensor > 1), recompute, ZeRO stage and
-//                 implementation, and the offload choices of --offload (default: the scenario's own);
+//                 implementation, the offload choices of --offload and the gradient compression
+//                 methods of --compression (default: the scenario's own, each);
 //                 each candidate has an index in enumeration order
 //   2. validate   models::check_strategy, the scenario loader's own check: a rejected candidate is
 //                 counted under its first problem, numbers replaced by N
@@ -47,6 +48,9 @@ struct SearchOptions {
   // Offload choices tried for every layout (--offload): preset names (models::OffloadConfig::presets())
   // or "activations" (the scenario's offload plus activations to the host). Empty: the scenario's.
   std::vector<std::string> offload;
+  // Gradient compression methods tried for every layout (--compression): models::CompressionMethod
+  // names, each at its defaults ("none": uncompressed). Empty: the scenario's.
+  std::vector<std::string> compression;
   int jobs = 1;                         // evaluation threads
   bool yes = false;                     // allow more than MAX_CANDIDATES
   bool quiet = false;                   // no progress bar
@@ -71,6 +75,7 @@ struct Layout {
   int zero_stage = 0;
   models::ZeroImpl zero_impl = models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
   std::string offload;  // an --offload choice, or "" (the scenario's offload)
+  std::string compression;  // a --compression method, or "" (the scenario's gradient compression)
 
   std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
   core::Json to_json() const;

@@ -386,6 +386,10 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
                        "Offload choices tried for every layout, comma-separated: none, zero-offload, zero-infinity, "
                        "axonn, activations (default: the scenario's own offload)")
       ->delimiter(',');
+  command_->add_option("--compression", o.compression,
+                       "Gradient compression methods tried for every layout, comma-separated, each at its defaults: "
+                       "none, fp16, bf16, fp8, int8, topk, powersgd, onebit_adam (default: the scenario's own)")
+      ->delimiter(',');
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   command_->add_option("--jobs,-j", o.jobs, "Evaluation threads (default: the hardware's)");
   command_->add_flag("--yes", o.yes, "Search even when the space has more than 10^7 candidates");

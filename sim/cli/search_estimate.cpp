@@ -129,7 +129,7 @@ double offload_tail(const models::OffloadConfig& o, double partition, double loc
 Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfig& t,
                          const models::ParallelismConfig& p, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const models::PruningConfig& pruning,
-                         const models::OffloadConfig& offload) {
+                         const models::OffloadConfig& offload, const models::CompressionConfig& compression) {
   Context x{m, t, p, cluster, profile, pruning};
   x.sizes = p.layout_sizes();
   int s = 1;
@@ -251,6 +251,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   double moving = 0;  // offloaded activations: two layers in flight
   std::vector<models::ParameterCount> stage_params(static_cast<size_t>(stages));
   std::vector<models::PrunedParameters> stage_pruned(static_cast<size_t>(stages));
+  // PowerSGD's weight matrices of each stage (empty otherwise).
+  std::vector<std::vector<models::WeightMatrix>> stage_matrices(static_cast<size_t>(stages));
+  const bool powersgd = compression.method == models::CompressionMethod::POWERSGD;
   double largest_unit = std::max({dense.params.total(), moe.params.total(), embedding_params.total(),
                                   head_params.total()});
   int first = 0;
@@ -269,8 +272,21 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       rc = std::max(rc, l.recompute);
       params += l.params;
       pruned += l.pruned;
+      if (powersgd) {
+        for (const models::WeightMatrix& w : models::compressed_matrices(m, p, m.layer_kind(layer))) {
+          stage_matrices[static_cast<size_t>(pos % stages)].push_back(w);
+        }
+      }
     }
     first += split[static_cast<size_t>(pos)];
+    if (powersgd && pos == 0) {
+      for (const models::WeightMatrix& w : models::embedding_matrices(m, p)) stage_matrices[0].push_back(w);
+    }
+    if (powersgd && pos == positions - 1) {
+      for (const models::WeightMatrix& w : models::head_matrices(m, p)) {
+        stage_matrices[static_cast<size_t>(pos % stages)].push_back(w);
+      }
+    }
     if (pos == 0) {
       f += embedding_f;
       b += embedding_b;
@@ -293,7 +309,10 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       const double sent = models::sent_elements(params, pruned, pruning).total();
       const double index = models::sent_index_bytes(pruned, pruning).total();
       const double gather = x.collective(CollectiveOp::ALL_GATHER, sent * weight_bytes + index, data_group);
-      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, sent * grad_bytes + index, data_group);
+      // Gradient compression at ZeRO-3 is quantization (models::check_compression): narrower elements.
+      const double scatter_bytes =
+          compression.quantization() ? std::min(grad_bytes, compression.quantized_bytes()) : grad_bytes;
+      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, sent * scatter_bytes + index, data_group);
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
       f = std::max(f, gather) + first_unit;
       b = std::max(b, gather + scatter) + first_unit;
@@ -355,12 +374,55 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     const models::ParameterCount& params = stage_params[static_cast<size_t>(stage)];
     const models::PrunedParameters& pruned = stage_pruned[static_cast<size_t>(stage)];
     double tail = 0;
+    double error_feedback = 0;
     if (!zero3) {
       const CollectiveOp op = p.zero_stage >= 1 ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
       const std::array<double, 2> grads = message(params, pruned, grad_bytes);
-      const double reduce = x.collective(op, grads[0], data_group) + x.collective(op, grads[1], expert_data_group);
-      const double bucket = x.collective(op, std::min(params.total(), p.bucket_elements()) * grad_bytes, data_group);
-      tail += p.overlap_grad_reduce ? std::max(bucket, reduce - last_backward) : reduce;
+      const double plain = x.collective(op, grads[0], data_group) + x.collective(op, grads[1], expert_data_group);
+      double reduce = plain;
+      if (compression.enabled()) {
+        // The stage's whole reduction as one compressed reduction per group: its collectives and
+        // compute tasks one after another (models::compressed_reduction), as the builder emits them.
+        const models::ParameterCount sent = models::sent_elements(params, pruned, pruning);
+        const models::ParameterCount index = models::sent_index_bytes(pruned, pruning);
+        auto compressed = [&](double elements, double index_bytes, bool expert, const network::GroupPlacement& g) {
+          if (g.ranks <= 1 || elements <= 0) return 0.0;
+          models::GradientReduction r;
+          r.elements = elements;
+          r.index_bytes = index_bytes;
+          r.element_bytes = grad_bytes;
+          r.replicas = g.ranks;
+          r.op = op;
+          for (const models::WeightMatrix& w : stage_matrices[static_cast<size_t>(stage)]) {
+            if (w.expert == expert) r.matrices.push_back(w);
+          }
+          error_feedback += models::error_feedback_bytes(compression, r);
+          double time = 0;
+          for (const models::CompressionStep& step : models::compressed_reduction(compression, r)) {
+            if (step.collective) {
+              time += x.collective(step.op, step.bytes, g);
+              continue;
+            }
+            core::Task task;
+            task.op_class = step.op_class;
+            task.flops = step.flops;
+            task.bytes = step.bytes;
+            task.gemm = step.gemm;
+            if (step.op_class == core::OpClass::GEMM) {
+              task.precision = core::Precision::FP32;
+              task.has_precision = true;
+            }
+            time += engine::compute_time(task, t.precision, cluster.gpu_spec, profile.device).value();
+          }
+          return time;
+        };
+        reduce = compressed(sent.dense, index.dense, false, data_group) +
+                 compressed(sent.expert, index.expert, true, expert_data_group);
+      }
+      const double bucket = x.collective(op, std::min(params.total(), p.bucket_elements()) * grad_bytes, data_group) *
+                            (plain > 0 ? reduce / plain : 1.0);
+      const bool overlapped = p.overlap_grad_reduce && compression.method != models::CompressionMethod::ONEBIT_ADAM;
+      tail += overlapped ? std::max(bucket, reduce - last_backward) : reduce;
       if (p.zero_stage >= 1) {
         const std::array<double, 2> weights = message(params, pruned, weight_bytes);
         const double gather = x.collective(CollectiveOp::ALL_GATHER, weights[0], data_group) +
@@ -383,7 +445,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     const bool fetched = zero3 || offload.parameters != models::OffloadTarget::NONE;
     const double buffers = fetched ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
     const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +
-                          peak + moving;
+                          peak + moving + error_feedback;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);
   }
   return out;

@@ -30,7 +30,11 @@
 // a layer's activation copy or parameter fetch that outlasts its compute adds the difference; the
 // optimizer tail is the slowest of the CPU step, the parameter upload and the NVMe traffic
 // (overlapped) or their sum (not), and the gradient copies that outlast the last backward.
+// Gradient compression (the scenario's): each stage's reduction as the compressed steps of
+// models::compressed_reduction (collectives and their compute, one after another; 1-bit Adam's not
+// overlapped with the backward), its error-feedback memory, and ZeRO-3's quantized reduce-scatters.
 
+#include "models/compression.hpp"
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
 #include "models/pruning.hpp"
@@ -49,6 +53,7 @@ struct Estimate {
 Estimate estimate_layout(const models::ModelSpec& model, const models::TrainingConfig& training,
                          const models::ParallelismConfig& parallelism, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const models::PruningConfig& pruning = models::PruningConfig{},
-                         const models::OffloadConfig& offload = {});
+                         const models::OffloadConfig& offload = {},
+                         const models::CompressionConfig& compression = {});
 
 }  // namespace trainsim::cli

@@ -1,7 +1,7 @@
 // Determinism: every bundled scenario (scenarios/*.json, scenarios/sanity/*.json,
-// scenarios/offload/*.json) predicted twice with the analytic backend gives byte-identical JSON
-// reports, the wall-clock time excluded. The SimGrid backend is covered by the golden tests (one
-// prediction per process).
+// scenarios/offload/*.json, scenarios/compression/*.json) predicted twice with the analytic backend
+// gives byte-identical JSON reports, the wall-clock time excluded. The SimGrid backend is covered by
+// the golden tests (one prediction per process).
 
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -21,7 +21,8 @@ std::string report_text(const Scenario& s) {
 
 TEST(Determinism, EveryBundledScenarioGivesTheSameReportTwice) {
   std::vector<std::filesystem::path> files;
-  for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience"}) {
+  for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience",
+                          "scenarios/compression", "scenarios/network"}) {
     for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }

@@ -41,6 +41,14 @@ contains pruning-v100 "$tmp/err" "/optimizations/pruning/method: 2:4 sparse kern
 expect pruning-run 0 "$bin" run "$src/scenarios/llama3-8b-2of4-h100-16.json" --backend analytic
 contains pruning-run "$tmp/out" "weights+grads+optimizer"
 
+# optimizations.gradient_compression: a top-k ratio outside (0, 1] is refused (exit 2, naming the
+# key); a compressed run reports what it sent and its error-feedback memory.
+expect compression-ratio 2 "$bin" run "$src/tests/data/bad/compression-topk-ratio-zero.json"
+contains compression-ratio "$tmp/err" "/optimizations/gradient_compression/ratio: expected the fraction"
+expect compression-run 0 "$bin" run "$src/scenarios/compression/gpt-1.3b-powersgd-25gbe-32.json" --format json
+contains compression-run "$tmp/out" '"bytes_saved_per_iteration"'
+contains compression-run "$tmp/out" '"error_feedback"'
+
 # issue 10: version, run --format csv, data "auto", compare (side by side; bad input exits 2).
 expect version 0 "$bin" version
 contains version "$tmp/out" "trainsim "

@@ -16,7 +16,8 @@ const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);
 
 std::vector<std::filesystem::path> bundled() {
   std::vector<std::filesystem::path> files;
-  for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience", "scenarios/bench", "validation/training"}) {
+  for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience",
+                          "scenarios/compression", "scenarios/network", "scenarios/bench", "validation/training"}) {
     for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }
@@ -34,9 +35,10 @@ TEST(TaskBudget, EstimateIsWithinAFactorOfTheRealTaskCount) {
   for (const auto& f : files) {
     SCOPED_TRACE(f.filename().string());
     const Scenario s = load_scenario(f.string());
-    const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload);
+    const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
     const double real = static_cast<double>(
-        models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload).workload.task_count());
+        models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression)
+            .workload.task_count());
     EXPECT_GE(estimate, real / 1.25) << real;
     EXPECT_LE(estimate, real * 1.25) << real;
     EXPECT_LT(estimate, static_cast<double>(DEFAULT_MAX_TASKS) / 4);
