@@ -186,7 +186,8 @@ struct MemoryBreakdown {
   core::Bytes activations;       // peak stored activations (in-flight micro-batches x per-micro-batch),
                                  // the last stage's fp32 logits softmax included
   core::Bytes buffers;           // communication buffers: ZeRO-3's gathered parameters
-  core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers; }
+  core::Bytes stashed_weights;   // PipeDream's weight stashing: the weight versions beyond the current one
+  core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers + stashed_weights; }
 };
 
 // Bytes per parameter of the model state (Megatron-LM mixed precision, Adam; Rajbhandari et al. 2020):
