@@ -150,6 +150,10 @@ class StageEmitter {
       gradient_collective(CollectiveOp::ALL_REDUCE, static_cast<uint16_t>(plan_.groups.embedding),
                           plan_.embedding_gradient_bytes, 0, plan_.micro_batches - 1, "embedding gradient all_reduce",
                           *embedding_gradient_, word_embedding * plan_.gradient_reduce_bytes);
+      // In a steady state the first and the last stage are (p - 1) forwards apart: their windows'
+      // embedding gradients meet asynchronously and the update applies in the next window (one
+      // step stale, as PipeDream-2BW's updates are), so the optimizer does not wait for it.
+      if (plan_.steady_state) gradient_collectives_.pop_back();
     }
     emit_optimizer();
     result_.peak_activation_bytes = peak_;
@@ -955,7 +959,7 @@ class StageEmitter {
     for (size_t i = 0; i < pair.size(); ++i) {
       if (pair[i] >= 0) paired_with[static_cast<size_t>(pair[i])] = static_cast<int>(i);
     }
-    std::optional<size_t> deferred_send;
+    int deferred_send = -1;  // the slot whose send waits for its pair, or -1
     std::vector<std::optional<uint32_t>> recv_of(timed.size());
     std::vector<uint32_t> last_compute_of(timed.size(), 0);
     for (const Event& e : schedule_events()) {
@@ -988,11 +992,11 @@ class StageEmitter {
                 merged_passes(timed[fs].slot, timed[bs].slot,
                               last_backward[static_cast<size_t>(timed[bs].slot.chunk)] == static_cast<int>(bs),
                               recv_of[fs], recv_of[bs]);
-            if (deferred_send) {
-              TRAINSIM_CHECK(*deferred_send == other, "a deferred send belongs to another pass");
+            if (deferred_send >= 0) {
+              TRAINSIM_CHECK(deferred_send == static_cast<int>(other), "a deferred send belongs to another pass");
               emit_send(timed[other].slot, last_compute_of[other]);
             }
-            deferred_send.reset();
+            deferred_send = -1;
             break;
           }
           if (recv_of[e.slot]) pending_.push_back(*recv_of[e.slot]);
@@ -1007,7 +1011,7 @@ class StageEmitter {
           break;
         case Event::SEND:
           if (pair[e.slot] >= 0) {
-            deferred_send = e.slot;
+            deferred_send = static_cast<int>(e.slot);
           } else {
             emit_send(s, last_compute_of[e.slot]);
           }

@@ -70,6 +70,7 @@ struct BuildPlan {
   double head_weight_gradient_bytes = 0;  // LayerPlan::weight_gradient_bytes of the head
   bool split_backward = false;   // zero-bubble: backward passes are B, with separate W passes
   bool update_every_micro_batch = false;  // PipeDream: gradients reduced and weights updated per micro-batch
+  bool steady_state = false;     // Workload::steady_state (models/strategy.hpp steady_state_schedule)
 
   ParameterCount embedding_params;
   ParameterCount head_params;

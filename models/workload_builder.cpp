@@ -113,6 +113,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.head_bytes = head_activation_bytes(m, t, p).value();
   plan.split_backward = splits_backward(p.schedule);
   plan.update_every_micro_batch = p.schedule == PipelineSchedule::PIPEDREAM;
+  plan.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
   if (plan.split_backward) plan.head_weight_gradient_bytes = weight_gradient_bytes(plan.head, e);
 
   plan.embedding_params = embedding_parameters(m, t, p);
@@ -217,6 +218,10 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
   auto per_layer = [&](LayerKind kind) {
     const double ops = static_cast<double>(layer_ops(m, t, p, kind).size());
     double n = 2 * ops + 2;                                   // compute forward and backward, memory alloc / free
+    if (splits_backward(p.schedule)) {                        // W: each GEMM's weight gradient, a memory free
+      for (const OpCost& op : layer_ops(m, t, p, kind)) n += op.op_class == core::OpClass::GEMM ? 1 : 0;
+      n += 1;
+    }
     if (p.recompute == Recompute::FULL) n += ops + 1;         // the forward again (+ its allocation)
     if (p.recompute == Recompute::SELECTIVE) n += 1;          // the attention core again
     double comms = 0;                                         // collectives of one pass

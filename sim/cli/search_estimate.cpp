@@ -332,9 +332,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     busiest = *std::max_element(work.begin(), work.end());
   }
   // A split backward (zero-bubble) is timed as B and W halves of it.
-  const bool split = models::splits_backward(p.schedule);
+  const bool split_backward = models::splits_backward(p.schedule);
   std::vector<double> input = backward, weight;
-  if (split) {
+  if (split_backward) {
     for (double& b : input) b /= 2;
     weight = input;
   }
@@ -350,7 +350,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       const size_t pos = static_cast<size_t>(ts.slot.chunk * stages + stage);
       end = std::max(end, ts.end - (steady ? slots.front().start : 0.0));  // steady state: the rank's span
       if (ts.slot.carried) live += stored[pos];  // PipeDream: held when the window opens
-      if (split && ts.slot.pass == models::Pass::BACKWARD) {
+      if (split_backward && ts.slot.pass == models::Pass::BACKWARD) {
         peak = std::max(peak, live + recompute[pos]);
         continue;
       }

@@ -246,8 +246,8 @@ struct Workload {
   std::array<bool, AXIS_COUNT> symmetric_axes{};
   // One iteration is a period of a steady state in which the pipeline never drains (PipeDream,
   // PipeDream-2BW, ZB-H2: models/strategy.hpp steady_state_schedule): a backend measures each rank
-  // from the start of its first COMPUTE-stream compute task, the iteration time being the longest
-  // such span (ranks of later stages start later in every period, by the same skew).
+  // from the start of its first COMPUTE-stream compute task to the end of its last COMPUTE-stream task,
+  // the iteration time being the longest such span (ranks of later stages start later in every period, by the same skew).
   bool steady_state = false;
 
   // Interns a task name; returns its index.

@@ -130,7 +130,7 @@ class Executor::Impl {
     result.events = events_;
     if (!ranks_.empty()) result.critical_rank = table_.ranks().front().rank;
     for (size_t s = 0; s < ranks_.size(); ++s) {
-      const double span = ranks_[s].finished_at - period_start(static_cast<uint32_t>(s));
+      const double span = period_end(static_cast<uint32_t>(s)) - period_start(static_cast<uint32_t>(s));
       if (span > result.iteration_time.value()) {
         result.iteration_time = core::Seconds(span);
         result.critical_rank = table_.ranks()[s].rank;
@@ -388,6 +388,18 @@ class Executor::Impl {
     return std::max(first, 0.0);
   }
 
+  // Where it ends: its last task, or in a steady state its last compute-stream task (communication
+  // still running then, such as the tied embedding's all-reduce, overlaps the next period).
+  double period_end(uint32_t slot) {
+    if (!w_.steady_state) return ranks_[slot].finished_at;
+    const core::Program& prog = program_of(slot);
+    double last = 0;
+    for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
+      if (prog.tasks[ti].stream == core::Stream::COMPUTE) last = std::max(last, end_[info(slot).end_base + ti]);
+    }
+    return last;
+  }
+
   void fill_breakdown(SimulationResult& result) {
     if (ranks_.empty()) return;
     const uint32_t slot = table_.slot_of(result.critical_rank);
@@ -400,7 +412,11 @@ class Executor::Impl {
       ActivityInterval i;
       i.end_s = end_[info(slot).end_base + ti] - offset;
       i.start_s = std::max(0.0, task_start(slot, ti) - offset);
-      if (i.end_s <= 0 && t.kind != TaskKind::MEMORY) continue;
+      if (w_.steady_state) {
+        // The period's window: what ran before it or after it belongs to the neighbouring periods.
+        i.end_s = std::min(i.end_s, result.iteration_time.value());
+        if (i.end_s <= 0 || i.start_s >= result.iteration_time.value()) continue;
+      }
       switch (t.kind) {
         case TaskKind::MEMORY: continue;
         case TaskKind::COMPUTE:

@@ -32,8 +32,9 @@
 // one without symmetry.
 //
 // Steady state. When Workload::steady_state is set (a pipeline schedule without a flush), each
-// simulated rank's iteration runs from the start of its first COMPUTE-stream compute task to its last
-// end; the iteration time is the longest such span and the breakdown is taken over the critical
+// simulated rank's iteration runs from the start of its first COMPUTE-stream compute task to the end
+// of its last COMPUTE-stream task (communication still running then overlaps the next period); the
+// iteration time is the longest such span and the breakdown is taken over the critical
 // rank's span. Otherwise every rank starts at 0 and the iteration time is the last end.
 //
 // Memory. MEMORY tasks change the rank's running allocation (device, or host for memory_space HOST)
