@@ -188,7 +188,10 @@ struct MemoryBreakdown {
   core::Bytes buffers;           // communication buffers: ZeRO-3's gathered parameters
   core::Bytes error_feedback;    // gradient compression's state (models/compression.hpp): residuals,
                                  // PowerSGD's factors, 1-bit Adam's error buffers; 0 without compression
-  core::Bytes total() const { return weights + gradients + optimizer_states + activations + buffers + error_feedback; }
+  core::Bytes stashed_weights;   // PipeDream's weight stashing: the weight versions beyond the current one
+  core::Bytes total() const {
+    return weights + gradients + optimizer_states + activations + buffers + error_feedback + stashed_weights;
+  }
 };
 
 // Bytes per parameter of the model state (Megatron-LM mixed precision, Adam; Rajbhandari et al. 2020):

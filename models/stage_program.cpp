@@ -152,6 +152,10 @@ class StageEmitter {
       gradient_collective(CollectiveOp::ALL_REDUCE, static_cast<uint16_t>(plan_.groups.embedding),
                           plan_.embedding_gradient_bytes, 0, plan_.micro_batches - 1, "embedding gradient all_reduce",
                           *embedding_gradient_, word_embedding * plan_.gradient_reduce_bytes);
+      // In a steady state the first and the last stage are (p - 1) forwards apart: their windows'
+      // embedding gradients meet asynchronously and the update applies in the next window (one
+      // step stale, as PipeDream-2BW's updates are), so the optimizer does not wait for it.
+      if (plan_.steady_state) gradient_collectives_.pop_back();
     }
     emit_optimizer();
     result_.peak_activation_bytes = peak_;
@@ -283,8 +287,9 @@ class StageEmitter {
   // each too), and the GEMM shape with them. The task waits for pending_
   // and `also`.
   uint32_t compute(const OpCost& op, Phase phase, bool backward, int layer, int mb, double fraction = 1.0,
-                   std::initializer_list<uint32_t> also = {}) {
+                   std::initializer_list<uint32_t> also = {}, core::BackwardPart part = core::BackwardPart::BOTH) {
     Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, phase, layer, mb, op.name);
+    t.gradient = part;
     t.op_class = op.op_class;
     t.flops = (backward ? op.backward_flops + op.backward_recompute_flops : op.forward_flops).value() * fraction;
     t.bytes = (backward ? op.backward_bytes : op.forward_bytes).value() * fraction;
@@ -537,8 +542,27 @@ class StageEmitter {
     }
   }
 
-  void ops_backward(const std::vector<OpCost>& ops, bool selective_recompute, int layer, int mb) {
+  // A zero-bubble schedule's W pass of a unit: the weight-gradient half of each GEMM, in backward
+  // order, with no communication (the output gradients it needs were kept by B).
+  void ops_weight_gradient(const std::vector<OpCost>& ops, int layer, int mb) {
     for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+      if (op->op_class != core::OpClass::GEMM) continue;
+      compute(*op, Phase::BACKWARD, true, layer, mb, 0.5, {}, core::BackwardPart::WEIGHT);
+    }
+  }
+
+  void ops_backward(const std::vector<OpCost>& ops, bool selective_recompute, int layer, int mb) {
+    const bool split = plan_.split_backward;
+    for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+      if (split) {
+        // B: a GEMM's data-gradient half; every op without weights whole.
+        for (const Comm& c : comms_around(plan_, op->kind, Side::BACKWARD_BEFORE)) blocking(c, Phase::BACKWARD, layer, mb, op->name);
+        if (selective_recompute && op->recomputed_selective) compute(*op, Phase::RECOMPUTE, false, layer, mb);
+        compute(*op, Phase::BACKWARD, true, layer, mb, op->op_class == core::OpClass::GEMM ? 0.5 : 1.0, {},
+                core::BackwardPart::INPUT);
+        for (const Comm& c : comms_around(plan_, op->kind, Side::BACKWARD_AFTER)) blocking(c, Phase::BACKWARD, layer, mb, op->name);
+        continue;
+      }
       if (tp_overlapped(op->kind)) {
         overlapped_backward(*op, layer, mb);
         continue;
@@ -658,18 +682,48 @@ class StageEmitter {
       case UnitKind::EMBEDDING: ops_backward(plan_.embedding, false, 0, mb); break;
       case UnitKind::HEAD:
         ops_backward(plan_.head, false, 0, mb);
-        memory(-plan_.head_bytes, Phase::BACKWARD, 0, mb);
+        memory(kept_for_weight_gradient(u) - plan_.head_bytes, Phase::BACKWARD, 0, mb);
         break;
       case UnitKind::LAYER: {
         const LayerPlan& layer = plan_.layer(u.layer);
         if (par_.recompute != Recompute::NONE) memory(layer.recompute_bytes, Phase::RECOMPUTE, u.layer, mb);
         if (par_.recompute == Recompute::FULL) ops_forward(layer.ops, Phase::RECOMPUTE, u.layer, mb);
         ops_backward(layer.ops, par_.recompute == Recompute::SELECTIVE, u.layer, mb);
-        memory(-(layer.stored_bytes + layer.recompute_bytes), Phase::BACKWARD, u.layer, mb);
+        memory(kept_for_weight_gradient(u) - (layer.stored_bytes + layer.recompute_bytes), Phase::BACKWARD, u.layer, mb);
         break;
       }
     }
     unit_done_.push_back(*last_compute_);
+    if (!plan_.split_backward) unit_gradients_final(u, mb, ready, last_of_chunk);
+  }
+
+  // Bytes a split backward keeps from B to W for the unit (0 without a split).
+  double kept_for_weight_gradient(const Unit& u) const {
+    if (!plan_.split_backward) return 0;
+    switch (u.kind) {
+      case UnitKind::EMBEDDING: return 0;
+      case UnitKind::HEAD: return plan_.head_weight_gradient_bytes;
+      case UnitKind::LAYER: return plan_.layer(u.layer).weight_gradient_bytes;
+    }
+    return 0;
+  }
+
+  // A zero-bubble W pass of one unit: its weight-gradient GEMMs, the memory B kept for them freed,
+  // then what follows final gradients (reductions, offload, the tied embedding's all-reduce).
+  void unit_weight_gradient(const Unit& u, int mb, const std::vector<Bucket>& ready, bool last_of_chunk) {
+    switch (u.kind) {
+      case UnitKind::EMBEDDING: ops_weight_gradient(plan_.embedding, 0, mb); break;
+      case UnitKind::HEAD: ops_weight_gradient(plan_.head, 0, mb); break;
+      case UnitKind::LAYER: ops_weight_gradient(plan_.layer(u.layer).ops, u.layer, mb); break;
+    }
+    const double kept = kept_for_weight_gradient(u);
+    if (kept != 0) memory(-kept, Phase::BACKWARD, u.kind == UnitKind::LAYER ? u.layer : 0, mb);
+    if (!last_compute_) return;
+    unit_gradients_final(u, mb, ready, last_of_chunk);
+  }
+
+  // After the last compute that writes the unit's gradients for micro-batch `mb`.
+  void unit_gradients_final(const Unit& u, int mb, const std::vector<Bucket>& ready, bool last_of_chunk) {
     if (plan_.zero3) {
       // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their
       // defaults) reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync
@@ -809,26 +863,50 @@ class StageEmitter {
     flush_zero3_reductions(mb);
   }
 
+  // A zero-bubble W pass: every unit's weight gradients, in backward order (buckets fill as in B).
+  void weight_gradient_pass(int chunk, int mb, bool last_of_chunk) {
+    const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
+    const auto& chunk_buckets = buckets_[static_cast<size_t>(chunk)];
+    static const std::vector<Bucket> none;
+    size_t i = 0;
+    for (auto u = units.rbegin(); u != units.rend(); ++u, ++i) {
+      unit_weight_gradient(*u, mb, chunk_buckets.empty() ? none : chunk_buckets[i], last_of_chunk);
+    }
+  }
+
+  // PipeDream's window opens holding the activations of the carried micro-batches, whose forwards
+  // ran in the previous window.
+  void carry_in(int chunk, int mb) {
+    for (const Unit& u : units_[static_cast<size_t>(chunk)]) {
+      if (u.kind == UnitKind::LAYER) memory(plan_.layer(u.layer).stored_bytes, Phase::FORWARD, u.layer, mb);
+      if (u.kind == UnitKind::HEAD) memory(plan_.head_bytes, Phase::FORWARD, 0, mb);
+    }
+  }
+
   std::vector<Event> schedule_events() const {
     const std::vector<TimedSlot>& timed = plan_.timed[static_cast<size_t>(stage_)];
     const int last = plan_.positions - 1;
-    auto cell = [&](int mb, int pos) { return static_cast<size_t>(mb) * static_cast<size_t>(plan_.positions) + static_cast<size_t>(pos); };
     std::vector<Event> events;
     for (size_t i = 0; i < timed.size(); ++i) {
       const TimedSlot& ts = timed[i];
       const int pos = position(ts.slot.chunk);
       const int mb = ts.slot.micro_batch;
+      const bool carried = ts.slot.carried;
       events.push_back({ts.start, 1, 0, 0, Event::PASS, i});
       if (ts.slot.pass == Pass::FORWARD) {
         if (pos > 0) {
-          events.push_back({plan_.forward_end[cell(mb, pos - 1)], 0, 0, (pos - 1) % plan_.stages, Event::RECV, i});
+          events.push_back({plan_.forward_end[plan_.cell(mb, false, pos - 1)], 0, 0, (pos - 1) % plan_.stages, Event::RECV, i});
         }
         if (pos < last) events.push_back({ts.end, 0, 0, stage_, Event::SEND, i});
-      } else {
-        if (pos < last) {
-          events.push_back({plan_.backward_end[cell(mb, pos + 1)], 0, 1, (pos + 1) % plan_.stages, Event::RECV, i});
+      } else if (ts.slot.pass == Pass::BACKWARD) {
+        // Gradients of a PipeDream micro-batch whose backward the neighbour runs in another window
+        // cross the window boundary: not sent or received in this one.
+        if (pos < last && plan_.backward_end[plan_.cell(mb, carried, pos + 1)] >= 0) {
+          events.push_back({plan_.backward_end[plan_.cell(mb, carried, pos + 1)], 0, 1, (pos + 1) % plan_.stages, Event::RECV, i});
         }
-        if (pos > 0) events.push_back({ts.end, 0, 1, stage_, Event::SEND, i});
+        if (pos > 0 && plan_.backward_end[plan_.cell(mb, carried, pos - 1)] >= 0) {
+          events.push_back({ts.end, 0, 1, stage_, Event::SEND, i});
+        }
       }
     }
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
@@ -940,10 +1018,17 @@ class StageEmitter {
   // Emits passes and pipeline transfers in the order of the schedule's ideal execution.
   void emit_schedule() {
     const std::vector<TimedSlot>& timed = plan_.timed[static_cast<size_t>(stage_)];
+    // The pass after which a chunk's gradients are final: its last backward, or its last W.
+    const Pass final_pass = plan_.split_backward ? Pass::BACKWARD_WEIGHT : Pass::BACKWARD;
     std::vector<int> last_backward(static_cast<size_t>(plan_.chunks), -1);
     for (size_t i = 0; i < timed.size(); ++i) {
-      if (timed[i].slot.pass == Pass::BACKWARD) last_backward[static_cast<size_t>(timed[i].slot.chunk)] = static_cast<int>(i);
+      if (timed[i].slot.pass == final_pass) last_backward[static_cast<size_t>(timed[i].slot.chunk)] = static_cast<int>(i);
+      if (timed[i].slot.carried) carry_in(timed[i].slot.chunk, timed[i].slot.micro_batch);
     }
+    auto final_after = [&](size_t slot) {
+      return plan_.update_every_micro_batch ||
+             last_backward[static_cast<size_t>(timed[slot].slot.chunk)] == static_cast<int>(slot);
+    };
     // The first pass of a pair is emitted with the second, at the second's place; its send waits
     // until then.
     const std::vector<int> pair = overlap_pairs(timed);
@@ -951,7 +1036,7 @@ class StageEmitter {
     for (size_t i = 0; i < pair.size(); ++i) {
       if (pair[i] >= 0) paired_with[static_cast<size_t>(pair[i])] = static_cast<int>(i);
     }
-    std::optional<size_t> deferred_send;
+    int deferred_send = -1;  // the slot whose send waits for its pair, or -1
     std::vector<std::optional<uint32_t>> recv_of(timed.size());
     std::vector<uint32_t> last_compute_of(timed.size(), 0);
     for (const Event& e : schedule_events()) {
@@ -984,24 +1069,26 @@ class StageEmitter {
                 merged_passes(timed[fs].slot, timed[bs].slot,
                               last_backward[static_cast<size_t>(timed[bs].slot.chunk)] == static_cast<int>(bs),
                               recv_of[fs], recv_of[bs]);
-            if (deferred_send) {
-              TRAINSIM_CHECK(*deferred_send == other, "a deferred send belongs to another pass");
+            if (deferred_send >= 0) {
+              TRAINSIM_CHECK(deferred_send == static_cast<int>(other), "a deferred send belongs to another pass");
               emit_send(timed[other].slot, last_compute_of[other]);
             }
-            deferred_send.reset();
+            deferred_send = -1;
             break;
           }
           if (recv_of[e.slot]) pending_.push_back(*recv_of[e.slot]);
           if (forward) {
             forward_pass(s.chunk, s.micro_batch);
+          } else if (s.pass == Pass::BACKWARD_WEIGHT) {
+            weight_gradient_pass(s.chunk, s.micro_batch, final_after(e.slot));
           } else {
-            backward_pass(s.chunk, s.micro_batch, last_backward[static_cast<size_t>(s.chunk)] == static_cast<int>(e.slot));
+            backward_pass(s.chunk, s.micro_batch, !plan_.split_backward && final_after(e.slot));
           }
           last_compute_of[e.slot] = *last_compute_;
           break;
         case Event::SEND:
           if (pair[e.slot] >= 0) {
-            deferred_send = e.slot;
+            deferred_send = static_cast<int>(e.slot);
           } else {
             emit_send(s, last_compute_of[e.slot]);
           }
@@ -1065,7 +1152,8 @@ class StageEmitter {
     } else {
       Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, Phase::OPTIMIZER, 0, 0, "optimizer");
       t.op_class = core::OpClass::OPTIMIZER;
-      t.bytes = updated * plan_.optimizer_step_bytes;
+      // PipeDream steps after every micro-batch: m steps' traffic, issued together at the end.
+      t.bytes = updated * plan_.optimizer_step_bytes * (plan_.update_every_micro_batch ? plan_.micro_batches : 1);
       step = prog().add(t, deps);
     }
     if (par_.zero_stage == 0 || plan_.zero3 || plan_.overlap_param_gather) return;

@@ -39,6 +39,10 @@ struct LayerPlan {
   ParameterCount params;
   PrunedParameters pruned;       // the pruned part of params (optimizations.pruning)
   std::vector<WeightMatrix> matrices;  // its weight matrices (gradient compression: PowerSGD)
+  // Zero-bubble schedules: what the W pass needs kept after B, per micro-batch: each GEMM's input
+  // and output gradient (count·m·(k + n) elements); B frees the rest (Qi et al. 2024, Table 1: B
+  // changes memory by M_W - M_B, W by -M_W).
+  double weight_gradient_bytes = 0;
 };
 
 struct BuildPlan {
@@ -65,6 +69,10 @@ struct BuildPlan {
   double loss_reduce_bytes = 0;  // vocabulary-parallel cross-entropy's three b·(s/c) fp32 reductions
 
   double head_bytes = 0;         // the head's stored activations per micro-batch
+  double head_weight_gradient_bytes = 0;  // LayerPlan::weight_gradient_bytes of the head
+  bool split_backward = false;   // zero-bubble: backward passes are B, with separate W passes
+  bool update_every_micro_batch = false;  // PipeDream: gradients reduced and weights updated per micro-batch
+  bool steady_state = false;     // Workload::steady_state (models/strategy.hpp steady_state_schedule)
 
   ParameterCount embedding_params;
   ParameterCount head_params;
@@ -106,8 +114,15 @@ struct BuildPlan {
   const LayerPlan& layer(int layer) const {
     return model->layer_kind(layer) == LayerKind::MOE ? moe_layer : dense_layer;
   }
-  std::vector<double> forward_end;            // by micro_batch x positions + position
+  // End times in `timed`, by cell(): -1 where no rank runs the pass (a carried backward of PipeDream's
+  // window that the next position ran in the previous window).
+  std::vector<double> forward_end;
   std::vector<double> backward_end;
+  size_t cell(int micro_batch, bool carried, int position) const {
+    return (static_cast<size_t>(micro_batch) + (carried ? static_cast<size_t>(micro_batches) : 0)) *
+               static_cast<size_t>(positions) +
+           static_cast<size_t>(position);
+  }
 };
 
 struct StageResult {

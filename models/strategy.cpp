@@ -57,14 +57,26 @@ void check_folding(const ParallelismConfig& p, const std::string& file, core::Di
 
 }  // namespace
 
-std::string to_string(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::GPIPE: return "gpipe";
-    case PipelineSchedule::ONE_F_ONE_B: return "1f1b";
-    case PipelineSchedule::INTERLEAVED_1F1B: return "interleaved-1f1b";
-  }
-  return "?";
+const std::vector<std::string>& pipeline_schedule_names() {
+  static const std::vector<std::string> names = {"gpipe",         "1f1b",           "interleaved-1f1b", "pipedream",
+                                                 "pipedream-2bw", "zero-bubble-h1", "zero-bubble-h2"};
+  return names;
 }
+
+std::string to_string(PipelineSchedule s) {
+  const size_t i = static_cast<size_t>(s);
+  return i < pipeline_schedule_names().size() ? pipeline_schedule_names()[i] : "?";
+}
+
+bool splits_backward(PipelineSchedule s) {
+  return s == PipelineSchedule::ZERO_BUBBLE_H1 || s == PipelineSchedule::ZERO_BUBBLE_H2;
+}
+
+bool steady_state_schedule(PipelineSchedule s) {
+  return s == PipelineSchedule::PIPEDREAM || s == PipelineSchedule::PIPEDREAM_2BW || s == PipelineSchedule::ZERO_BUBBLE_H2;
+}
+
+std::string to_string(PipelineExecution e) { return e == PipelineExecution::ASYNC ? "async" : "ordered"; }
 
 std::string to_string(Recompute r) {
   switch (r) {
@@ -130,11 +142,13 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
   p.expert = static_cast<int>(r.integer("expert", p.expert, 1, MAX_PARALLEL));
   if (r.has("expert_tensor")) p.expert_tensor = static_cast<int>(r.integer("expert_tensor", 1, 1, MAX_PARALLEL));
   p.sequence_parallel = r.boolean("sequence_parallel", p.sequence_parallel);
-  const std::string schedule =
-      r.choice("pipeline_schedule", to_string(p.schedule), {"gpipe", "1f1b", "interleaved-1f1b"});
-  p.schedule = schedule == "gpipe"  ? PipelineSchedule::GPIPE
-               : schedule == "1f1b" ? PipelineSchedule::ONE_F_ONE_B
-                                    : PipelineSchedule::INTERLEAVED_1F1B;
+  const std::string schedule = r.choice("pipeline_schedule", to_string(p.schedule), pipeline_schedule_names());
+  for (size_t i = 0; i < pipeline_schedule_names().size(); ++i) {
+    if (pipeline_schedule_names()[i] == schedule) p.schedule = static_cast<PipelineSchedule>(i);
+  }
+  p.execution = r.choice("pipeline_execution", to_string(p.execution), {"ordered", "async"}) == "async"
+                    ? PipelineExecution::ASYNC
+                    : PipelineExecution::ORDERED;
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", p.virtual_stages, 1, MAX_PARALLEL));
   // Entries below 1 are reported by check_strategy(), with the chunk they concern.
   for (int64_t n : r.integer_array("stage_layers", INT32_MIN, INT32_MAX)) p.stage_layers.push_back(static_cast<int>(n));
@@ -205,6 +219,7 @@ core::Json ParallelismConfig::to_json() const {
   if (folded()) j["expert_tensor"] = expert_tensor;  // absent: the default reading
   j["sequence_parallel"] = sequence_parallel;
   j["pipeline_schedule"] = to_string(schedule);
+  if (execution != PipelineExecution::ORDERED) j["pipeline_execution"] = to_string(execution);
   j["virtual_stages"] = virtual_stages;
   if (!stage_layers.empty()) j["stage_layers"] = stage_layers;
   j["recompute"] = to_string(recompute);
@@ -229,7 +244,8 @@ std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
 namespace {
 bool a2a_overlap_allowed(const ModelSpec& model, const ParallelismConfig& par) {
   return model.is_moe() && par.expert > 1 && (par.pipeline == 1 || par.schedule == PipelineSchedule::INTERLEAVED_1F1B) &&
-         par.recompute != Recompute::FULL;
+         par.recompute != Recompute::FULL && !splits_backward(par.schedule) &&
+         par.execution == PipelineExecution::ORDERED;
 }
 }  // namespace
 
@@ -242,6 +258,62 @@ int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p) {
   TRAINSIM_CHECK(per_step > 0 && t.global_batch % per_step == 0, "global batch not divisible (check_strategy)");
   return t.global_batch / per_step;
 }
+
+namespace {
+// What the schedules added for issue 14 cannot run with (each message says why).
+void check_schedule(const TrainingConfig& training, const ParallelismConfig& par, core::Diagnostics& diag,
+                    const std::string& file) {
+  const std::string name = to_string(par.schedule);
+  if (splits_backward(par.schedule)) {
+    if (par.tp_overlap_active()) {
+      diag.add(file, "/parallelism/tp_comm_overlap",
+               fmt::format("pipeline_schedule \"{}\" splits each backward into B and W passes, which the chunked "
+                           "userbuffers overlap of tp_comm_overlap is not modelled with: set tp_comm_overlap false",
+                           name));
+    }
+    if (par.moe_a2a_overlap) {
+      diag.add(file, "/parallelism/moe_a2a_overlap",
+               fmt::format("moe_a2a_overlap merges whole backward passes with forwards; pipeline_schedule \"{}\" "
+                           "splits them into B and W: set moe_a2a_overlap false",
+                           name));
+    }
+    if (par.zero_stage == 3) {
+      diag.add(file, "/parallelism/zero_stage",
+               fmt::format("pipeline_schedule \"{}\" with zero_stage 3 is not modelled (FSDP would reduce-scatter "
+                           "each unit after its W pass and gather again for B): use zero_stage 0-2",
+                           name));
+    }
+  }
+  const bool pipedream = par.schedule == PipelineSchedule::PIPEDREAM || par.schedule == PipelineSchedule::PIPEDREAM_2BW;
+  if (pipedream && par.zero_stage >= 1) {
+    diag.add(file, "/parallelism/zero_stage",
+             fmt::format("pipeline_schedule \"{}\" stashes whole weight versions; sharding them (zero_stage {}) is not "
+                         "modelled: use zero_stage 0",
+                         name, par.zero_stage));
+  }
+  const int64_t per_step = par.sequences_per_step(training);
+  if (pipedream && per_step > 0 && training.global_batch % per_step == 0 &&
+      training.global_batch / per_step < par.pipeline) {
+    diag.add(file, "/training/global_batch",
+             fmt::format("pipeline_schedule \"{}\" models one window of its steady state, which needs at least "
+                         "pipeline ({}) micro-batches per iteration, found {} (global_batch {} / {})",
+                         name, par.pipeline, training.global_batch / per_step, training.global_batch, per_step));
+  }
+  if (par.execution == PipelineExecution::ASYNC) {
+    if (pipedream || par.schedule == PipelineSchedule::INTERLEAVED_1F1B) {
+      diag.add(file, "/parallelism/pipeline_execution",
+               fmt::format("pipeline_execution \"async\" issues gpipe, 1f1b, zero-bubble-h1 or zero-bubble-h2 passes "
+                           "in message-arrival order; it does not apply to \"{}\"",
+                           name));
+    }
+    if (par.moe_a2a_overlap) {
+      diag.add(file, "/parallelism/pipeline_execution",
+               "pipeline_execution \"async\" cannot merge forward and backward passes (moe_a2a_overlap): set "
+               "moe_a2a_overlap false");
+    }
+  }
+}
+}  // namespace
 
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag) {
@@ -313,7 +385,12 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
               fmt::format("stage_layers sum to {}, expected the model's layers ({})", sum, model.layers));
     }
   }
-  if (par.virtual_stages > 1 && par.schedule != PipelineSchedule::INTERLEAVED_1F1B) {
+  if (par.virtual_stages > 1 && splits_backward(par.schedule)) {
+    problem("/parallelism/virtual_stages",
+            fmt::format("pipeline_schedule \"{}\" has no interleaved form here (zero-bubble with model chunks, ZB-V, "
+                        "is not modelled): use virtual_stages 1, found {}",
+                        to_string(par.schedule), par.virtual_stages));
+  } else if (par.virtual_stages > 1 && par.schedule != PipelineSchedule::INTERLEAVED_1F1B) {
     problem("/parallelism/virtual_stages",
             fmt::format("virtual_stages {} requires pipeline_schedule \"interleaved-1f1b\", found \"{}\"",
                         par.virtual_stages, to_string(par.schedule)));
@@ -338,6 +415,7 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
               "\"none\"");
     }
   }
+  check_schedule(training, par, diag, file);
   if (par.virtual_stages > 1 && par.pipeline == 1) {
     problem("/parallelism/virtual_stages",
             fmt::format("virtual_stages {} requires pipeline > 1, found pipeline 1", par.virtual_stages));

@@ -87,9 +87,32 @@ struct TrainingConfig {
   core::Json to_json() const;
 };
 
-enum class PipelineSchedule { GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B };
+// Pipeline schedules (models/schedule.hpp has the order each one runs and docs/schedules.md the
+// published bubble and memory of each). PIPEDREAM and PIPEDREAM_2BW run without a flush and
+// ZERO_BUBBLE_H2 without the optimizer's synchronization: steady_state_schedule().
+enum class PipelineSchedule {
+  GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, PIPEDREAM, PIPEDREAM_2BW, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2
+};
 enum class Recompute { NONE, SELECTIVE, FULL };
-std::string to_string(PipelineSchedule s);  // "gpipe", "1f1b", "interleaved-1f1b"
+// "gpipe", "1f1b", "interleaved-1f1b", "pipedream", "pipedream-2bw", "zero-bubble-h1", "zero-bubble-h2"
+std::string to_string(PipelineSchedule s);
+const std::vector<std::string>& pipeline_schedule_names();  // the values above, in enum order
+// Whether the schedule splits each backward pass into an input-gradient pass B and a weight-gradient
+// pass W (zero-bubble-h1, zero-bubble-h2).
+bool splits_backward(PipelineSchedule s);
+// Whether one iteration is a period of a steady state in which the pipeline never drains: PipeDream
+// and PipeDream-2BW (no flush: the next mini-batch's forwards fill the cool-down), ZB-H2 (Qi et al.
+// 2024, §3: the optimizer step's synchronization is bypassed, so the next iteration's warm-up fills
+// the tail). The iteration time is then the period: each rank's span from its first task's start.
+bool steady_state_schedule(PipelineSchedule s);
+
+// How the pipeline passes of a stage are issued (parallelism.pipeline_execution):
+//   ORDERED  in the schedule's fixed order (Megatron-LM, DeepSpeed, the published schedules)
+//   ASYNC    AxoNN's message-driven order (Singh & Bhatele 2022): whichever pass has its input first,
+//            backward passes first on ties, with at most the schedule's in-flight micro-batches
+//            (schedule.hpp's async_pipeline_order)
+enum class PipelineExecution { ORDERED, ASYNC };
+std::string to_string(PipelineExecution e);  // "ordered", "async"
 std::string to_string(Recompute r);         // "none", "selective", "full"
 
 // Which implementation of ZeRO sharding the job runs; each has its own communication pattern
@@ -118,7 +141,9 @@ std::string to_string(ZeroImpl z);
 //                        experts are split over `tensor`)
 //   sequence_parallel    Megatron sequence parallelism (norms and dropouts split over the tensor
 //                        group; all-gather / reduce-scatter instead of all-reduce); default false
-//   pipeline_schedule    "gpipe" | "1f1b" | "interleaved-1f1b"; default "1f1b"
+//   pipeline_schedule    "gpipe" | "1f1b" | "interleaved-1f1b" | "pipedream" | "pipedream-2bw" |
+//                        "zero-bubble-h1" | "zero-bubble-h2"; default "1f1b" (docs/schedules.md)
+//   pipeline_execution   "ordered" | "async" (PipelineExecution); default "ordered"
 //   virtual_stages       model chunks per pipeline rank, > 1 only with "interleaved-1f1b"; default 1
 //   stage_layers         layers per model chunk in model order (pipeline x virtual_stages entries,
 //                        each >= 1, summing to the model's layers); default: balanced_split()
@@ -168,6 +193,7 @@ struct ParallelismConfig {
   int expert_tensor = 0;            // 0: not given (default reading); >= 1: parallel folding
   bool sequence_parallel = false;   // Megatron sequence parallelism (needs tensor > 1 to matter)
   PipelineSchedule schedule = PipelineSchedule::ONE_F_ONE_B;
+  PipelineExecution execution = PipelineExecution::ORDERED;
   int virtual_stages = 1;           // model chunks per pipeline rank (interleaved-1f1b)
   std::vector<int> stage_layers;    // optional: layers per pipeline chunk in pipeline order
                                     // (pipeline * virtual_stages entries); empty = balanced split

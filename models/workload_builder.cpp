@@ -10,6 +10,18 @@
 namespace trainsim::models {
 namespace {
 
+// What the W pass of a split backward keeps from B: each GEMM's input and output gradient,
+// count·m·(k + n) elements at the activations' element size.
+double weight_gradient_bytes(const std::vector<OpCost>& ops, double element_bytes) {
+  double elements = 0;
+  for (const OpCost& op : ops) {
+    if (op.op_class != core::OpClass::GEMM) continue;
+    elements += static_cast<double>(op.gemm.count) * static_cast<double>(op.gemm.m) *
+                (static_cast<double>(op.gemm.k) + static_cast<double>(op.gemm.n));
+  }
+  return elements * element_bytes;
+}
+
 using core::Axis;
 
 // DeepSpeed's documented default stage3_prefetch_bucket_size (deepspeed.ai/docs/config-json).
@@ -95,11 +107,16 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
                                                               : 0.0;
     l.params = layer_parameters(m, p, kind);
     if (compression.method == CompressionMethod::POWERSGD) l.matrices = compressed_matrices(m, p, kind);
+    l.weight_gradient_bytes = weight_gradient_bytes(l.ops, e);
     return l;
   };
   plan.dense_layer = layer_plan(LayerKind::DENSE);
   if (m.is_moe()) plan.moe_layer = layer_plan(LayerKind::MOE);
   plan.head_bytes = head_activation_bytes(m, t, p).value();
+  plan.split_backward = splits_backward(p.schedule);
+  plan.update_every_micro_batch = p.schedule == PipelineSchedule::PIPEDREAM;
+  plan.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
+  if (plan.split_backward) plan.head_weight_gradient_bytes = weight_gradient_bytes(plan.head, e);
 
   plan.embedding_params = embedding_parameters(m, t, p);
   plan.head_params = head_parameters(m, p);
@@ -138,23 +155,38 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.reduce_expert = p.expert_replicas() > 1;
   plan.zero3 = p.zero_stage == 3 && plan.reduce_dense;
 
-  // Ideal timing with costs proportional to layers (backward twice forward, plus the recompute).
-  std::vector<double> forward_cost, backward_cost;
+  // Ideal timing with costs proportional to layers (backward twice forward, plus the recompute; a
+  // split backward's B and W one forward each, B with the recompute).
+  std::vector<double> forward_cost, backward_cost, weight_cost;
   const double recompute = p.recompute == Recompute::FULL ? 1.0 : 0.0;
   for (int n : plan.chunk_layers) {
     forward_cost.push_back(n);
-    backward_cost.push_back(n * (2.0 + recompute));
+    backward_cost.push_back(n * ((plan.split_backward ? 1.0 : 2.0) + recompute));
+    if (plan.split_backward) weight_cost.push_back(n);
   }
-  plan.timed = time_pipeline(pipeline_order(p.schedule, plan.stages, plan.chunks, plan.micro_batches), plan.stages,
-                             forward_cost, backward_cost);
-  const size_t cells = static_cast<size_t>(plan.micro_batches) * static_cast<size_t>(plan.positions);
-  plan.forward_end.assign(cells, 0.0);
-  plan.backward_end.assign(cells, 0.0);
+  std::vector<std::vector<PassSlot>> order;
+  const bool pipedream = p.schedule == PipelineSchedule::PIPEDREAM || p.schedule == PipelineSchedule::PIPEDREAM_2BW;
+  if (p.execution == PipelineExecution::ASYNC && plan.chunks == 1 && !pipedream) {
+    // Message-driven order from these costs, the output layer counted as V/(12h) layers (its logits
+    // GEMM's 2bshV FLOPs against a layer's ~24bsh²), so that uneven stages reorder.
+    std::vector<double> fwd = forward_cost, bwd = backward_cost, wgt = weight_cost;
+    const double head = static_cast<double>(m.vocab) / (12.0 * static_cast<double>(m.hidden));
+    fwd.back() += head;
+    bwd.back() += (plan.split_backward ? 1.0 : 2.0) * head;
+    if (!wgt.empty()) wgt.back() += head;
+    order = async_pipeline_order(p.schedule, plan.stages, plan.micro_batches, fwd, bwd, wgt);
+  } else {
+    order = pipeline_order(p.schedule, plan.stages, plan.chunks, plan.micro_batches);
+  }
+  plan.timed = time_pipeline(order, plan.stages, forward_cost, backward_cost, weight_cost);
+  const size_t cells = 2 * static_cast<size_t>(plan.micro_batches) * static_cast<size_t>(plan.positions);
+  plan.forward_end.assign(cells, -1.0);
+  plan.backward_end.assign(cells, -1.0);
   for (int stage = 0; stage < plan.stages; ++stage) {
     for (const TimedSlot& ts : plan.timed[static_cast<size_t>(stage)]) {
-      const size_t cell = static_cast<size_t>(ts.slot.micro_batch) * static_cast<size_t>(plan.positions) +
-                          static_cast<size_t>(ts.slot.chunk * plan.stages + stage);
-      (ts.slot.pass == Pass::FORWARD ? plan.forward_end : plan.backward_end)[cell] = ts.end;
+      const size_t cell = plan.cell(ts.slot.micro_batch, ts.slot.carried, ts.slot.chunk * plan.stages + stage);
+      if (ts.slot.pass == Pass::FORWARD) plan.forward_end[cell] = ts.end;
+      if (ts.slot.pass == Pass::BACKWARD) plan.backward_end[cell] = ts.end;
     }
   }
   return plan;
@@ -187,6 +219,10 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
   auto per_layer = [&](LayerKind kind) {
     const double ops = static_cast<double>(layer_ops(m, t, p, kind).size());
     double n = 2 * ops + 2;                                   // compute forward and backward, memory alloc / free
+    if (splits_backward(p.schedule)) {                        // W: each GEMM's weight gradient, a memory free
+      for (const OpCost& op : layer_ops(m, t, p, kind)) n += op.op_class == core::OpClass::GEMM ? 1 : 0;
+      n += 1;
+    }
     if (p.recompute == Recompute::FULL) n += ops + 1;         // the forward again (+ its allocation)
     if (p.recompute == Recompute::SELECTIVE) n += 1;          // the attention core again
     double comms = 0;                                         // collectives of one pass
@@ -242,6 +278,9 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
   const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
+  w.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
+  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
+  built.schedule = schedule_stats(plan.timed, w.steady_state);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
     StageResult r = build_stage_program(plan, w, stage);
@@ -261,6 +300,8 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
     if (compression.enabled()) built.compression.push_back(r.compression);
     r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback;
+    mem.stashed_weights = mem.weights * static_cast<double>(weight_versions(p.schedule, p.pipeline, stage, built.micro_batches) - 1);
+    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
                                          (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +

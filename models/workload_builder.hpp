@@ -85,6 +85,7 @@
 #include "models/model_spec.hpp"
 #include "models/offload.hpp"
 #include "models/pruning.hpp"
+#include "models/schedule.hpp"
 #include "models/strategy.hpp"
 #include "sim/core/workload.hpp"
 
@@ -120,6 +121,9 @@ struct BuiltWorkload {
   std::vector<OffloadedStates> host_states;
   std::vector<OffloadedStates> nvme_states;
   std::vector<core::Bytes> peak_without_offload;
+  // The schedule's own timing (schedule.hpp's time_pipeline with layer-proportional pass costs, no
+  // communication): its bubble fraction and, by stage, the most micro-batches in flight.
+  ScheduleStats schedule;
 };
 
 // REQUIRES: check_strategy() and check_offload() found no problem for these arguments.

@@ -358,6 +358,9 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     memory["checkpoint_bytes_per_writer"] = static_cast<int64_t>(p.resilience->size.per_writer.value());
   }
   if (s.compression.enabled()) memory["breakdown_bytes"]["error_feedback"] = static_cast<int64_t>(mem.error_feedback.value());
+  if (mem.stashed_weights.value() > 0) {
+    memory["breakdown_bytes"]["stashed_weights"] = static_cast<int64_t>(mem.stashed_weights.value());
+  }
   if (s.offload.active()) {
     const OffloadFigures f = offload_figures(s, p);
     const models::OffloadedStates& h = p.built.host_states[f.host_stage];
@@ -457,6 +460,22 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                    {"stage_layers", p.built.stage_layers},
                    {"split", p.built.balanced_split ? "balanced" : "explicit"},
                    {"critical_rank", p.result.critical_rank}};
+  // The simulated bubble (the critical rank's pipeline_bubble over the iteration time) and the
+  // schedule's own, from its timing with layer-proportional pass costs and no communication.
+  const double iteration = p.result.iteration_time.value();
+  j["pipeline"]["bubble_fraction"] = iteration > 0 ? b.pipeline_bubble.value() / iteration : 0.0;
+  j["pipeline"]["ideal_bubble_fraction"] = p.built.schedule.bubble_fraction;
+  if (s.parallelism.execution != models::PipelineExecution::ORDERED) {
+    j["pipeline"]["execution"] = models::to_string(s.parallelism.execution);
+  }
+  if (p.built.workload.steady_state) {
+    j["pipeline"]["steady_state"] = true;
+    j["pipeline"]["peak_in_flight"] = p.built.schedule.peak_in_flight;
+  }
+  if (mem.stashed_weights.value() > 0) {
+    j["pipeline"]["weight_versions"] =
+        models::weight_versions(s.parallelism.schedule, s.parallelism.pipeline, static_cast<int>(stage), p.built.micro_batches);
+  }
   if (!p.result.top_links.empty()) {
     core::Json links = core::Json::array();
     for (const engine::LinkLoad& l : p.result.top_links) {
@@ -642,6 +661,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                      z.writers));
   }
   if (s.compression.enabled()) mrow("error feedback", mem.error_feedback);
+  if (mem.stashed_weights.value() > 0) mrow("stashed weight versions", mem.stashed_weights);
   if (s.offload.active()) offload_table(s, p, stage, line);
   if (p.resilience) resilience_table(s, *p.resilience, line);
   if (s.compression.enabled()) {

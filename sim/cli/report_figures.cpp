@@ -31,6 +31,10 @@ const std::vector<ReportFigure>& report_figures() {
     }
     const std::vector<ReportFigure> rest = {
         {"pipeline_bubble_s", "/breakdown_s/pipeline_bubble", "pipeline bubble (s)", 1, 4, Better::LOWER},
+        {"pipeline_schedule", "/pipeline/schedule", "pipeline schedule", 1, 0, Better::NEITHER},
+        {"pipeline_bubble_fraction", "/pipeline/bubble_fraction", "pipeline bubble (fraction)", 1, 3, Better::LOWER},
+        {"pipeline_ideal_bubble_fraction", "/pipeline/ideal_bubble_fraction", "  schedule alone (fraction)", 1, 3,
+         Better::LOWER},
         {"other_s", "/breakdown_s/other", "other, optimizer included (s)", 1, 4, Better::LOWER},
         {"peak_bytes_per_gpu", "/memory/peak_bytes_per_gpu", "peak memory per GPU (GiB)", 1.0 / core::GiB, 2,
          Better::LOWER},

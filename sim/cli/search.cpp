@@ -461,9 +461,11 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
   p.expert = l.expert;
   p.expert_tensor = base.parallelism.folded() ? (base.parallelism.expert_tensor == 1 ? 1 : l.tensor) : 0;
   p.virtual_stages = l.virtual_stages;
+  // The scenario's schedule, except that model chunks need the interleaved one and one chunk 1F1B.
   p.schedule = l.virtual_stages > 1 ? models::PipelineSchedule::INTERLEAVED_1F1B
-               : base.parallelism.schedule == models::PipelineSchedule::GPIPE ? models::PipelineSchedule::GPIPE
-                                                                               : models::PipelineSchedule::ONE_F_ONE_B;
+               : base.parallelism.schedule == models::PipelineSchedule::INTERLEAVED_1F1B ? models::PipelineSchedule::ONE_F_ONE_B
+                                                                                          : base.parallelism.schedule;
+  p.execution = base.parallelism.execution;
   p.sequence_parallel = l.sequence_parallel;
   p.recompute = l.recompute;
   // The scenario's moe_a2a_overlap if it gives one, else the default for this layout.

@@ -350,15 +350,29 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     }
     busiest = *std::max_element(work.begin(), work.end());
   }
+  // A split backward (zero-bubble) is timed as B and W halves of it.
+  const bool split_backward = models::splits_backward(p.schedule);
+  std::vector<double> input = backward, weight;
+  if (split_backward) {
+    for (double& b : input) b /= 2;
+    weight = input;
+  }
   const auto timed = models::time_pipeline(models::pipeline_order(p.schedule, stages, chunks, timed_micro_batches),
-                                           stages, forward, backward);
+                                           stages, forward, input, weight);
+  const bool steady = models::steady_state_schedule(p.schedule) && stages > 1;
   const int last_micro_batch = timed_micro_batches - 1;
   Estimate out;
   for (int stage = 0; stage < stages; ++stage) {
     double end = 0, live = 0, peak = 0, first_forward = 0, last_backward = 0;
-    for (const models::TimedSlot& ts : timed[static_cast<size_t>(stage)]) {
+    const auto& slots = timed[static_cast<size_t>(stage)];
+    for (const models::TimedSlot& ts : slots) {
       const size_t pos = static_cast<size_t>(ts.slot.chunk * stages + stage);
-      end = std::max(end, ts.end);
+      end = std::max(end, ts.end - (steady ? slots.front().start : 0.0));  // steady state: the rank's span
+      if (ts.slot.carried) live += stored[pos];  // PipeDream: held when the window opens
+      if (split_backward && ts.slot.pass == models::Pass::BACKWARD) {
+        peak = std::max(peak, live + recompute[pos]);
+        continue;
+      }
       if (ts.slot.pass == models::Pass::FORWARD) {
         live += stored[pos];
         peak = std::max(peak, live);

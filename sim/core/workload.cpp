@@ -320,6 +320,7 @@ uint64_t Workload::timing_fingerprint() const {
   for (int size : layout.sizes()) h.add(size);
   h.add(precision);
   for (bool s : symmetric_axes) h.add(s);
+  h.add(steady_state);
   h.add(groups.size());
   for (const GroupKind& g : groups) {
     h.add(g.axis);
@@ -342,6 +343,7 @@ uint64_t Workload::timing_fingerprint() const {
       h.add(t.peer_axis);
       h.add(t.peer_offset);
       h.add(t.tag);
+      h.add(t.gradient);
       h.add(t.group);
       h.add(t.flops);
       h.add(t.seconds);

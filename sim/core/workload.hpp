@@ -180,6 +180,13 @@ enum class MemorySpace : uint8_t { DEVICE, HOST };
 enum class GemmSparsity : uint8_t { NONE = 0, STRUCTURED_2_4, UNSTRUCTURED, BLOCK };
 std::string_view to_string(GemmSparsity s);  // "none", "2:4", "unstructured", "block"
 
+// Which part of a backward pass a COMPUTE task of phase BACKWARD runs. BOTH: the whole backward (a
+// GEMM's data gradient and weight gradient, half of its FLOPs each). A zero-bubble schedule (Qi et al.
+// 2024) splits it: INPUT is the input-gradient pass B (a GEMM's data gradient [m x n]·[n x k]; every
+// op without weights), WEIGHT the weight-gradient pass W (a GEMM's [k x m]·[m x n]); the task's
+// `flops` are then those of that part alone.
+enum class BackwardPart : uint8_t { BOTH = 0, INPUT, WEIGHT };
+
 enum class Precision : uint8_t { FP32, TF32, BF16, FP16, FP8 };
 inline constexpr int PRECISION_COUNT = 5;
 std::string_view to_string(Precision p);
@@ -196,6 +203,7 @@ struct Task {
                                                 // timing: left out of timing_fingerprint)
   int16_t peer_offset = 0;
   uint8_t tag = 0;                              // SEND/RECV: matching channel (see above)
+  BackwardPart gradient = BackwardPart::BOTH;   // COMPUTE, phase BACKWARD: which part (above)
   uint16_t group = 0;                           // COLLECTIVE: index into Workload::groups
   uint16_t layer = 0;                           // for labels and timelines (0 when not a layer op)
   uint32_t micro_batch = 0;
@@ -246,6 +254,11 @@ struct Workload {
   // Axes along which every rank runs the same program and sees the same costs: a backend may
   // simulate one representative per class of such ranks (coordinate 0 on these axes).
   std::array<bool, AXIS_COUNT> symmetric_axes{};
+  // One iteration is a period of a steady state in which the pipeline never drains (PipeDream,
+  // PipeDream-2BW, ZB-H2: models/strategy.hpp steady_state_schedule): a backend measures each rank
+  // from the start of its first COMPUTE-stream compute task to the end of its last COMPUTE-stream task,
+  // the iteration time being the longest such span (ranks of later stages start later in every period, by the same skew).
+  bool steady_state = false;
 
   // Interns a task name; returns its index.
   uint32_t intern(std::string_view name);

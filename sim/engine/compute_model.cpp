@@ -21,18 +21,21 @@ double quantized_flops(const core::Task& task, const core::GpuSpec& gpu, const c
   const double speedup = sparse ? sparse_speedup(task, gpu, profile) : 1.0;
   // 2:4 weight gradients are dense GEMMs (their output is the weight, not a product with it).
   const double wgrad_speedup = task.sparsity == core::GemmSparsity::STRUCTURED_2_4 ? 1.0 : speedup;
+  // Shares of the task's FLOPs that are data gradient and weight gradient (a split backward runs one).
+  const bool backward = task.phase == core::Phase::BACKWARD;
+  const double input_share = task.gradient == core::BackwardPart::INPUT ? 1.0 : task.gradient == core::BackwardPart::WEIGHT ? 0.0 : 0.5;
   if (task.op_class != core::OpClass::GEMM || g.count == 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 || gpu.sm_count <= 0 ||
       profile.gemm_tiles.empty()) {
-    if (task.phase != core::Phase::BACKWARD) return task.flops / speedup;
-    return 0.5 * task.flops / speedup + 0.5 * task.flops / wgrad_speedup;
+    if (!backward) return task.flops / speedup;
+    return input_share * task.flops / speedup + (1 - input_share) * task.flops / wgrad_speedup;
   }
   const int sms = gpu.sm_count;
-  if (task.phase != core::Phase::BACKWARD) {
+  if (!backward) {
     return task.flops / best_tile(g.m, g.n, g.count, sms, profile).utilization / speedup;
   }
   const double dgrad = best_tile(g.m, g.k, g.count, sms, profile).utilization;
   const double wgrad = best_tile(g.k, g.n, g.count, sms, profile).utilization;
-  return 0.5 * task.flops / dgrad / speedup + 0.5 * task.flops / wgrad / wgrad_speedup;
+  return input_share * task.flops / dgrad / speedup + (1 - input_share) * task.flops / wgrad / wgrad_speedup;
 }
 
 }  // namespace

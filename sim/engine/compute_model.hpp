@@ -9,7 +9,8 @@
 // u is the GEMM's tile and wave utilization (below) when the task carries a shape, else 1: a forward
 // product [m x k]·[k x n] is one GEMM with an m x n output; a backward task runs the data gradient
 // (m x k output) and the weight gradient (k x n output), half of its FLOPs each, and u is their
-// FLOP-weighted harmonic mean. FlashAttention executes half of the attention FLOPs a task counts
+// FLOP-weighted harmonic mean; a split backward task (Task::gradient INPUT or WEIGHT, zero-bubble
+// schedules) runs only one of them, all its FLOPs at that product's u. FlashAttention executes half of the attention FLOPs a task counts
 // (causal mask: blocks above the diagonal are skipped), so its F is halved.
 //
 // Tile and wave quantization (the usual GEMM performance model; NVIDIA "Matrix Multiplication

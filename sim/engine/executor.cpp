@@ -130,8 +130,9 @@ class Executor::Impl {
     result.events = events_;
     if (!ranks_.empty()) result.critical_rank = table_.ranks().front().rank;
     for (size_t s = 0; s < ranks_.size(); ++s) {
-      if (ranks_[s].finished_at > result.iteration_time.value()) {
-        result.iteration_time = core::Seconds(ranks_[s].finished_at);
+      const double span = period_end(static_cast<uint32_t>(s)) - period_start(static_cast<uint32_t>(s));
+      if (span > result.iteration_time.value()) {
+        result.iteration_time = core::Seconds(span);
         result.critical_rank = table_.ranks()[s].rank;
       }
     }
@@ -374,18 +375,51 @@ class Executor::Impl {
     return plan_of(slot).duration[ti];
   }
 
+  // Where a rank's iteration starts: 0, or in a steady state (Workload::steady_state) the start of
+  // its first compute task on the COMPUTE stream.
+  double period_start(uint32_t slot) {
+    if (!w_.steady_state) return 0.0;
+    const core::Program& prog = program_of(slot);
+    double first = -1;
+    for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
+      const Task& t = prog.tasks[ti];
+      if (t.kind != TaskKind::COMPUTE || t.stream != core::Stream::COMPUTE) continue;
+      const double start = task_start(slot, ti);
+      first = first < 0 ? start : std::min(first, start);
+    }
+    return std::max(first, 0.0);
+  }
+
+  // Where it ends: its last task, or in a steady state its last compute-stream task (communication
+  // still running then, such as the tied embedding's all-reduce, overlaps the next period).
+  double period_end(uint32_t slot) {
+    if (!w_.steady_state) return ranks_[slot].finished_at;
+    const core::Program& prog = program_of(slot);
+    double last = 0;
+    for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
+      if (prog.tasks[ti].stream == core::Stream::COMPUTE) last = std::max(last, end_[info(slot).end_base + ti]);
+    }
+    return last;
+  }
+
   void fill_breakdown(SimulationResult& result) {
     if (ranks_.empty()) return;
     const uint32_t slot = table_.slot_of(result.critical_rank);
     const core::Program& prog = program_of(slot);
+    const double offset = period_start(slot);
     std::vector<ActivityInterval> intervals;
     intervals.reserve(prog.tasks.size());
     for (uint32_t ti = 0; ti < prog.tasks.size(); ++ti) {
       const Task& t = prog.tasks[ti];
       if (t.stream == core::Stream::STORAGE) continue;  // background: not part of the iteration
       ActivityInterval i;
-      i.end_s = end_[info(slot).end_base + ti];
-      i.start_s = task_start(slot, ti);
+      i.end_s = end_[info(slot).end_base + ti] - offset;
+      i.start_s = std::max(0.0, task_start(slot, ti) - offset);
+      if (w_.steady_state) {
+        // The period's window: what ran before it or after it belongs to the neighbouring periods.
+        i.end_s = std::min(i.end_s, result.iteration_time.value());
+        if (i.end_s <= 0 || i.start_s >= result.iteration_time.value()) continue;
+      }
       switch (t.kind) {
         case TaskKind::MEMORY: continue;
         case TaskKind::COMPUTE:

@@ -33,6 +33,12 @@
 // rank is matched against the representative's own mirrored receive/send. The result equals the
 // one without symmetry.
 //
+// Steady state. When Workload::steady_state is set (a pipeline schedule without a flush), each
+// simulated rank's iteration runs from the start of its first COMPUTE-stream compute task to the end
+// of its last COMPUTE-stream task (communication still running then overlaps the next period); the
+// iteration time is the longest such span and the breakdown is taken over the critical
+// rank's span. Otherwise every rank starts at 0 and the iteration time is the last end.
+//
 // Memory. MEMORY tasks change the rank's running allocation (device, or host for memory_space HOST)
 // at their end time; events at one instant apply in program order. Peaks are taken over every
 // simulated rank of a program.

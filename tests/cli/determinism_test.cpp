@@ -22,7 +22,7 @@ std::string report_text(const Scenario& s) {
 TEST(Determinism, EveryBundledScenarioGivesTheSameReportTwice) {
   std::vector<std::filesystem::path> files;
   for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience",
-                          "scenarios/compression", "scenarios/network"}) {
+                          "scenarios/compression", "scenarios/network", "scenarios/pipeline"}) {
     for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }

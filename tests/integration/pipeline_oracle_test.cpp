@@ -4,7 +4,13 @@
 //   GPipe and 1F1B: iteration = (m + p - 1)·(t_f + t_b), bubble fraction (p - 1)/(m + p - 1)
 //   interleaved 1F1B with v chunks per stage: bubble = (p - 1)/v·(t_f + t_b), i.e. (p - 1)/(v·m) of the
 //   ideal time m·(t_f + t_b)
-// where t_f and t_b are one stage's forward and backward time for one micro-batch.
+// where t_f and t_b are one stage's forward and backward time for one micro-batch; and for the
+// schedules of issue 14:
+//   PipeDream, PipeDream-2BW (steady state, no flush): iteration = m·(t_f + t_b), no bubble
+//   ZB-H1 (Qi et al. 2024, §3.1): bubble (p - 1)·(t_f + t_B - t_W) when t_f = t_B = t_W; here t_B (data
+//     gradients plus the attention core's backward) exceeds t_W (weight gradients), so ZB-H1 is
+//     held to 1F1B's bubble times (t_f + t_B - t_W)/(t_f + t_b) within a third of a pass per stage
+//   ZB-H2: near zero bubble once m >= 2p
 
 #include <gtest/gtest.h>
 
@@ -57,6 +63,8 @@ struct Outcome {
   double bubble_s = 0;
   double t_f = 0;  // stage 0, one micro-batch, all its chunks
   double t_b = 0;  // backward incl. nothing else (no recompute here)
+  double t_input = 0;   // the B part of t_b under a split backward
+  double t_weight = 0;  // its W part
 };
 
 Outcome simulate(const Setup& s) {
@@ -68,6 +76,8 @@ Outcome simulate(const Setup& s) {
     const double d = engine::compute_time(t, built.workload.precision, s.cluster.gpu_spec, s.profile.device).value();
     if (t.phase == core::Phase::FORWARD) o.t_f += d;
     if (t.phase == core::Phase::BACKWARD) o.t_b += d;
+    if (t.phase == core::Phase::BACKWARD && t.gradient == core::BackwardPart::INPUT) o.t_input += d;
+    if (t.phase == core::Phase::BACKWARD && t.gradient == core::BackwardPart::WEIGHT) o.t_weight += d;
   }
   const engine::SimulationResult r =
       engine::make_analytic_backend()->run(built.workload, s.cluster, s.profile, engine::SimulationOptions{});
@@ -100,6 +110,35 @@ TEST_P(PipelineOracle, InterleavedBubbleShrinksByVirtualStages) {
     const double ideal = m * (o.t_f + o.t_b);
     EXPECT_NEAR(o.iteration_s, ideal + (p - 1) * (o.t_f + o.t_b) / v, 2e-3 * o.iteration_s);
     EXPECT_NEAR(o.bubble_s / ideal, static_cast<double>(p - 1) / (v * m), 2e-3);
+  }
+}
+
+TEST_P(PipelineOracle, PipeDreamRunsWithoutAFlush) {
+  const auto [p, m] = GetParam();
+  if (p == 1 || m < p) GTEST_SKIP() << "a PipeDream window needs p > 1 and m >= p";
+  for (models::PipelineSchedule schedule : {models::PipelineSchedule::PIPEDREAM, models::PipelineSchedule::PIPEDREAM_2BW}) {
+    SCOPED_TRACE(models::to_string(schedule));
+    const Outcome o = simulate(make_setup(schedule, p, 1, m));
+    EXPECT_NEAR(o.iteration_s, m * (o.t_f + o.t_b), 2e-3 * o.iteration_s);
+    EXPECT_LT(o.bubble_s / o.iteration_s, 2e-3);
+  }
+}
+
+TEST_P(PipelineOracle, ZeroBubbleSchedulesCutTheBubble) {
+  const auto [p, m] = GetParam();
+  if (p == 1 || m < p) GTEST_SKIP() << "the closed forms hold for p > 1 and m >= p (Qi et al. 2024)";
+  const Outcome ofob = simulate(make_setup(models::PipelineSchedule::ONE_F_ONE_B, p, 1, m));
+  const Outcome h1 = simulate(make_setup(models::PipelineSchedule::ZERO_BUBBLE_H1, p, 1, m));
+  ASSERT_GT(h1.t_weight, 0);
+  EXPECT_NEAR(h1.t_input + h1.t_weight, ofob.t_b, 1e-3 * ofob.t_b) << "the split moves work, it adds none";
+  EXPECT_LT(h1.t_weight, h1.t_input) << "the attention core's backward has no weight gradient";
+  const double ideal = m * (ofob.t_f + ofob.t_b);
+  const double h1_bubble = h1.iteration_s - ideal;
+  EXPECT_NEAR(h1_bubble, (p - 1) * (h1.t_f + h1.t_input - h1.t_weight), (p - 1) * h1.t_f / 3);
+  EXPECT_LT(h1_bubble, 0.5 * (ofob.iteration_s - ideal));
+  if (m >= 2 * p) {
+    const Outcome h2 = simulate(make_setup(models::PipelineSchedule::ZERO_BUBBLE_H2, p, 1, m));
+    EXPECT_LT(h2.iteration_s - ideal, 0.1 * (ofob.iteration_s - ideal)) << "near zero: " << h2.iteration_s / ideal - 1;
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <string>
 #include <tuple>
 
 namespace trainsim::models {
@@ -83,6 +85,141 @@ TEST(TimePipeline, RejectsAnImpossibleOrder) {
   // Backward before its own forward on a single stage cannot run.
   const std::vector<std::vector<PassSlot>> order = {{{Pass::BACKWARD, 0, 0}, {Pass::FORWARD, 0, 0}}};
   EXPECT_THROW(time_pipeline(order, 1, {1.0}, {2.0}), core::InternalError);
+}
+
+}  // namespace
+}  // namespace trainsim::models
+
+namespace trainsim::models {
+namespace {
+
+// Hand-drawn timelines, 4 stages x 8 micro-batches, one character per time unit: forward of
+// micro-batch k is the digit k, its backward (B under a split) the letter 'a' + k, its weight-gradient
+// pass W the letter 'A' + k, '.' idle. Each row is one stage.
+std::vector<std::string> draw(const std::vector<std::vector<TimedSlot>>& timed) {
+  double end = 0;
+  for (const auto& rank : timed) end = std::max(end, rank.back().end);
+  std::vector<std::string> rows;
+  for (const auto& rank : timed) {
+    std::string row(static_cast<size_t>(end), '.');
+    for (const TimedSlot& t : rank) {
+      const int mb = t.slot.micro_batch;
+      const char c = t.slot.pass == Pass::FORWARD    ? static_cast<char>('0' + mb)
+                     : t.slot.pass == Pass::BACKWARD ? static_cast<char>('a' + mb)
+                                                     : static_cast<char>('A' + mb);
+      for (auto i = static_cast<size_t>(t.start); i < static_cast<size_t>(t.end); ++i) row[i] = c;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<std::vector<TimedSlot>> timed_4x8(PipelineSchedule s, double f, double b, double w) {
+  const std::vector<double> fwd(4, f), bwd(4, b), wgt(4, w);
+  return time_pipeline(pipeline_order(s, 4, 1, 8), 4, fwd, bwd, splits_backward(s) ? wgt : std::vector<double>{});
+}
+
+using Rows = std::vector<std::string>;
+
+TEST(HandDrawn, GpipeAndOneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
+  // F = 1, B = 2F: 24 busy units in (m + p - 1)·3 = 33 (Narayanan et al. 2021, §2.2: (p-1)/(m+p-1)).
+  const auto gpipe = timed_4x8(PipelineSchedule::GPIPE, 1, 2, 0);
+  EXPECT_EQ(draw(gpipe), (Rows{"01234567.........aabbccddeeffgghh",
+                               ".01234567......aabbccddeeffgghh..",
+                               "..01234567...aabbccddeeffgghh....",
+                               "...01234567aabbccddeeffgghh......"}));
+  const auto ofob = timed_4x8(PipelineSchedule::ONE_F_ONE_B, 1, 2, 0);
+  EXPECT_EQ(draw(ofob), (Rows{"0123......aa4bb5cc6dd7ee.ff.gg.hh",
+                              ".012....aa3bb4cc5dd6ee7ff.gg.hh..",
+                              "..01..aa2bb3cc4dd5ee6ff7gg.hh....",
+                              "...0aa1bb2cc3dd4ee5ff6gg7hh......"}));
+  for (const auto* t : {&gpipe, &ofob}) {
+    const ScheduleStats s = schedule_stats(*t, false);
+    EXPECT_DOUBLE_EQ(s.iteration, 33);
+    EXPECT_DOUBLE_EQ(s.bubble_fraction, 3.0 / 11.0);  // (p-1)/(m+p-1)
+  }
+  // Activations held: all 8 under GPipe; p - stage under 1F1B (Narayanan et al. 2021, §2.2.1).
+  EXPECT_EQ(schedule_stats(gpipe, false).peak_in_flight, (std::vector<int>{8, 8, 8, 8}));
+  EXPECT_EQ(schedule_stats(ofob, false).peak_in_flight, (std::vector<int>{4, 3, 2, 1}));
+}
+
+TEST(HandDrawn, PipeDreamSteadyStateHasNoFlush) {
+  // One window of the steady state: f, g, h are the previous iteration's micro-batches 5-7, whose
+  // backward this window runs. Each stage is busy for its whole span of m·(F + B) = 24 units.
+  for (PipelineSchedule sched : {PipelineSchedule::PIPEDREAM, PipelineSchedule::PIPEDREAM_2BW}) {
+    const auto t = timed_4x8(sched, 1, 2, 0);
+    EXPECT_EQ(draw(t), (Rows{"0ff1gg2hh3aa4bb5cc6dd7ee...",
+                             ".0gg1hh2aa3bb4cc5dd6ee7ff..",
+                             "..0hh1aa2bb3cc4dd5ee6ff7gg.",
+                             "...0aa1bb2cc3dd4ee5ff6gg7hh"}));
+    const ScheduleStats s = schedule_stats(t, true);
+    EXPECT_DOUBLE_EQ(s.iteration, 24);
+    EXPECT_DOUBLE_EQ(s.bubble_fraction, 0);
+    EXPECT_EQ(s.peak_in_flight, (std::vector<int>{4, 3, 2, 1}));
+  }
+  // Weight stashing: PipeDream keeps one version per micro-batch in flight (p - stage), 2BW two.
+  EXPECT_EQ(weight_versions(PipelineSchedule::PIPEDREAM, 4, 0, 8), 4);
+  EXPECT_EQ(weight_versions(PipelineSchedule::PIPEDREAM, 4, 3, 8), 1);
+  EXPECT_EQ(weight_versions(PipelineSchedule::PIPEDREAM_2BW, 4, 0, 8), 2);
+  EXPECT_EQ(weight_versions(PipelineSchedule::PIPEDREAM_2BW, 4, 3, 8), 1);
+  EXPECT_EQ(weight_versions(PipelineSchedule::ONE_F_ONE_B, 4, 0, 8), 1);
+}
+
+TEST(HandDrawn, ZeroBubbleH1IsAThirdOfOneFOneBsBubble) {
+  // Qi et al. 2024, §3.1 and Figure 3, F = B = W: ZB-H1's bubble is (p-1)(F + B - W) = 3 against
+  // 1F1B's (p-1)(F + B + W) = 9, with at most p micro-batches in flight (1F1B's peak).
+  const auto t = timed_4x8(PipelineSchedule::ZERO_BUBBLE_H1, 1, 1, 1);
+  EXPECT_EQ(draw(t), (Rows{"0123...aA4bB5cC6dD7eEfFgGhH",
+                           ".012..a3bA4cB5dC6eD7fEgFhGH",
+                           "..01.a2b3cA4dB5eC6fD7gEhFGH",
+                           "...0a1b2c3dA4eB5fC6gD7hEFGH"}));
+  const ScheduleStats s = schedule_stats(t, false);
+  EXPECT_DOUBLE_EQ(s.iteration, 27);
+  EXPECT_DOUBLE_EQ(s.bubble_fraction, 3.0 / 27.0);
+  EXPECT_EQ(s.peak_in_flight, (std::vector<int>{4, 4, 4, 4}));
+  const auto ofob = timed_4x8(PipelineSchedule::ONE_F_ONE_B, 1, 2, 0);
+  EXPECT_DOUBLE_EQ((s.iteration - 24) / (schedule_stats(ofob, false).iteration - 24), 1.0 / 3.0);
+}
+
+TEST(HandDrawn, ZeroBubbleH2HasNoBubble) {
+  // ZB-H2 (§3.1): 2p - 1 micro-batches in flight; every stage busy from its first F to its last W.
+  const auto t = timed_4x8(PipelineSchedule::ZERO_BUBBLE_H2, 1, 1, 1);
+  EXPECT_EQ(draw(t), (Rows{"0123456aAb7cBdCeDfEgFGhH...",
+                           ".01234a5b6cAd7eBfCgDEhFGH..",
+                           "..012a3b4c5d6eAf7gBChDEFGH.",
+                           "...0a1b2c3d4e5f6gA7hBCDEFGH"}));
+  const ScheduleStats s = schedule_stats(t, true);
+  EXPECT_DOUBLE_EQ(s.iteration, 24);
+  EXPECT_DOUBLE_EQ(s.bubble_fraction, 0);
+  EXPECT_EQ(s.peak_in_flight, (std::vector<int>{7, 7, 7, 7}));
+}
+
+TEST(HandDrawn, ZeroBubbleBubblesAtOtherSizes) {
+  // The closed forms hold beyond 4 x 8: ZB-H1 (p-1)(F+B-W), ZB-H2 zero once m >= 2p.
+  for (auto [p, m] : {std::pair{8, 16}, std::pair{16, 32}, std::pair{16, 64}}) {
+    const std::vector<double> one(static_cast<size_t>(p), 1.0);
+    const auto h1 = time_pipeline(pipeline_order(PipelineSchedule::ZERO_BUBBLE_H1, p, 1, m), p, one, one, one);
+    EXPECT_DOUBLE_EQ(schedule_stats(h1, false).iteration, 3.0 * m + (p - 1)) << p << " x " << m;
+    const auto h2 = time_pipeline(pipeline_order(PipelineSchedule::ZERO_BUBBLE_H2, p, 1, m), p, one, one, one);
+    EXPECT_DOUBLE_EQ(schedule_stats(h2, true).bubble_fraction, 0.0) << p << " x " << m;
+    for (int peak : schedule_stats(h2, true).peak_in_flight) EXPECT_LE(peak, 2 * p - 1);
+    for (int peak : schedule_stats(h1, false).peak_in_flight) EXPECT_LE(peak, p);
+  }
+}
+
+TEST(AsyncOrder, RunsWhatArrivedFirstWithinTheInFlightLimit) {
+  // Equal stages: message-driven execution under 1F1B's limit finds 1F1B's timing; a slow last stage
+  // (3x) makes the others run forwards as their inputs come, up to p - stage in flight.
+  const std::vector<double> fwd(4, 1.0), bwd(4, 2.0);
+  const auto order = async_pipeline_order(PipelineSchedule::ONE_F_ONE_B, 4, 8, fwd, bwd, {});
+  expect_complete(order, 1, 8);
+  EXPECT_DOUBLE_EQ(schedule_stats(time_pipeline(order, 4, fwd, bwd), false).iteration, 33);
+  const std::vector<double> slow_f{1, 1, 1, 3}, slow_b{2, 2, 2, 6};
+  const auto timed = time_pipeline(async_pipeline_order(PipelineSchedule::ONE_F_ONE_B, 4, 8, slow_f, slow_b, {}), 4,
+                                   slow_f, slow_b);
+  const auto fixed = time_pipeline(pipeline_order(PipelineSchedule::ONE_F_ONE_B, 4, 1, 8), 4, slow_f, slow_b);
+  EXPECT_LE(schedule_stats(timed, false).iteration, schedule_stats(fixed, false).iteration);
+  for (int s = 0; s < 4; ++s) EXPECT_LE(schedule_stats(timed, false).peak_in_flight[static_cast<size_t>(s)], 4 - s);
 }
 
 }  // namespace

@@ -650,3 +650,139 @@ TEST(Fp8Params, HalveParameterGathersAndWeightMemory) {
 
 }  // namespace
 }  // namespace trainsim::models
+
+namespace trainsim::models {
+namespace {
+
+TEST(PipelineSchedules, NewSchedulesKeepLinksAgreeingAndRunToCompletion) {
+  for (PipelineSchedule s : {PipelineSchedule::PIPEDREAM, PipelineSchedule::PIPEDREAM_2BW, PipelineSchedule::ZERO_BUBBLE_H1,
+                             PipelineSchedule::ZERO_BUBBLE_H2}) {
+    for (PipelineExecution e : {PipelineExecution::ORDERED, PipelineExecution::ASYNC}) {
+      const bool pipedream = s == PipelineSchedule::PIPEDREAM || s == PipelineSchedule::PIPEDREAM_2BW;
+      if (pipedream && e == PipelineExecution::ASYNC) continue;
+      SCOPED_TRACE(to_string(s) + " " + to_string(e));
+      Config c;
+      c.par.pipeline = 4;
+      c.par.tensor = 2;
+      c.par.data = 2;
+      c.par.schedule = s;
+      c.par.execution = e;
+      const BuiltWorkload w = c.build(8);
+      expect_links_agree(w);
+      expect_runs_to_completion(w);
+      EXPECT_EQ(w.workload.steady_state, steady_state_schedule(s));
+    }
+  }
+}
+
+TEST(PipelineSchedules, ZeroBubbleSplitsEachGemmBackwardIntoDataAndWeightGradients) {
+  Config ref;
+  ref.par.pipeline = 4;
+  const BuiltWorkload one = ref.build(8);
+  Config zb = ref;
+  zb.par.schedule = PipelineSchedule::ZERO_BUBBLE_H1;
+  const BuiltWorkload split = zb.build(8);
+  for (size_t s = 0; s < 4; ++s) {
+    const Program& a = one.workload.programs[s];
+    const Program& b = split.workload.programs[s];
+    auto flops = [](const Program& p, core::BackwardPart part, bool gemm_only) {
+      double f = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::COMPUTE && t.phase == Phase::BACKWARD && t.gradient == part &&
+            (!gemm_only || t.op_class == core::OpClass::GEMM)) {
+          f += t.flops;
+        }
+      }
+      return f;
+    };
+    // The same backward FLOPs, cut in two; W holds only GEMMs, exactly half of the GEMMs' backward.
+    const double whole = flops(a, core::BackwardPart::BOTH, false);
+    const double input = flops(b, core::BackwardPart::INPUT, false);
+    const double weight = flops(b, core::BackwardPart::WEIGHT, false);
+    EXPECT_NEAR(input + weight, whole, 1e-6 * whole);
+    EXPECT_DOUBLE_EQ(weight, flops(b, core::BackwardPart::WEIGHT, true));
+    EXPECT_NEAR(weight, 0.5 * flops(a, core::BackwardPart::BOTH, true), 1e-6 * whole);
+    EXPECT_EQ(flops(b, core::BackwardPart::BOTH, false), 0.0);
+    // Every W task is a GEMM and waits for no communication: no collective between B and W.
+    for (const Task& t : b.tasks) {
+      if (t.gradient == core::BackwardPart::WEIGHT) {
+        EXPECT_EQ(t.op_class, core::OpClass::GEMM);
+      }
+    }
+  }
+  // ZB-H1 holds at most p micro-batches (of which the W-pending part is smaller): its activation
+  // peak is at most 1F1B's stage-0 peak on every stage.
+  double peak_1f1b = 0;
+  for (const MemoryBreakdown& m : one.memory) peak_1f1b = std::max(peak_1f1b, m.activations.value());
+  for (const MemoryBreakdown& m : split.memory) EXPECT_LE(m.activations.value(), peak_1f1b * (1 + 1e-9));
+  EXPECT_EQ(split.schedule.peak_in_flight, (std::vector<int>{4, 4, 4, 4}));
+}
+
+TEST(PipelineSchedules, PipeDreamStashesWeightVersionsAndHoldsCarriedActivations) {
+  Config c;
+  c.par.pipeline = 4;
+  c.par.schedule = PipelineSchedule::PIPEDREAM;
+  const BuiltWorkload pd = c.build(8);
+  c.par.schedule = PipelineSchedule::PIPEDREAM_2BW;
+  const BuiltWorkload bw = c.build(8);
+  c.par.schedule = PipelineSchedule::ONE_F_ONE_B;
+  const BuiltWorkload ofob = c.build(8);
+  for (size_t s = 0; s < 4; ++s) {
+    const double weights = pd.memory[s].weights.value();
+    const double versions = 4.0 - static_cast<double>(s);  // p - stage
+    EXPECT_DOUBLE_EQ(pd.memory[s].stashed_weights.value(), (versions - 1) * weights);
+    EXPECT_DOUBLE_EQ(bw.memory[s].stashed_weights.value(), (std::min(2.0, versions) - 1) * weights);
+    EXPECT_EQ(ofob.memory[s].stashed_weights.value(), 0.0);
+    // The window opens with the previous iteration's p - stage - 1 micro-batches held, and peaks at
+    // p - stage, as 1F1B does.
+    EXPECT_NEAR(pd.memory[s].activations.value(), ofob.memory[s].activations.value(), 1e-6 * ofob.memory[s].activations.value());
+  }
+  // PipeDream updates after every micro-batch: m steps' optimizer traffic; 2BW one step.
+  auto optimizer_bytes = [](const BuiltWorkload& w) { return sum_bytes(w.workload.programs[0], compute_in(Phase::OPTIMIZER)); };
+  EXPECT_DOUBLE_EQ(optimizer_bytes(pd), 8 * optimizer_bytes(bw));
+  EXPECT_DOUBLE_EQ(optimizer_bytes(bw), optimizer_bytes(ofob));
+}
+
+TEST(PipelineSchedules, BadCombinationsAreRefusedWithTheReason) {
+  auto problems = [](ParallelismConfig par, int micro_batches) {
+    Config c;
+    c.par = par;
+    c.training.global_batch = micro_batches * par.sequences_per_step(c.training);
+    core::Diagnostics diag;
+    check_strategy(c.model, c.training, c.par, c.par.world_size(), "s.json", diag);
+    std::string all;
+    for (const auto& p : diag.problems()) all += p.to_string() + "\n";
+    return all;
+  };
+  ParallelismConfig p;
+  p.pipeline = 4;
+  p.schedule = PipelineSchedule::ZERO_BUBBLE_H1;
+  p.virtual_stages = 2;
+  EXPECT_NE(problems(p, 8).find("/parallelism/virtual_stages: pipeline_schedule \"zero-bubble-h1\" has no interleaved form"),
+            std::string::npos)
+      << problems(p, 8);
+  p.virtual_stages = 1;
+  p.tensor = 2;
+  p.sequence_parallel = true;
+  p.tp_comm_overlap = true;
+  EXPECT_NE(problems(p, 8).find("/parallelism/tp_comm_overlap"), std::string::npos);
+  p = ParallelismConfig{};
+  p.pipeline = 4;
+  p.data = 2;
+  p.zero_stage = 3;
+  p.schedule = PipelineSchedule::ZERO_BUBBLE_H2;
+  EXPECT_NE(problems(p, 8).find("/parallelism/zero_stage: pipeline_schedule \"zero-bubble-h2\" with zero_stage 3"),
+            std::string::npos);
+  p.zero_stage = 1;
+  p.schedule = PipelineSchedule::PIPEDREAM;
+  EXPECT_NE(problems(p, 8).find("/parallelism/zero_stage: pipeline_schedule \"pipedream\" stashes"), std::string::npos);
+  p.zero_stage = 0;
+  EXPECT_NE(problems(p, 2).find("/training/global_batch: pipeline_schedule \"pipedream\" models one window"),
+            std::string::npos);
+  EXPECT_EQ(problems(p, 4), "");
+  p.execution = PipelineExecution::ASYNC;
+  EXPECT_NE(problems(p, 4).find("/parallelism/pipeline_execution: pipeline_execution \"async\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim::models
