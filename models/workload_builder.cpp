@@ -277,9 +277,8 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
   w.symmetric_axes = {true, true, true, true, false};
-  const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
   w.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
-  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
+  const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
   built.schedule = schedule_stats(plan.timed, w.steady_state);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
@@ -299,9 +298,9 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
     mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
     if (compression.enabled()) built.compression.push_back(r.compression);
-    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback;
     mem.stashed_weights = mem.weights * static_cast<double>(weight_versions(p.schedule, p.pipeline, stage, built.micro_batches) - 1);
-    r.program.static_memory = mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.stashed_weights;
+    r.program.static_memory =
+        mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
                                          (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
