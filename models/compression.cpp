@@ -400,4 +400,15 @@ double error_feedback_bytes(const CompressionConfig& c, const GradientReduction&
   }
 }
 
+void set_compute_fields(const CompressionStep& step, core::Task& task) {
+  task.op_class = step.op_class;
+  task.flops = step.flops;
+  task.bytes = step.bytes;
+  task.gemm = step.gemm;
+  if (step.op_class == core::OpClass::GEMM) {
+    task.precision = core::Precision::FP32;
+    task.has_precision = true;
+  }
+}
+
 }  // namespace trainsim::models

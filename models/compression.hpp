@@ -161,6 +161,9 @@ struct CompressionStep {
 // REDUCE_SCATTER and the matrices fit in r.elements). Without compression a reduction is the single
 // collective r.op of r.elements·g + index_bytes bytes.
 std::vector<CompressionStep> compressed_reduction(const CompressionConfig& c, const GradientReduction& r);
+// The compute fields of a compute step's task (op class, FLOPs, HBM bytes, GEMM shape; PowerSGD's
+// GEMMs in fp32: PyTorch does not use TF32 for matmuls by default). REQUIRES: !step.collective.
+void set_compute_fields(const CompressionStep& step, core::Task& task);
 
 // Bytes each rank's link sends for a collective of `bytes` (nccl-tests' size) over n ranks in a
 // ring: size x core::bus_bandwidth_factor(op, n).

@@ -818,14 +818,7 @@ class StageEmitter {
         figures.bytes += step.bytes;
         figures.wire_bytes += wire_bytes(step.op, step.bytes, r.replicas);
       } else {
-        t.op_class = step.op_class;
-        t.flops = step.flops;
-        t.gemm = step.gemm;
-        if (step.op_class == core::OpClass::GEMM) {
-          // PowerSGD multiplies the fp32 gradients (PyTorch does not use TF32 for matmuls by default).
-          t.precision = core::Precision::FP32;
-          t.has_precision = true;
-        }
+        set_compute_fields(step, t);
         ++figures.compute_tasks;
       }
       previous = prog().add(t, {previous});

@@ -418,14 +418,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
               continue;
             }
             core::Task task;
-            task.op_class = step.op_class;
-            task.flops = step.flops;
-            task.bytes = step.bytes;
-            task.gemm = step.gemm;
-            if (step.op_class == core::OpClass::GEMM) {
-              task.precision = core::Precision::FP32;
-              task.has_precision = true;
-            }
+            models::set_compute_fields(step, task);
             time += engine::compute_time(task, t.precision, cluster.gpu_spec, profile.device).value();
           }
           return time;
