@@ -279,7 +279,6 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.symmetric_axes = {true, true, true, true, false};
   const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
   w.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
-  const BuildPlan plan = make_plan(m, t, p, pruning, offload, add_groups(p, m, w), built.stage_layers);
   built.schedule = schedule_stats(plan.timed, w.steady_state);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
