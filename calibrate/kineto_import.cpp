@@ -185,9 +185,25 @@ void read_header(const Json& doc, const std::string& origin, trace::Header& h) {
   h.set_local_rank(-1);
   h.set_world_size(-1);
   if (const auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
-    if (it->contains("rank") && (*it)["rank"].is_number_integer()) h.set_rank((*it)["rank"].get<int32_t>());
+    // Never trust the header: a rank or world size beyond core::TRACE_MAX_WORLD_SIZE (or one that
+    // does not fit an int32) is an input error, not a value silently cut to 32 bits.
+    const auto bounded = [&](const char* key, int64_t lowest, int64_t highest) -> int32_t {
+      const Json& v = (*it)[key];
+      const int64_t value = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                                ? INT64_MAX
+                                : v.get<int64_t>();
+      if (value < lowest || value > highest) {
+        throw InputError(origin, std::string("/distributedInfo/") + key,
+                         fmt::format("expected an integer from {} to {} (TRACE_MAX_WORLD_SIZE is {} ranks), got {}",
+                                     lowest, highest, core::TRACE_MAX_WORLD_SIZE, v.dump()));
+      }
+      return static_cast<int32_t>(value);
+    };
     if (it->contains("world_size") && (*it)["world_size"].is_number_integer()) {
-      h.set_world_size((*it)["world_size"].get<int32_t>());
+      h.set_world_size(bounded("world_size", 1, core::TRACE_MAX_WORLD_SIZE));
+    }
+    if (it->contains("rank") && (*it)["rank"].is_number_integer()) {
+      h.set_rank(bounded("rank", 0, h.world_size() > 0 ? h.world_size() - 1 : core::TRACE_MAX_WORLD_SIZE - 1));
     }
     if (it->contains("nccl_version") && (*it)["nccl_version"].is_string()) {
       h.set_nccl_version(nccl_version_code((*it)["nccl_version"].get<std::string>()));

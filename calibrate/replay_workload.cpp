@@ -290,7 +290,65 @@ core::Program build_program(const std::vector<Event>& events, const Window& w, i
   return p;
 }
 
+// Every member of a communicator must make the same calls on it, in the same order, within the
+// replayed window (the simulated call matches by position, op and size): otherwise the traces are
+// not of one run (or one was truncated), and that is an input error naming the rank and the call,
+// found here rather than as a deadlock of the simulation.
+void check_collective_sequences(const TraceSet& traces, const std::vector<Window>& windows) {
+  struct Calls {
+    int rank = 0;
+    std::vector<const TracedCollective*> list;
+  };
+  std::map<std::vector<int>, std::vector<Calls>> by_group;  // members -> per rank, ascending rank
+  for (size_t i = 0; i < traces.ranks().size(); ++i) {
+    const TracedRank& r = traces.ranks()[i];
+    for (const TracedCollective& c : r.collectives) {
+      if (c.start_ns < windows[i].start || c.start_ns >= windows[i].end || c.group.size() < 2) continue;
+      std::vector<Calls>& ranks = by_group[c.group];
+      if (ranks.empty() || ranks.back().rank != r.rank) ranks.push_back({r.rank, {}});
+      ranks.back().list.push_back(&c);
+    }
+  }
+  const auto file_of = [&](int rank) { return traces.files()[traces.find(rank)->file].path; };
+  const auto call = [](const TracedCollective& c) { return fmt::format("{} of {} bytes", core::to_string(c.op), c.bytes); };
+  for (const auto& [group, ranks] : by_group) {
+    const std::string members = fmt::format("{}", fmt::join(group, ","));
+    const Calls& ref = ranks.front();
+    for (const int member : group) {
+      if (traces.find(member) == nullptr) continue;  // a member outside the traced world: named later
+      const auto it = std::find_if(ranks.begin(), ranks.end(), [&](const Calls& c) { return c.rank == member; });
+      const std::vector<const TracedCollective*> none;
+      const std::vector<const TracedCollective*>& list = it == ranks.end() ? none : it->list;
+      const size_t n = std::min(list.size(), ref.list.size());
+      for (size_t k = 0; k < n; ++k) {
+        const TracedCollective& a = *list[k];
+        const TracedCollective& b = *ref.list[k];
+        if (a.op != b.op || a.bytes != b.bytes) {
+          throw core::InputError(file_of(member), "",
+                                 fmt::format("rank {} disagrees with rank {} ({}) on call {} of the communicator of "
+                                             "ranks {}: {} here, {} there; the traces must come from one run",
+                                             member, ref.rank, file_of(ref.rank), k + 1, members, call(a), call(b)));
+        }
+      }
+      if (list.size() != ref.list.size()) {
+        const bool short_here = list.size() < ref.list.size();
+        const int shorter = short_here ? member : ref.rank;
+        const int longer = short_here ? ref.rank : member;
+        const TracedCollective& missing = *(short_here ? ref.list : list)[n];
+        throw core::InputError(file_of(shorter), "",
+                               fmt::format("rank {} makes {} calls on the communicator of ranks {} in the replayed "
+                                           "window, rank {} ({}) makes {}: call {} ({}) is missing here; a truncated "
+                                           "trace, or traces of different runs",
+                                           shorter, std::min(list.size(), ref.list.size()), members, longer,
+                                           file_of(longer), std::max(list.size(), ref.list.size()), n + 1,
+                                           call(missing)));
+      }
+    }
+  }
+}
+
 }  // namespace
+
 
 ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions& options) {
   TRAINSIM_CHECK(options.scale_data >= 1, "scale_data >= 1");
@@ -316,6 +374,7 @@ ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions
   }
 
   const std::vector<Window> windows = iteration_windows(traces, out.iteration);
+  check_collective_sequences(traces, windows);
   const Layout layout = infer_layout(traces);
   core::Workload& wl = out.workload;
   wl.layout = layout.layout;

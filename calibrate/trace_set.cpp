@@ -62,6 +62,13 @@ TraceSet::TraceSet(std::vector<core::TraceFile> files) : files_(std::move(files)
   for (size_t i = 0; i < files_.size(); ++i) {
     const core::TraceFile& f = files_[i];
     const int rank = any_rank ? f.header.rank() : static_cast<int>(i);
+    // TraceReader bounds headers; traces built in memory are held to the same limit.
+    if (f.header.world_size() > core::TRACE_MAX_WORLD_SIZE || rank >= core::TRACE_MAX_WORLD_SIZE) {
+      throw core::InputError(f.path, "", fmt::format("corrupt header: world size {} or rank {} is above the limit of {} "
+                                                     "ranks (TRACE_MAX_WORLD_SIZE)",
+                                                     f.header.world_size(), rank, core::TRACE_MAX_WORLD_SIZE));
+    }
+    if (const std::string w = core::truncation_warning(f); !w.empty()) warnings_.push_back(w);
     if (rank < 0) throw core::InputError(f.path, "", "the header names no rank, but other traces of the run do");
     if (auto [it, inserted] = file_of_rank.emplace(rank, i); !inserted) {
       throw core::InputError(f.path, "", fmt::format("rank {} is also the rank of {}", rank, files_[it->second].path));

@@ -49,7 +49,8 @@ class TraceSet {
  public:
   // Reads the trace files of `paths` (files, or folders of *.trace files; core::expand_trace_paths).
   // Throws core::InputError naming the file for an unreadable trace, two files of one rank, or a
-  // rank outside the world size.
+  // rank outside the world size. A truncated trace is read up to its last whole record and named in
+  // warnings().
   static TraceSet load(const std::vector<std::string>& paths);
   // The same for traces already in memory (tests); paths name them in errors.
   explicit TraceSet(std::vector<core::TraceFile> files);
@@ -66,8 +67,11 @@ class TraceSet {
   std::string host_of(int rank) const;
   // The name of the first GPU the traces describe (Header.devices, then Device records); "" if none.
   std::string device_name() const;
+  // One line per truncated trace (core::truncation_warning): the commands print them on stderr.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  std::vector<std::string> warnings_;
   std::vector<core::TraceFile> files_;
   std::vector<TracedRank> ranks_;
   int world_size_ = 0;

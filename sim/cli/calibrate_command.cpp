@@ -112,7 +112,10 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
                            "both");
   }
   std::optional<calibrate::TraceSet> traces;
-  if (!args.paths.empty()) traces.emplace(calibrate::TraceSet::load(args.paths));
+  if (!args.paths.empty()) {
+    traces.emplace(calibrate::TraceSet::load(args.paths));
+    for (const std::string& w : traces->warnings()) std::cerr << w << "\n";
+  }
   std::vector<calibrate::NcclTestsRun> runs;
   for (const std::string& file : args.nccl_tests) {
     for (calibrate::NcclTestsRun& r : calibrate::load_nccl_tests(file, args.op)) runs.push_back(std::move(r));

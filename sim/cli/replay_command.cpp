@@ -1,5 +1,6 @@
 #include "sim/cli/replay_command.hpp"
 
+#include <iostream>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -99,6 +100,7 @@ std::string replay_table(const Replay& r) {
 int replay_command(const ReplayArgs& args, std::ostream& out) {
   const auto start = std::chrono::steady_clock::now();
   const calibrate::TraceSet traces = calibrate::TraceSet::load(args.paths);
+  for (const std::string& w : traces.warnings()) std::cerr << w << "\n";
   Replay r;
   r.scale_data = args.scale_data;
   r.built = calibrate::build_replay_workload(traces, calibrate::ReplayOptions{args.scale_data});

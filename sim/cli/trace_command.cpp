@@ -1,5 +1,6 @@
 #include "sim/cli/trace_command.hpp"
 
+#include <iostream>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -132,7 +133,9 @@ int trace_dump_command(const TraceDumpArgs& args, std::ostream& out, std::ostrea
 int trace_summary_command(const TraceSummaryArgs& args, std::ostream& out) {
   std::vector<calibrate::RankSummary> ranks;
   for (const std::string& path : core::expand_trace_paths(args.paths)) {
-    ranks.push_back(calibrate::summarize_trace(core::read_trace_file(path), args.top));
+    const core::TraceFile file = core::read_trace_file(path);
+    if (const std::string w = core::truncation_warning(file); !w.empty()) std::cerr << w << "\n";
+    ranks.push_back(calibrate::summarize_trace(file, args.top));
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const calibrate::RankSummary& a, const calibrate::RankSummary& b) { return a.rank < b.rank; });

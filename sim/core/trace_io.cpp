@@ -90,6 +90,21 @@ TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
     throw InputError(path_, "", fmt::format("unsupported trace format version {} (this trainsim reads version {})",
                                             header_.format_version(), TRACE_FORMAT_VERSION));
   }
+  // Never trust the header: a world size or rank beyond the limit would size per-rank tables.
+  const auto check_range = [&](const char* field, int64_t value, int64_t upper) {
+    if (value < -1 || value >= upper) {
+      throw InputError(path_, "", fmt::format("corrupt header: {} {} is outside -1..{} (the limit is {} ranks, "
+                                              "TRACE_MAX_WORLD_SIZE; -1 means unknown)",
+                                              field, value, upper - 1, TRACE_MAX_WORLD_SIZE));
+    }
+  };
+  check_range("world_size", header_.world_size(), int64_t{TRACE_MAX_WORLD_SIZE} + 1);
+  check_range("rank", header_.rank(), TRACE_MAX_WORLD_SIZE);
+  check_range("local_rank", header_.local_rank(), TRACE_MAX_WORLD_SIZE);
+  if (header_.world_size() > 0 && header_.rank() >= header_.world_size()) {
+    throw InputError(path_, "", fmt::format("corrupt header: rank {} is outside the world size {}", header_.rank(),
+                                            header_.world_size()));
+  }
 }
 
 bool TraceReader::read_frame(std::string& payload, uint64_t& frame_offset) {
@@ -154,9 +169,32 @@ TraceFile read_trace_file(const std::string& path) {
   file.path = path;
   file.header = reader.header();
   trace::Record record;
-  while (reader.next(record)) file.records.push_back(std::move(record));
-  file.lost_bytes = reader.lost_bytes();
+  uint64_t record_offset = reader.offset();
+  try {
+    while (reader.next(record)) {
+      file.records.push_back(std::move(record));
+      record_offset = reader.offset();
+    }
+    file.lost_bytes = reader.lost_bytes();
+  } catch (const InputError& e) {
+    // A corrupt record: keep what came before it, drop it and everything after (no resynchronizing
+    // on a stream of length-prefixed records).
+    file.corruption = e.what();
+    file.lost_bytes = reader.file_size() - record_offset;
+  }
   return file;
+}
+
+std::string truncation_warning(const TraceFile& file) {
+  if (!file.corruption.empty()) {
+    return fmt::format("warning: {}; the last {} bytes were dropped from there on; read up to the last complete "
+                       "record ({} records)",
+                       file.corruption, file.lost_bytes, file.records.size());
+  }
+  if (file.lost_bytes == 0) return "";
+  return fmt::format("warning: {}: truncated: the last {} bytes (an incomplete record) were dropped; read up to the "
+                     "last complete record ({} records)",
+                     file.path, file.lost_bytes, file.records.size());
 }
 
 std::vector<std::string> expand_trace_paths(const std::vector<std::string>& paths) {

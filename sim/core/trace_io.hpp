@@ -32,6 +32,10 @@ inline constexpr uint32_t TRACE_FORMAT_VERSION = 1;
 // A record longer than this is taken as corruption, not as a record (the largest real records, a
 // header with many devices or a status with many errors, are a few KiB).
 inline constexpr uint64_t TRACE_MAX_RECORD_BYTES = 64ull << 20;
+// The largest world size a trace header may claim (2^20 ranks). A header's world_size, rank and
+// local_rank are checked against it (and against each other) before anything is sized by them: a
+// corrupt or hand-edited header claiming 2^31-1 ranks is an input error, not gigabytes allocated.
+inline constexpr int32_t TRACE_MAX_WORLD_SIZE = 1 << 20;
 
 // Appends the framing (varint length) and the serialized message to `out`.
 void append_delimited(const google::protobuf::MessageLite& message, std::string& out);
@@ -62,7 +66,9 @@ class TraceWriter {
 class TraceReader {
  public:
   // Opens `path` and reads its header. Throws InputError when the file cannot be opened, is empty,
-  // or does not start with a trainsim trace header of a known format version.
+  // or does not start with a trainsim trace header of a known format version, or when the header's
+  // world_size, rank or local_rank is out of range (-1 or 0 = unknown; at most
+  // TRACE_MAX_WORLD_SIZE; a rank below the world size when both are known).
   explicit TraceReader(std::string path);
 
   const trace::Header& header() const { return header_; }
@@ -96,11 +102,20 @@ struct TraceFile {
   std::string path;
   trace::Header header;
   std::vector<trace::Record> records;  // without the header
-  uint64_t lost_bytes = 0;             // of a truncated tail
+  uint64_t lost_bytes = 0;             // of a truncated tail, or from a corrupt record on
+  std::string corruption;              // the corrupt record that ended the reading; "" if none
 };
 
-// Reads every record of `path` (see TraceReader for errors).
+// Reads every record of `path`. The header is checked as TraceReader does (InputError); the records
+// are read up to the last complete one: a truncated tail or a corrupt record (bad length prefix,
+// bytes that do not parse, a second header) ends the reading, and what was dropped is in
+// lost_bytes and corruption (see truncation_warning).
 TraceFile read_trace_file(const std::string& path);
+
+// The warning for a file read up to its last whole record ("warning: PATH: truncated: ..." or
+// "warning: PATH: corrupt record at byte offset N: ..."), naming the bytes dropped and the records
+// kept; "" when the file was read whole.
+std::string truncation_warning(const TraceFile& file);
 
 // The IR's collective for a traced one; false for COLLECTIVE_OP_UNKNOWN.
 bool to_collective_op(trace::CollectiveOp traced, CollectiveOp& out);

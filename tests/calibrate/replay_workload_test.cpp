@@ -17,7 +17,7 @@ TraceSet kineto_fixture() {
   std::vector<core::TraceFile> files;
   for (const char* name : {"kineto_rank0.json", "kineto_rank1.json"}) {
     KinetoImport t = import_kineto_file(DATA + name);
-    files.push_back({name, t.header, std::move(t.records), 0});
+    files.push_back({name, t.header, std::move(t.records), 0, ""});
   }
   return TraceSet(std::move(files));
 }

@@ -216,7 +216,7 @@ contains task-budget "$tmp/err" "/simulation/max_tasks: the workload would have 
 expect task-budget-raised 0 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" --set training.global_batch=8000000 \
   --set simulation.max_tasks=1000000000000
 
-# replay of ranks whose traces disagree on a collective: an input error naming the likely cause,
+# replay of ranks whose traces disagree on a collective: an input error naming the rank and the call,
 # not "this is a bug".
 sed '0,/"In msg nelems": 1048576/s//"In msg nelems": 524288/; 0,/"Out msg nelems": 1048576/s//"Out msg nelems": 524288/' \
   "$src/tests/data/traces/kineto_rank1.json" >"$tmp/kineto_rank1_other.json"
@@ -224,7 +224,7 @@ expect import-kineto-disagree 0 "$bin" trace import-kineto "$src/tests/data/trac
   "$tmp/kineto_rank1_other.json" --out "$tmp/kineto-disagree"
 for backend in analytic simgrid; do
   expect "replay-disagree-$backend" 2 "$bin" replay "$tmp/kineto-disagree" --backend "$backend"
-  contains "replay-disagree-$backend" "$tmp/err" "the traces do not replay as one run"
+  contains "replay-disagree-$backend" "$tmp/err" "rank 1 disagrees with rank 0 ($tmp/kineto-disagree/rank00000.kineto_rank0.trace) on call 1 of the communicator of ranks 0,1: all_reduce of 1048576 bytes here, all_reduce of 2097152 bytes there"
 done
 
 # issue 17: a profile fitted on another GPU warns (stderr and report), --strict-profile refuses it;
