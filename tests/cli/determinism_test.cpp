@@ -1,5 +1,5 @@
-// Determinism: every bundled scenario (scenarios/*.json, scenarios/sanity/*.json,
-// scenarios/offload/*.json, scenarios/compression/*.json) predicted twice with the analytic backend
+// Determinism: every bundled scenario (scenarios/*.json and scenarios/{sanity, offload, resilience,
+// compression, network, pipeline}/*.json) predicted twice with the analytic backend
 // gives byte-identical JSON reports, the wall-clock time excluded. The SimGrid backend is covered by
 // the golden tests (one prediction per process).
 
