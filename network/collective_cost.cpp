@@ -92,6 +92,17 @@ Seconds nccl_ring_time(CollectiveOp op, Bytes size, const GroupPlacement& g, con
 // In-network reduction (SHArP, COMHPC 2016; NVLS inside a node): the buffer up once and down once.
 Seconds switch_reduction_time(Bytes size, const LinkScope& scope) { return size / scope.bandwidth + 2.0 * scope.latency; }
 
+// The ring reduce-scatter of `size` bytes (or all-gather: the same terms) over the k members of a
+// node: its bandwidth and its latency terms apart, as the hierarchies pipeline them.
+struct InNodeRing {
+  Seconds bandwidth;
+  Seconds latency;
+};
+InNodeRing in_node_ring(Bytes size, int k, const LinkScope& intra) {
+  const Seconds latency = ring_steps(CollectiveOp::REDUCE_SCATTER, k) * intra.latency;
+  return {ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra) - latency, latency};
+}
+
 // Ring or tree, flat or hierarchical (the model of the header's second half).
 CollectiveCost ring_or_tree(CollectiveOp op, Bytes size, const GroupPlacement& group, const LinkScope& intra,
                             const LinkScope& inter, Algorithm algorithm) {
@@ -106,8 +117,7 @@ CollectiveCost ring_or_tree(CollectiveOp op, Bytes size, const GroupPlacement& g
   // reduce-scatter and all-gather of an all_reduce share the NVLink ports) while each chunk still
   // pays every phase's latency: time = max(bandwidth terms) + sum(latency terms).
   const Bytes shard = size / k;
-  const Seconds in_node_latency = ring_steps(CollectiveOp::REDUCE_SCATTER, k) * intra.latency;
-  const Seconds in_node_bandwidth = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra) - in_node_latency;
+  const auto [in_node_bandwidth, in_node_latency] = in_node_ring(size, k, intra);
   switch (op) {
     case CollectiveOp::ALL_REDUCE:
     case CollectiveOp::BROADCAST:
@@ -190,9 +200,12 @@ GroupPlacement GroupPlacement::of(const std::vector<int>& group_ranks, const Clu
   return g;
 }
 
+bool tree_is_hierarchical(CollectiveOp op, const GroupPlacement& group) {
+  return op == CollectiveOp::ALL_REDUCE && group.spans_nodes_evenly();
+}
+
 bool collnet_applies(CollectiveOp op, const GroupPlacement& group) {
-  return op == CollectiveOp::ALL_REDUCE && group.nodes > 1 && group.ranks_per_node > 1 &&
-         group.ranks == group.nodes * group.ranks_per_node;
+  return op == CollectiveOp::ALL_REDUCE && group.spans_nodes_evenly();
 }
 
 core::BytesPerSecond switch_route_rate(Algorithm algorithm, CollectiveOp op, Bytes size, const ClusterConfig& cluster,
@@ -224,10 +237,7 @@ core::BytesPerSecond switch_limited_rate(Algorithm algorithm, CollectiveOp op, B
   return rate;
 }
 
-int ring_channels(const GroupPlacement& group) {
-  const bool uniform = group.ranks == group.nodes * group.ranks_per_node;
-  return group.nodes > 1 && group.ranks_per_node > 1 && uniform ? group.ranks_per_node : 1;
-}
+int ring_channels(const GroupPlacement& group) { return group.spans_nodes_evenly() ? group.ranks_per_node : 1; }
 
 LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile) {
   return {cluster.intra_node.bandwidth * profile.intra_node.bandwidth_efficiency,
@@ -246,12 +256,13 @@ bool algorithm_applies(Algorithm algorithm, CollectiveOp op, const GroupPlacemen
     case Algorithm::RING: return !a2a;
     case Algorithm::TREE: return has_tree(op);
     case Algorithm::HALVING_DOUBLING:
-      return reduces_or_gathers(op) && is_power_of_two(group.ranks) && group.ranks == group.nodes * group.ranks_per_node;
+      return reduces_or_gathers(op) && is_power_of_two(group.ranks) && group.uniform();
     case Algorithm::DIRECT:
       return a2a || ((op == CollectiveOp::ALL_GATHER || op == CollectiveOp::REDUCE_SCATTER) &&
                      group.ranks <= DIRECT_MAX_RANKS);
-    case Algorithm::HIERARCHICAL: return reduces_or_gathers(op);
+    case Algorithm::HIERARCHICAL: return reduces_or_gathers(op) && group.uniform();
     case Algorithm::IN_NETWORK:
+      if (cluster.network.topology == TopologyKind::TORUS) return false;  // no switches
       switch (cluster.network.aggregation_kind()) {
         case AggregationKind::NONE: return false;
         case AggregationKind::SHARP: return !a2a && group.nodes > 1;
@@ -281,7 +292,7 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
     case Algorithm::AUTO: {
       CollectiveCost best = ring_or_tree(op, size, group, intra, inter, Algorithm::AUTO);
       // Ring phases inside and across the nodes are the hierarchy, not NCCL's flat ring.
-      if (best.algorithm == Algorithm::RING && group.nodes > 1 && group.ranks_per_node > 1 &&
+      if (best.algorithm == Algorithm::RING && group.spans_nodes_evenly() &&
           algorithm_applies(Algorithm::HIERARCHICAL, op, group, cluster)) {
         best.algorithm = Algorithm::HIERARCHICAL;
       }
@@ -307,10 +318,9 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
       // CollNet: reduce-scatter inside the node, the 1/k shards through the switches, all-gather
       // inside the node, pipelined as the hierarchy is (the NVLink phases share the ports).
       const int k = group.ranks_per_node;
-      const Seconds in_node_latency = ring_steps(CollectiveOp::REDUCE_SCATTER, k) * intra.latency;
-      const Seconds in_node_bandwidth = ring_time(CollectiveOp::REDUCE_SCATTER, size, k, intra) - in_node_latency;
+      const InNodeRing in_node = in_node_ring(size, k, intra);
       const Seconds across = (size / k) / sw.bandwidth;
-      return {std::max(2.0 * in_node_bandwidth, across) + 2.0 * in_node_latency + 2.0 * sw.latency,
+      return {std::max(2.0 * in_node.bandwidth, across) + 2.0 * in_node.latency + 2.0 * sw.latency,
               Algorithm::IN_NETWORK};
     }
     case Algorithm::NVLS: {

@@ -109,8 +109,18 @@ struct GroupPlacement {
   // REQUIRES: group_ranks is not empty and each rank is < cluster.world_size(). A group that is not
   // uniform is described by its busiest node: ranks_per_node is the largest count on one node.
   static GroupPlacement of(const std::vector<int>& group_ranks, const ClusterConfig& cluster);
+  // The same number of members on every node it spans.
+  bool uniform() const { return ranks == nodes * ranks_per_node; }
+  // Several members on each of several nodes, the same number on each (NCCL's rings then have one
+  // channel per member of a node; CollNet and the hierarchy apply).
+  bool spans_nodes_evenly() const { return nodes > 1 && ranks_per_node > 1 && uniform(); }
   friend bool operator==(const GroupPlacement&, const GroupPlacement&) = default;
 };
+
+// Whether TREE runs `op` on `group` hierarchically (make_schedule's hierarchical_schedule(.., TREE)):
+// NCCL's tree across several nodes with several members each is chains inside the node and trees
+// between nodes, as the closed form assumes; an all_reduce on a group that spans nodes evenly.
+bool tree_is_hierarchical(core::CollectiveOp op, const GroupPlacement& group);
 
 // Whether IN_NETWORK runs `op` on `group` as NCCL's CollNet: an all_reduce over several members of
 // each of several nodes, the same number on each (reduce-scatter in the node, the 1/k shards through

@@ -79,14 +79,18 @@ class EdgeList {
   std::vector<Run> runs_;
 };
 
-// ring_reduce_scatter or ring_all_gather over the `count` members base, base + stride, .. in ring
-// order: each sends its successor `step_bytes` (the phase's chunk width) in each of count-1 steps.
-uint32_t ring_phase(EdgeList& edges, int base, int stride, int count, double step_bytes, uint32_t first_step) {
+// ring_reduce_scatter or ring_all_gather over `count` members in ring order, member(i) the i-th: each
+// sends its successor `step_bytes` (the phase's chunk width) in each of count-1 steps.
+template <class Member>
+uint32_t ring_phase(EdgeList& edges, int count, const Member& member, double step_bytes, uint32_t first_step) {
   if (count <= 1) return 0;
   const uint32_t steps = static_cast<uint32_t>(count - 1);
-  for (int i = 0; i < count; ++i)
-    edges.add(base + i * stride, base + ((i + 1) % count) * stride, steps * step_bytes, first_step, steps);
+  for (int i = 0; i < count; ++i) edges.add(member(i), member((i + 1) % count), steps * step_bytes, first_step, steps);
   return steps;
+}
+// The same over the members base, base + stride, ..
+uint32_t ring_phase(EdgeList& edges, int base, int stride, int count, double step_bytes, uint32_t first_step) {
+  return ring_phase(edges, count, [&](int i) { return base + i * stride; }, step_bytes, first_step);
 }
 
 
@@ -130,13 +134,10 @@ std::vector<FlowEdge> ring_edges(CollectiveOp op, double size, const GroupPlacem
       continue;
     }
     const double chunk = size / (static_cast<double>(channels) * n);
-    const uint32_t steps = static_cast<uint32_t>(n - 1);
+    const auto member = [&](int i) { return ring[at(i)]; };
     uint32_t step = 0;
-    for (bool phase : {reduces(op), gathers(op)}) {
-      if (!phase) continue;
-      for (int i = 0; i < n; ++i) edges.add(ring[at(i)], ring[at((i + 1) % n)], steps * chunk, step, steps);
-      step += steps;
-    }
+    if (reduces(op)) step += ring_phase(edges, n, member, chunk, step);
+    if (gathers(op)) ring_phase(edges, n, member, chunk, step);
   }
   return edges.finish();
 }
@@ -256,8 +257,6 @@ std::vector<FlowEdge> direct_edges(double size, int n) {
   return edges;
 }
 
-// switch_schedule: step 0 up to the switch, step 1 back down; all_gather and reduce_scatter in n
-// chunks of size/n, the other ops in one chunk.
 // collnet_schedule: the node rings move m chunks of size/n a step (k-1 steps each way), and each
 // member sends its rail's m chunks up in step k-1 and gets them back in step k.
 std::vector<FlowEdge> collnet_edges(double size, int k, int m) {
@@ -276,6 +275,8 @@ std::vector<FlowEdge> collnet_edges(double size, int k, int m) {
   return edges.finish();
 }
 
+// switch_schedule: step 0 up to the switch, step 1 back down; all_gather and reduce_scatter in n
+// chunks of size/n, the other ops in one chunk.
 std::vector<FlowEdge> switch_edges(CollectiveOp op, double size, int n) {
   EdgeList edges(n);
   const double shard = size / n;
@@ -325,7 +326,7 @@ std::vector<FlowEdge> flow_edges(CollectiveOp op, Algorithm algorithm, core::Byt
     case Algorithm::RING:
       return ring_edges(op, bytes, placement);
     case Algorithm::TREE:
-      if (detail::tree_is_hierarchical(op, group, placement)) {
+      if (tree_is_hierarchical(op, placement)) {
         return hierarchical_edges(op, bytes, placement.ranks_per_node, placement.nodes, Algorithm::TREE);
       }
       return tree_edges(op, bytes, n);

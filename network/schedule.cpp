@@ -61,18 +61,7 @@ namespace {
 using core::CollectiveOp;
 
 bool schedule_applies(Algorithm a, CollectiveOp op, const GroupView& group, const GroupPlacement& placement) {
-  const ClusterConfig& cluster = group.topology->cluster();
-  if (a == Algorithm::AUTO || !algorithm_applies(a, op, placement, cluster)) return false;
-  switch (a) {
-    case Algorithm::HALVING_DOUBLING:
-      return (group.size() & (group.size() - 1)) == 0;
-    case Algorithm::HIERARCHICAL:
-      return placement.ranks == placement.nodes * placement.ranks_per_node;
-    case Algorithm::IN_NETWORK:
-      return cluster.network.topology != TopologyKind::TORUS;
-    default:
-      return true;
-  }
+  return a != Algorithm::AUTO && algorithm_applies(a, op, placement, group.topology->cluster());
 }
 
 void check_group(const GroupView& group) {
@@ -98,12 +87,6 @@ GroupPlacement checked_placement(CollectiveOp op, Algorithm algorithm, const Gro
   return placement;
 }
 
-// NCCL's tree across several nodes with several members each is hierarchical (chains inside the
-// node, trees between nodes), as the closed form of collective_cost.hpp assumes.
-bool tree_is_hierarchical(CollectiveOp op, const GroupView& group, const GroupPlacement& placement) {
-  return op == CollectiveOp::ALL_REDUCE && placement.nodes > 1 && placement.ranks_per_node > 1 &&
-         schedule_applies(Algorithm::HIERARCHICAL, op, group, placement);
-}
 
 }  // namespace detail
 
@@ -124,7 +107,7 @@ TransferSchedule make_schedule(CollectiveOp op, Algorithm algorithm, core::Bytes
     case Algorithm::RING:
       return detail::ring_schedule(op, size, group);
     case Algorithm::TREE:
-      if (detail::tree_is_hierarchical(op, group, placement)) {
+      if (tree_is_hierarchical(op, placement)) {
         return detail::hierarchical_schedule(op, size, group, Algorithm::TREE);
       }
       return detail::tree_schedule(op, size, group);
@@ -149,11 +132,6 @@ Algorithm choose_algorithm(CollectiveOp op, core::Bytes size, const GroupView& g
   check_group(group);
   const GroupPlacement placement = GroupPlacement::of(group.ranks, cluster);
   const Algorithm chosen = collective_cost(op, size, placement, cluster, profile).algorithm;
-  // The closed form's RING on several ranks of each of several nodes is NCCL's hierarchy.
-  if (chosen == Algorithm::RING && placement.nodes > 1 && placement.ranks_per_node > 1 &&
-      schedule_applies(Algorithm::HIERARCHICAL, op, group, placement)) {
-    return Algorithm::HIERARCHICAL;
-  }
   if (schedule_applies(chosen, op, group, placement)) return chosen;
   return algorithms_for(op, group).front();
 }

@@ -112,8 +112,6 @@ uint32_t doubling_all_gather(ScheduleBuilder& b, uint32_t first_step);
 // make_schedule's (and flow_edges') precondition: checks that `group` is well formed and that
 // `algorithm` has a schedule for `op` on it; returns the group's placement.
 GroupPlacement checked_placement(core::CollectiveOp op, Algorithm algorithm, const GroupView& group);
-// Whether TREE runs on `group` as hierarchical_schedule(.., TREE) rather than tree_schedule.
-bool tree_is_hierarchical(core::CollectiveOp op, const GroupView& group, const GroupPlacement& placement);
 
 // NCCL's ring of channel c over m nodes of k members each (members node-major): every node in order,
 // entered at its member c and left from its member c-1 (mod k), so that channel c's inter-node hop

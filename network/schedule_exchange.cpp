@@ -76,8 +76,6 @@ TransferSchedule direct_schedule(CollectiveOp op, core::Bytes size, const GroupV
   return b.finish();
 }
 
-// Step 0 up to the switch, step 1 back down. all_reduce, broadcast and reduce move the whole buffer
-// as one chunk; reduce_scatter and all_gather cut it into one chunk per member.
 // NCCL's CollNet all_reduce (collnet_applies): n chunks as in hierarchical_schedule; a ring
 // reduce-scatter inside each node leaves local member l with the node's sum of its rail's chunks
 // {a*k + l}, which it sends to the switch (step k-1) and gets back reduced over every node (step k);
@@ -112,6 +110,9 @@ TransferSchedule collnet_schedule(core::Bytes size, const GroupView& group, cons
   return b.finish();
 }
 
+// Step 0 up to the switch, step 1 back down. all_reduce, broadcast and reduce move the whole buffer
+// as one chunk; reduce_scatter and all_gather cut it into one chunk per member. CollNet's all_reduce
+// (collnet_applies) is collnet_schedule.
 TransferSchedule switch_schedule(CollectiveOp op, Algorithm algorithm, core::Bytes size, const GroupView& group) {
   const int n = group.size();
   if (algorithm == Algorithm::IN_NETWORK) {

@@ -236,10 +236,7 @@ void check_algorithm_applies(const engine::CollectiveRequest& request, const net
     for (int r = 0; r < ranks; ++r) members[static_cast<size_t>(r)] = r;
   }
   const network::GroupPlacement g = network::GroupPlacement::of(members, cluster);
-  const bool uniform = g.ranks == g.nodes * g.ranks_per_node;
-  bool applies = network::algorithm_applies(request.algorithm, request.op, g, cluster);
-  if (request.algorithm == network::Algorithm::HIERARCHICAL) applies = applies && uniform;
-  if (applies || g.ranks <= 1) return;
+  if (network::algorithm_applies(request.algorithm, request.op, g, cluster) || g.ranks <= 1) return;
   std::string needs;
   switch (request.algorithm) {
     case network::Algorithm::NVLS:

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <fmt/format.h>
 
-#include "network/schedule_builder.hpp"
 #include "network/topology.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/schedule_flows.hpp"
@@ -193,7 +192,7 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
     const network::GroupPlacement placement = network::GroupPlacement::of(group.ranks, cluster);
     const bool chain = a == network::Algorithm::RING &&
                        (request.op == core::CollectiveOp::BROADCAST || request.op == core::CollectiveOp::REDUCE);
-    const bool flat_tree = a == network::Algorithm::TREE && !network::detail::tree_is_hierarchical(request.op, group, placement);
+    const bool flat_tree = a == network::Algorithm::TREE && !network::tree_is_hierarchical(request.op, placement);
     const bool flat_switch = a == network::Algorithm::NVLS ||
                              (a == network::Algorithm::IN_NETWORK && !network::collnet_applies(request.op, placement));
     const double share = size.value() / group.size();
