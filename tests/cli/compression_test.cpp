@@ -9,6 +9,7 @@
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/search.hpp"
 #include "sim/cli/search_estimate.hpp"
+#include "tests/cli/task_estimate.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -129,12 +130,7 @@ TEST(CompressionScenario, TaskEstimateCountsTheCompressionTasks) {
   for (const auto& v : variants) {
     SCOPED_TRACE(v.front());
     const Scenario s = load_scenario(SCENARIO, v);
-    const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
-    const double real = static_cast<double>(
-        models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression)
-            .workload.task_count());
-    EXPECT_GE(estimate, real / 1.25) << real;
-    EXPECT_LE(estimate, real * 1.25) << real;
+    test_support::expect_task_estimate_near_real(s);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "models/workload_builder.hpp"
 #include "sim/cli/prediction.hpp"
+#include "tests/cli/task_estimate.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -36,12 +37,7 @@ TEST(TaskBudget, EstimateIsWithinAFactorOfTheRealTaskCount) {
   for (const auto& f : files) {
     SCOPED_TRACE(f.filename().string());
     const Scenario s = load_scenario(f.string());
-    const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
-    const double real = static_cast<double>(
-        models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression)
-            .workload.task_count());
-    EXPECT_GE(estimate, real / 1.25) << real;
-    EXPECT_LE(estimate, real * 1.25) << real;
+    const double estimate = test_support::expect_task_estimate_near_real(s);
     EXPECT_LT(estimate, static_cast<double>(DEFAULT_MAX_TASKS) / 4);
   }
 }

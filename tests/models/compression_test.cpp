@@ -10,6 +10,7 @@
 #include <map>
 
 #include "models/workload_builder.hpp"
+#include "tests/models/tiny_models.hpp"
 
 namespace trainsim::models {
 namespace {
@@ -31,19 +32,7 @@ constexpr double MATRIX_ELEMENTS = 98304;
 constexpr double ROWS = 1408;
 constexpr double COLS = 704;
 
-ModelSpec tiny_llama() {
-  ModelSpec m;
-  m.name = "tiny";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 128;
-  m.vocab = 256;
-  m.activation = Activation::SWIGLU;
-  m.learned_positions = false;
-  return m;
-}
+using test_support::tiny_llama;
 
 struct Job {
   explicit Job(int data = 2) {

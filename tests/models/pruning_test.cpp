@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "models/workload_builder.hpp"
+#include "tests/models/tiny_models.hpp"
 
 namespace trainsim::models {
 namespace {
@@ -27,19 +28,7 @@ constexpr double UNPRUNED = 16704;
 constexpr double TOTAL = PRUNED + UNPRUNED;
 constexpr double ROW_POINTERS = 2 * 580;
 
-ModelSpec tiny_llama() {
-  ModelSpec m;
-  m.name = "tiny";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 4;
-  m.ffn_hidden = 128;
-  m.vocab = 256;
-  m.activation = Activation::SWIGLU;
-  m.learned_positions = false;
-  return m;
-}
+using test_support::tiny_llama;
 
 struct Job {
   Job() {
