@@ -12,7 +12,9 @@
 #include <map>
 #include <set>
 
+#include "sim/cli/progress.hpp"
 #include "sim/cli/report_figures.hpp"
+#include "sim/cli/scenario_warnings.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "sim/cli/cli_options.hpp"
@@ -118,6 +120,8 @@ std::string stem_of(const std::string& path) { return std::filesystem::path(path
 
 std::vector<Configuration> configurations_of(const CompareArgs& args) {
   std::vector<Configuration> out;
+  // Each scenario is a whole prediction (seconds with SimGrid): a bar on a terminal.
+  const bool show_progress = !args.quiet;
   if (!args.vary.empty()) {
     if (args.inputs.size() != 1) {
       throw core::InputError("--vary", "",
@@ -152,7 +156,9 @@ std::vector<Configuration> configurations_of(const CompareArgs& args) {
     std::set<std::string> lasts;
     bool short_labels = true;
     for (const std::string& k : keys) short_labels &= lasts.insert(k.substr(k.rfind('.') + 1)).second;
+    Progress bar("compare", total, show_progress);
     for (size_t n = 0; n < total; ++n) {
+      bar.advance();
       std::vector<std::string> assignments;
       std::string label;
       size_t rest = n;
@@ -179,7 +185,9 @@ std::vector<Configuration> configurations_of(const CompareArgs& args) {
 
   std::map<std::string, int> stems;
   for (const std::string& path : args.inputs) ++stems[stem_of(path)];
+  Progress bar("compare", args.inputs.size(), show_progress);
   for (const std::string& path : args.inputs) {
+    bar.advance();
     const core::Json doc = core::load_json_file(path);
     Configuration c;
     if (is_report(doc)) {
@@ -399,9 +407,12 @@ std::vector<std::string> vary_assignments(const std::string& vary) {
   return out;
 }
 
-int compare_command(const CompareArgs& args, std::ostream& out) {
+int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err) {
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   const std::vector<Configuration> cs = configurations_of(args);
+  ScenarioWarnings warnings;
+  for (const Configuration& c : cs) warnings.add_report(c.report, c.label);
+  warnings.print(err, cs.size());
   const std::optional<size_t> ref = reference_of(cs);
   const std::vector<Row> rows = rows_of(cs, ref);
   switch (args.format) {
@@ -431,13 +442,14 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
   add_backend(command_, args_.backend, "Backend for scenarios: analytic (default) or simgrid");
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the configurations' time breakdowns as bars to FILE.svg or FILE.png");
+  command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
 }
 
-std::optional<int> CompareSubcommand::run(std::ostream& out) const {
+std::optional<int> CompareSubcommand::run(std::ostream& out, std::ostream& err) const {
   if (!command_->parsed()) return std::nullopt;
   CompareArgs args = args_;
   args.color = &out == &std::cout && isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
-  return compare_command(args, out);
+  return compare_command(args, out, err);
 }
 
 }  // namespace trainsim::cli

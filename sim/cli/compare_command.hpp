@@ -45,8 +45,12 @@ struct CompareArgs {
   Format format = Format::TABLE;
   bool color = false;                  // table: bold/colour differing cells (stdout is a terminal)
   std::string plot{};                  // --plot FILE.svg|.png: the breakdowns side by side as bars
+  bool quiet = false;                  // --quiet: no progress bar (there is one on a terminal only)
 };
-int compare_command(const CompareArgs& args, std::ostream& out);
+// The table (or JSON, CSV) on `out`; on `err` the configurations' warnings (a profile fitted on
+// another GPU, ...: scenario_warnings.hpp, each once with the columns it concerns) and, on a
+// terminal, a progress bar over the configurations.
+int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
 // "key.path=v1,v2,..." -> the assignments "key.path=v1", "key.path=v2", ... Throws InputError (file
 // "--vary") when there is no "=", the key is empty or a value is empty.
@@ -57,7 +61,7 @@ std::vector<std::string> vary_assignments(const std::string& vary);
 // Example (sim/cli/main.cpp):
 //   CompareSubcommand compare(app);
 //   app.parse(argc, argv);
-//   if (std::optional<int> code = compare.run(std::cout)) return *code;
+//   if (std::optional<int> code = compare.run(std::cout, std::cerr)) return *code;
 class CompareSubcommand {
  public:
   explicit CompareSubcommand(CLI::App& app);
@@ -66,7 +70,7 @@ class CompareSubcommand {
 
   // After app.parse(): the exit code, or std::nullopt when `compare` was not on the command line.
   // Colours the table when `out` is std::cout on a terminal and NO_COLOR is not set.
-  std::optional<int> run(std::ostream& out) const;
+  std::optional<int> run(std::ostream& out, std::ostream& err) const;
 
  private:
   CLI::App* command_ = nullptr;

@@ -99,13 +99,13 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = collective.run(std::cout)) return *code;
     if (std::optional<int> code = calibrate.run(std::cout)) return *code;
     if (std::optional<int> code = replay.run(std::cout)) return *code;
-    if (std::optional<int> code = compare.run(std::cout)) return *code;
+    if (std::optional<int> code = compare.run(std::cout, std::cerr)) return *code;
     if (*version_cmd) {
       std::cout << version << "\n";
       return 0;
     }
     if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
-    if (std::optional<int> code = sweep.run(std::cout)) return *code;
+    if (std::optional<int> code = sweep.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout, std::cerr);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout, std::cerr);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

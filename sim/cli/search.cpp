@@ -355,6 +355,9 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
       }
       v.gpu = type;
       v.gpus = g;
+      for (const std::string& w : v.base.warnings) {
+        if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
+      }
       v.base.parallelism.stage_layers.clear();
       v.model_flops = models::iteration_flops(v.base.model, v.base.training, v.base.parallelism).model.value();
       v.peak_flops = v.base.cluster.gpu_spec.peak(v.base.training.precision).value();

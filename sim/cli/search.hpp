@@ -138,6 +138,9 @@ class Search {
   void recheck(SearchResult& result) const;
 
   const SearchOptions& options() const { return options_; }
+  // The warnings of the scenario's cluster variants (Scenario::warnings: a profile fitted on another
+  // GPU, a described GPU without a base), each once, for the command to print on stderr.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
   Scenario scenario_of(const Layout& layout) const;
   // The objective's value (lower is better) of figures for a layout.
@@ -154,6 +157,7 @@ class Search {
   std::vector<Shape> shapes_;
   std::vector<models::ParallelismConfig> zero_templates_;  // by ZeRO option (search.cpp)
   uint64_t total_ = 0;
+  std::vector<std::string> warnings_;
 };
 
 // Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.

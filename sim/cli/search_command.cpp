@@ -234,6 +234,11 @@ void write_plot(const Search& search, const SearchResult& r, const std::string& 
                            "--plot");
 }
 
+// The scenario's warnings are not progress: printed even with --quiet, like `run` does.
+void print_warnings(const Search& search, std::ostream& err) {
+  for (const std::string& w : search.warnings()) err << "warning: " << w << "\n";
+}
+
 void log_first_pass(const SearchResult& result, const SearchOptions& o, std::ostream& err) {
   if (o.quiet) return;
   err << fmt::format("search: first pass: {} candidates, {} estimated, {} valid in {:.2f} s ({:.0f} estimates per "
@@ -278,6 +283,7 @@ std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrup
   if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   const Search search(args.options);
+  if (mpi_world_size() == 1 || args.options.shard_index == 0) print_warnings(search, err);  // once under mpirun
   const SearchResult result = search.evaluate();
   log_first_pass(result, args.options, err);
   interrupted = result.interrupted;
@@ -294,6 +300,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   StopOnInterrupt interrupt;
   const auto start = std::chrono::steady_clock::now();
   const Search search(args.options);
+  print_warnings(search, err);
   SearchResult result = search.evaluate();
   log_first_pass(result, args.options, err);
   if (!args.shard.empty()) {

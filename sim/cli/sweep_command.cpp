@@ -12,6 +12,7 @@
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/progress.hpp"
+#include "sim/cli/scenario_warnings.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -332,7 +333,7 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
   return r;
 }
 
-int sweep_command(const SweepArgs& args, std::ostream& out) {
+int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
   if (args.ranges.empty()) throw core::InputError(FLAG, "", "give at least one --set-range KEY=RANGE");
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   std::vector<SweepRange> ranges;
@@ -356,6 +357,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out) {
   std::vector<size_t> index(ranges.size(), 0);
   const Point* first = nullptr;
   std::string name;
+  ScenarioWarnings warnings;
   Progress bar("sweep", static_cast<uint64_t>(total), !args.quiet);
   for (size_t n = 0; n < static_cast<size_t>(total); ++n) {
     bar.advance();
@@ -364,6 +366,11 @@ int sweep_command(const SweepArgs& args, std::ostream& out) {
     try {
       const Scenario s = read_scenario(with_values(doc, ranges, p.values), args.scenario);
       if (name.empty()) name = s.name;
+      std::string label;
+      for (size_t k = 0; k < ranges.size(); ++k) {
+        label += fmt::format("{}{}={}", k ? " " : "", ranges[k].key, p.values[k].dump());
+      }
+      warnings.add(s.warnings, label);
       p.report = predict_report(s, args.backend);  // SimGrid in a child process: one platform per process
     } catch (const core::InputError& e) {
       p.error = error_text(e);
@@ -376,6 +383,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out) {
     }
   }
   bar.finish();
+  warnings.print(err, points.size());
   for (Point& p : points) {
     if (!p.report) continue;
     if (!first) first = &p;
@@ -411,9 +419,9 @@ SweepSubcommand::SweepSubcommand(CLI::App& app) {
   command_->add_flag("--yes", args_.yes, fmt::format("Allow more than {} points", SWEEP_POINTS_WITHOUT_YES));
 }
 
-std::optional<int> SweepSubcommand::run(std::ostream& out) const {
+std::optional<int> SweepSubcommand::run(std::ostream& out, std::ostream& err) const {
   if (!command_->parsed()) return std::nullopt;
-  return sweep_command(args_, out);
+  return sweep_command(args_, out, err);
 }
 
 }  // namespace trainsim::cli

@@ -53,7 +53,9 @@ struct SweepArgs {
   bool yes = false;                    // --yes: allow more than SWEEP_POINTS_WITHOUT_YES points
   bool quiet = false;                  // --quiet: no progress bar (drawn only on a terminal anyway)
 };
-int sweep_command(const SweepArgs& args, std::ostream& out);
+// The curve on `out`; on `err` the points' warnings (a profile fitted on another GPU, ...:
+// scenario_warnings.hpp, each once with the points it concerns) and, on a terminal, a progress bar.
+int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err);
 
 // `sweep`, registered on the application's CLI11 App (like CollectiveSubcommand): keep it in place
 // until run(), which returns std::nullopt when `sweep` was not on the command line.
@@ -62,7 +64,7 @@ class SweepSubcommand {
   explicit SweepSubcommand(CLI::App& app);
   SweepSubcommand(const SweepSubcommand&) = delete;
   SweepSubcommand& operator=(const SweepSubcommand&) = delete;
-  std::optional<int> run(std::ostream& out) const;
+  std::optional<int> run(std::ostream& out, std::ostream& err) const;
 
  private:
   CLI::App* command_ = nullptr;

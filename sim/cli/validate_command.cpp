@@ -1,6 +1,7 @@
 #include "sim/cli/validate_command.hpp"
 
 #include "sim/cli/progress.hpp"
+#include "sim/cli/scenario_warnings.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,6 +79,7 @@ struct CaseResult {
   std::vector<Figure> figures;               // COMPARED: the judged figure first
   std::vector<core::InputProblem> problems;  // INPUT_ERROR
   std::string internal;                      // INTERNAL_ERROR: the message
+  std::vector<std::string> warnings;         // the scenario's (Scenario::warnings)
 
   const Figure& judged() const { return figures.front(); }
 };
@@ -114,6 +116,7 @@ CaseResult run_case(const CasePath& path, const ValidateArgs& args, const CasePr
     if (!path.problem.empty()) throw core::InputError(path.file, "", path.problem);
     const Scenario s = load_scenario(path.file, args.overrides);
     c.name = s.name;
+    c.warnings = s.warnings;
     const std::vector<MeasuredFigure> measured = measured_figures(s);
     const core::Json report = predictor(s, args.backend);
     for (const MeasuredFigure& m : measured) {
@@ -361,6 +364,9 @@ int validate_command(const ValidateArgs& args, const CasePredictor& predictor, s
     bar.advance();
   }
   bar.finish();
+  ScenarioWarnings warnings;
+  for (const CaseResult& c : results) warnings.add(c.warnings, c.name);
+  warnings.print(err, results.size());
   const Totals t = totals_of(results, args);
   switch (args.format) {
     case Format::JSON: write_json(results, t, args, out); break;

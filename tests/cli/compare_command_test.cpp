@@ -14,6 +14,9 @@
 namespace trainsim::cli {
 namespace {
 
+// stderr of the commands (warnings, progress): not what these tests look at.
+std::ostringstream err_log;
+
 const std::string SMALL = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/gpt3-6.7b-a100-8.json";
 
 std::filesystem::path temp_dir() {
@@ -39,7 +42,7 @@ std::string variant(const std::filesystem::path& dir, const std::string& name, c
 core::Json compare_json(CompareArgs args) {
   args.format = Format::JSON;
   std::ostringstream out;
-  EXPECT_EQ(compare_command(args, out), 0);
+  EXPECT_EQ(compare_command(args, out, err_log), 0);
   return core::Json::parse(out.str());
 }
 
@@ -75,7 +78,7 @@ TEST(Compare, TwoScenariosSideBySideWithTheirDifference) {
   EXPECT_EQ(row(j, "world_size")["differs"], false);
 
   std::ostringstream table;
-  compare_command({.inputs = {a, b}}, table);
+  compare_command({.inputs = {a, b}}, table, err_log);
   EXPECT_NE(table.str().find("differences vs \"tp2\""), std::string::npos);
   EXPECT_NE(table.str().find("* iteration time (s)"), std::string::npos) << table.str();
   EXPECT_EQ(table.str().find("\033["), std::string::npos) << "no escape codes unless on a terminal";
@@ -127,7 +130,7 @@ TEST(Compare, VaryIsTheCartesianProductAndAFailingConfigurationIsAColumn) {
   EXPECT_TRUE(row(k, "iteration_time_s")["values"][1].is_null());
 
   std::ostringstream table;
-  compare_command({.inputs = {SMALL}, .vary = {"parallelism.tensor=2,4"}}, table);
+  compare_command({.inputs = {SMALL}, .vary = {"parallelism.tensor=2,4"}}, table, err_log);
   EXPECT_NE(table.str().find("FAILED (below)"), std::string::npos);
   EXPECT_NE(table.str().find("tensor=4 cannot run:"), std::string::npos) << table.str();
 }
@@ -157,7 +160,7 @@ TEST(Compare, CsvHasOneValueAndOneDifferencePerConfigurationOnEveryLine) {
   CompareArgs args{.inputs = {SMALL}, .vary = {"parallelism.tensor=2,4,8"}, .overrides = {"parallelism.data=auto"}};
   args.format = Format::CSV;
   std::ostringstream out;
-  ASSERT_EQ(compare_command(args, out), 0);
+  ASSERT_EQ(compare_command(args, out, err_log), 0);
   std::istringstream lines(out.str());
   std::string line;
   std::vector<std::vector<std::string>> table;
@@ -182,7 +185,7 @@ TEST(Compare, TimeToTrainRowsOnlyWhenTheReportsHaveThem) {
 std::string input_error(const CompareArgs& args) {
   std::ostringstream out;
   try {
-    compare_command(args, out);
+    compare_command(args, out, err_log);
   } catch (const ImpossibleScenario& e) {
     return std::string("impossible, not bad input: ") + e.what();
   } catch (const core::InputError& e) {

@@ -9,8 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/cli/compare_command.hpp"
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/scenario.hpp"
+#include "sim/cli/search_command.hpp"
+#include "sim/cli/sweep_command.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/core/gpu_description.hpp"
 #include "sim/engine/compute_model.hpp"
 
@@ -148,6 +152,84 @@ TEST(DescribedGpu, ProfileFittedOnAnotherGpuIsWarnedAbout) {
   // Bundled scenarios (built-in profiles) warn about nothing.
   for (const char* name : {"gpt3-175b-a100-1024.json", "llama3-70b-h100-64.json", "llama3-405b-h100-16384.json"}) {
     EXPECT_TRUE(load_scenario(SCENARIOS + name).warnings.empty()) << name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Item 3 in the commands that run many scenarios: compare, sweep, search and validate print the
+// warning on stderr once (not once per configuration), and say which runs it concerns when not all.
+TEST(DescribedGpu, ManyScenarioCommandsPrintTheProfileWarningOnce) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "trainsim_profile_warning_commands";
+  std::filesystem::create_directories(dir);
+  const std::string profile = (dir / "a100.json").string();
+  std::ofstream(profile) << R"({"schema": "trainsim.profile/1", "fitted_on": {"gpu": "A100-SXM4-80GB"}})";
+  const std::string scenario = SCENARIOS + "gpt3-6.7b-a100-8.json";
+  const std::string warning = "warning: the profile " + profile + " was fitted on A100-SXM4-80GB, not on the scenario's H100-SXM5-80GB";
+  const std::string h100 = "cluster.gpu=H100-SXM5-80GB";
+  const std::string with_profile = "simulation.profile=" + profile;
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+
+  {  // compare: two configurations, both on the H100: one line, no "(in: ...)".
+    std::ostringstream out, err;
+    CompareArgs args{.inputs = {scenario}, .vary = {"training.micro_batch=1,2"}, .overrides = {h100, with_profile}};
+    args.quiet = true;
+    ASSERT_EQ(compare_command(args, out, err), 0);
+    EXPECT_EQ(count(err.str(), warning), 1u) << err.str();
+    EXPECT_EQ(err.str().find("(in: "), std::string::npos) << err.str();
+  }
+  {  // compare: only the H100 column has the mismatch: the line names it.
+    std::ostringstream out, err;
+    CompareArgs args{.inputs = {scenario}, .vary = {"cluster.gpu=A100-SXM4-80GB,H100-SXM5-80GB"}, .overrides = {with_profile}};
+    args.quiet = true;
+    ASSERT_EQ(compare_command(args, out, err), 0);
+    EXPECT_EQ(count(err.str(), warning), 1u) << err.str();
+    EXPECT_NE(err.str().find("(`run --strict-profile` makes this an error) (in: gpu=H100-SXM5-80GB)\n"), std::string::npos)
+        << err.str();
+  }
+  {  // sweep: three points, one line.
+    std::ostringstream out, err;
+    SweepArgs args;
+    args.scenario = scenario;
+    args.overrides = {h100, with_profile};
+    args.ranges = {"training.micro_batch=1,2,4"};
+    args.quiet = true;
+    ASSERT_EQ(sweep_command(args, out, err), 0);
+    EXPECT_EQ(count(err.str(), warning), 1u) << err.str();
+  }
+  {  // search: printed even with --quiet (it is not progress).
+    std::ostringstream out, err;
+    SearchArgs args;
+    args.options.scenario = scenario;
+    args.options.overrides = {h100, with_profile, "model.layers=8", "training.global_batch=32"};
+    args.options.max_micro_batch = 2;
+    args.options.refine = 4;
+    args.options.top = 2;
+    args.options.recheck = false;
+    args.options.quiet = true;
+    args.options.jobs = 1;
+    ASSERT_EQ(search_command(args, out, err), 0);
+    EXPECT_EQ(count(err.str(), warning), 1u) << err.str();
+  }
+  {  // validate: the case's warning, with its name when another case has none.
+    core::Json doc = core::load_json_file(scenario);
+    doc["expect"] = {{"iteration_time_s", 1.0}, {"source", "test"}};
+    std::ofstream(dir / "plain.json") << doc.dump();
+    doc["name"] = "on-h100";
+    doc["cluster"]["gpu"] = "H100-SXM5-80GB";
+    doc["simulation"]["profile"] = profile;
+    std::ofstream(dir / "h100.json") << doc.dump();
+    std::ostringstream out, err;
+    ValidateArgs args;
+    args.paths = {(dir / "plain.json").string(), (dir / "h100.json").string()};
+    args.backend = "analytic";
+    args.quiet = true;
+    validate_command(args, out, err);
+    EXPECT_EQ(count(err.str(), warning), 1u) << err.str();
+    EXPECT_NE(err.str().find("(in: on-h100)"), std::string::npos) << err.str();
   }
   std::filesystem::remove_all(dir);
 }

@@ -10,6 +10,9 @@
 namespace trainsim::cli {
 namespace {
 
+// stderr of the commands (warnings, progress): not what these tests look at.
+std::ostringstream err_log;
+
 const std::string SCENARIO = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/gpt3-6.7b-a100-8.json";
 
 std::vector<core::Json> values(const std::string& assignment) { return parse_sweep_range(assignment).values; }
@@ -45,7 +48,7 @@ core::Json sweep_json(SweepArgs args) {
   args.scenario = SCENARIO;
   args.format = Format::JSON;
   std::ostringstream out;
-  EXPECT_EQ(sweep_command(args, out), 0);
+  EXPECT_EQ(sweep_command(args, out, err_log), 0);
   return core::Json::parse(out.str());
 }
 
@@ -99,7 +102,7 @@ TEST(Sweep, CsvAndTable) {
   args.ranges = {"training.micro_batch=1,3"};
   args.format = Format::CSV;
   std::ostringstream csv;
-  sweep_command(args, csv);
+  sweep_command(args, csv, err_log);
   const std::string c = csv.str();
   EXPECT_EQ(c.substr(0, c.find('\n')),
             "training.micro_batch,gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error");
@@ -107,7 +110,7 @@ TEST(Sweep, CsvAndTable) {
   EXPECT_NE(c.find("\n3,,,,,,"), std::string::npos);
   args.format = Format::TABLE;
   std::ostringstream table;
-  sweep_command(args, table);
+  sweep_command(args, table, err_log);
   EXPECT_NE(table.str().find("2 points, 1 ran"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("100.0%"), std::string::npos);
 }
@@ -118,7 +121,7 @@ TEST(Sweep, BadInputIsAnInputError) {
   std::ostringstream out;
   auto message = [&]() -> std::string {
     try {
-      sweep_command(args, out);
+      sweep_command(args, out, err_log);
     } catch (const core::InputError& e) {
       return e.what();
     }
