@@ -12,6 +12,8 @@
 #include "calibrate/replay_workload.hpp"
 #include "calibrate/trace_set.hpp"
 #include "sim/cli/calibrate_command.hpp"
+#include "sim/cli/cli_options.hpp"
+#include "sim/cli/report_figures.hpp"
 #include "sim/engine/backend.hpp"
 
 namespace trainsim::cli {
@@ -59,6 +61,34 @@ core::Json replay_json(const Replay& r) {
   j["cluster"] = r.traced.cluster.to_json();
   j["simulation"] = {{"backend", r.backend}, {"wall_s", r.wall_s}, {"events", r.result.events}};
   return j;
+}
+
+// A header row and the replay's row: the figures of the table under their JSON names, the
+// breakdown and per-axis communication flattened (compute_s, communication_data_s, ...), the error
+// empty with --scale-data > 1 (there is no measured run at that scale), no wall time (rows from
+// several replays concatenate, and the same traces give the same row).
+std::string replay_csv(const Replay& r) {
+  const core::Json j = replay_json(r);
+  std::vector<std::pair<std::string, const core::Json*>> columns;
+  for (const char* key : {"traced_ranks", "world_size", "scale_data", "iteration", "measured_iteration_time_s",
+                          "iteration_time_s", "error", "critical_rank"}) {
+    columns.emplace_back(key, j.contains(key) ? &j[key] : nullptr);
+  }
+  for (const auto& [part, value] : j["breakdown_s"].items()) columns.emplace_back(part + "_s", &value);
+  for (int a = 0; a < core::AXIS_COUNT; ++a) {
+    const std::string axis(core::to_string(static_cast<core::Axis>(a)));
+    columns.emplace_back("communication_" + axis + "_s", &j["communication_s"][axis]);
+  }
+  for (const auto& [kind, value] : j["tasks"].items()) columns.emplace_back("tasks_" + kind, &value);
+  columns.emplace_back("host_gaps_s", &j["host_gaps_s"]);
+  columns.emplace_back("backend", &j["simulation"]["backend"]);
+  columns.emplace_back("events", &j["simulation"]["events"]);
+  std::string header, row;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    header += (i ? "," : "") + columns[i].first;
+    row += (i ? "," : "") + csv_value(columns[i].second);
+  }
+  return header + "\n" + row + "\n";
 }
 
 std::string replay_table(const Replay& r) {
@@ -125,7 +155,11 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   TRAINSIM_CHECK(std::isfinite(r.result.iteration_time.value()) && r.result.iteration_time.value() > 0,
                  fmt::format("a non-finite or non-positive replayed iteration time ({})", r.result.iteration_time.value()));
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out << (args.format == Format::JSON ? replay_json(r).dump(2) + "\n" : replay_table(r));
+  switch (args.format) {
+    case Format::JSON: out << replay_json(r).dump(2) << "\n"; break;
+    case Format::CSV: out << replay_csv(r); break;
+    case Format::TABLE: out << replay_table(r); break;
+  }
   return 0;
 }
 
@@ -141,10 +175,7 @@ ReplaySubcommand::ReplaySubcommand(CLI::App& app) {
   command_->add_option("--backend", args_.backend, "Simulation backend: simgrid (contention) or analytic")
       ->check(CLI::IsMember({"simgrid", "analytic"}))
       ->default_str("simgrid");
-  command_->add_option("--format", args_.format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
-                                          CLI::ignore_case))
-      ->default_str("table");
+  add_format(command_, args_.format, /*csv=*/true);
 }
 
 std::optional<int> ReplaySubcommand::run(std::ostream& out) const {

@@ -7,12 +7,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "calibrate/kineto_import.hpp"
 #include "calibrate/trace_summary.hpp"
+#include "sim/cli/cli_options.hpp"
+#include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/trace_io.hpp"
 
@@ -130,6 +133,26 @@ int trace_dump_command(const TraceDumpArgs& args, std::ostream& out, std::ostrea
   return 0;
 }
 
+std::string trace_summary_csv(const std::vector<calibrate::RankSummary>& ranks) {
+  std::string s = "rank,section,name,count,time_s,mean_s,share,size_bytes,comm_size,algbw_gb_s,busbw_gb_s\n";
+  for (const calibrate::RankSummary& r : ranks) {
+    for (int c = 0; c < calibrate::TIME_CATEGORY_COUNT; ++c) {
+      const double busy = r.busy[static_cast<size_t>(c)].value();
+      const double window = r.window.value();
+      s += fmt::format("{},category,{},,{},,{},,,,\n", r.rank, calibrate::to_string(static_cast<calibrate::TimeCategory>(c)),
+                       busy, window > 0 ? fmt::format("{}", busy / window) : "");
+    }
+    for (const calibrate::KernelStat& k : r.top_kernels) {
+      s += fmt::format("{},kernel,{},{},{},{},,,,,\n", r.rank, csv_field(k.name), k.count, k.total.value(), k.mean.value());
+    }
+    for (const calibrate::CollectiveStat& c : r.collectives) {
+      s += fmt::format("{},collective,{},{},,{},,{},{},{},{}\n", r.rank, calibrate::collective_name(c.op), c.count,
+                       c.mean.value(), c.size.value(), c.comm_size, c.algbw.value() / 1e9, c.busbw.value() / 1e9);
+    }
+  }
+  return s;
+}
+
 int trace_summary_command(const TraceSummaryArgs& args, std::ostream& out) {
   std::vector<calibrate::RankSummary> ranks;
   for (const std::string& path : core::expand_trace_paths(args.paths)) {
@@ -139,10 +162,10 @@ int trace_summary_command(const TraceSummaryArgs& args, std::ostream& out) {
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const calibrate::RankSummary& a, const calibrate::RankSummary& b) { return a.rank < b.rank; });
-  if (args.format == Format::JSON) {
-    out << calibrate::summary_to_json(ranks).dump(2) << "\n";
-  } else {
-    out << calibrate::format_summary_table(ranks);
+  switch (args.format) {
+    case Format::JSON: out << calibrate::summary_to_json(ranks).dump(2) << "\n"; break;
+    case Format::CSV: out << trace_summary_csv(ranks); break;
+    case Format::TABLE: out << calibrate::format_summary_table(ranks); break;
   }
   return 0;
 }
@@ -170,10 +193,7 @@ TraceSubcommand::TraceSubcommand(CLI::App& app) {
   summary_ = trace_->add_subcommand("summary",
                                     "Per rank: time by category, top kernels, collectives with their bus bandwidth");
   summary_->add_option("paths", summary_args_.paths, "Trace files, or folders of *.trace files")->required();
-  summary_->add_option("--format", summary_args_.format, "Output format: table or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"table", Format::TABLE}, {"json", Format::JSON}},
-                                          CLI::ignore_case))
-      ->default_str("table");
+  add_format(summary_, summary_args_.format, /*csv=*/true);
   summary_->add_option("--top", summary_args_.top, "Kernels listed per rank")->default_str("10");
 
   import_ = trace_->add_subcommand("import-kineto", "Convert PyTorch profiler (Kineto) Chrome traces");

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/trace_summary.hpp"
 #include "sim/cli/commands.hpp"
 
 namespace CLI {
@@ -51,6 +52,14 @@ struct TraceSummaryArgs {
   size_t top = 10;                 // kernels listed per rank
 };
 int trace_summary_command(const TraceSummaryArgs& args, std::ostream& out);
+// `trace summary --format csv`: the three tables of each rank as one long table (rows of several
+// runs concatenate under one header), one row per category, kernel or collective group, with the
+// columns that apply to the row's section filled and the others empty:
+//   rank,section,name,count,time_s,mean_s,share,size_bytes,comm_size,algbw_gb_s,busbw_gb_s
+//   category    name, time_s (busy time), share (of the window; empty for an empty window)
+//   kernel      name, count, time_s (total), mean_s
+//   collective  name (the op), count, mean_s, size_bytes, comm_size, algbw_gb_s, busbw_gb_s
+std::string trace_summary_csv(const std::vector<calibrate::RankSummary>& ranks);
 
 struct TraceImportArgs {
   std::vector<std::string> files;  // Kineto Chrome trace JSON files

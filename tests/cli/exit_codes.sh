@@ -112,6 +112,24 @@ else
   echo "FAIL replay backends disagree: simgrid $simgrid_s s, analytic $analytic_s s"; failures=$((failures + 1))
 fi
 expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
+# --format csv (issue 10 item 5): replay's header and one row of as many fields; trace summary's long
+# table, every row 11 fields (kernel names with commas quoted), one category row per category and rank.
+expect replay-csv 0 "$bin" replay "$tmp/kineto" --backend analytic --format csv
+contains replay-csv "$tmp/out" "traced_ranks,world_size,scale_data,iteration,measured_iteration_time_s,iteration_time_s,error,"
+csv_shape() {  # csv_shape NAME FILE ROWS FIELDS: FILE parses as RFC 4180 into ROWS rows of FIELDS fields each
+  if python3 -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+sys.exit(0 if len(rows) == int(sys.argv[2]) and all(len(r) == int(sys.argv[3]) for r in rows) else 1)' "$2" "$3" "$4"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: $2 is not $3 rows of $4 CSV fields"; head -5 "$2"; failures=$((failures + 1))
+  fi
+}
+csv_shape replay-csv "$tmp/out" 2 25
+expect summary-csv 0 "$bin" trace summary "$tmp/kineto" --format csv
+csv_shape summary-csv "$tmp/out" "$(($(wc -l <"$tmp/out")))" 11
+contains summary-csv "$tmp/out" "1,category,communication,,0.00024,,0.3,,,,"
+contains summary-csv "$tmp/out" "0,collective,all_reduce,2,,0.0001,,2097152,2,20.97152,20.97152"
 
 # issue 17: calibrate on the shape-less Kineto fixtures fits nothing (exit 3, each reason on stderr,
 # no profile written); on the example recorded with shapes it fits GEMMs, attention and bandwidth.
