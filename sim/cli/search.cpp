@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <fmt/format.h>
 #include <regex>
 #include <thread>
@@ -108,6 +109,7 @@ Figures figures_of(const core::Json& report) {
   f.peak_memory_bytes = report["memory"]["peak_bytes_per_gpu"].get<double>();
   f.fits = report["memory"]["fits"].get<bool>();
   f.breakdown_s = report["breakdown_s"];
+  if (report.contains("goodput")) f.goodput = report["goodput"].get<double>();
   return f;
 }
 
@@ -236,6 +238,7 @@ Layout Layout::from_json(const core::Json& j) {
 core::Json Figures::to_json() const {
   core::Json j = {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu},
                   {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
+  if (goodput) j["goodput"] = *goodput;
   if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
   return j;
 }
@@ -248,6 +251,7 @@ Figures Figures::from_json(const core::Json& j) {
   f.peak_memory_bytes = j.at("peak_bytes_per_gpu").get<double>();
   f.fits = j.at("fits").get<bool>();
   f.breakdown_s = j.at("breakdown_s");
+  if (j.contains("goodput")) f.goodput = j.at("goodput").get<double>();
   f.fingerprint = j.value("workload_fingerprint", "");
   return f;
 }
@@ -493,7 +497,7 @@ Scenario Search::scenario_of(const Layout& l) const {
   return s;
 }
 
-double Search::objective_value(const Layout& l, double time) const {
+double Search::objective_value(const Layout& l, double time, double goodput) const {
   const auto v = std::find_if(variants_.begin(), variants_.end(),
                               [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
@@ -502,16 +506,19 @@ double Search::objective_value(const Layout& l, double time) const {
     case Objective::ITERATION_TIME: return time;
     case Objective::TOKENS_PER_S: return tokens / time;
     case Objective::MFU: return v->model_flops / time / l.gpus / v->peak_flops;
-    case Objective::TIME_TO_TRAIN: return time_to_train(v->base, time)->days;
-    case Objective::COST: return *time_to_train(v->base, time)->cost;
-    case Objective::TOKENS_PER_DOLLAR: return tokens / time / (l.gpus * *v->base.cluster.price_per_gpu_hour / 3600.0);
+    case Objective::TIME_TO_TRAIN:
+      return goodput > 0 ? time_to_train(v->base, time)->days / goodput : std::numeric_limits<double>::infinity();
+    case Objective::COST:
+      return goodput > 0 ? *time_to_train(v->base, time)->cost / goodput : std::numeric_limits<double>::infinity();
+    case Objective::TOKENS_PER_DOLLAR:
+      return goodput * tokens / time / (l.gpus * *v->base.cluster.price_per_gpu_hour / 3600.0);
   }
   TRAINSIM_CHECK(false, "unknown objective");
   return 0;
 }
 
-double Search::score(const Layout& l, double time) const {
-  const double value = objective_value(l, time);
+double Search::score(const Layout& l, double time, double goodput) const {
+  const double value = objective_value(l, time, goodput);
   const bool lower_is_better = options_.objective == Objective::ITERATION_TIME ||
                                options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
   return lower_is_better ? value : -value;
@@ -643,6 +650,12 @@ SearchResult Search::evaluate() const {
       const Prediction p = predict(sc, "analytic");
       pool[i].analytic = figures_of(report_json(sc, p));
       pool[i].analytic->fingerprint = timing_fingerprint(sc, p.built.workload);
+      if (p.resilience) {
+        // The goodput also depends on the checkpoint's shards, which the workload does not show.
+        const models::CheckpointSize& z = p.resilience->size;
+        pool[i].analytic->fingerprint +=
+            fmt::format("|checkpoint {} {} {}", z.per_writer.value(), z.writers, z.writing_nodes);
+      }
       refine_bar.advance();
     });
     refine_bar.finish();
@@ -689,7 +702,9 @@ void Search::rank(SearchResult& result) const {
     if (a.analytic.has_value() != b.analytic.has_value()) return a.analytic.has_value();
     const double ta = a.analytic ? a.analytic->iteration_time_s : a.estimate.iteration_time_s;
     const double tb = b.analytic ? b.analytic->iteration_time_s : b.estimate.iteration_time_s;
-    return better(score(a.layout, ta), a.layout.index, score(b.layout, tb), b.layout.index);
+    const double ga = a.analytic ? a.analytic->goodput.value_or(1) : 1;
+    const double gb = b.analytic ? b.analytic->goodput.value_or(1) : 1;
+    return better(score(a.layout, ta, ga), a.layout.index, score(b.layout, tb, gb), b.layout.index);
   });
   result.ranked = std::move(kept);
   if (result.ranked.empty() && !result.interrupted) {
@@ -754,8 +769,8 @@ void Search::recheck(SearchResult& result) const {
   std::stable_sort(result.ranked.begin(), end, [&](const Evaluated& a, const Evaluated& b) {
     if (a.simgrid.has_value() != b.simgrid.has_value()) return a.simgrid.has_value();
     if (!a.simgrid) return false;
-    return better(score(a.layout, a.simgrid->iteration_time_s), a.layout.index, score(b.layout, b.simgrid->iteration_time_s),
-                  b.layout.index);
+    return better(score(a.layout, a.simgrid->iteration_time_s, a.simgrid->goodput.value_or(1)), a.layout.index,
+                  score(b.layout, b.simgrid->iteration_time_s, b.simgrid->goodput.value_or(1)), b.layout.index);
   });
 }
 

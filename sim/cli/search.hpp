@@ -90,6 +90,9 @@ struct Figures {
   double peak_memory_bytes = 0;
   bool fits = true;
   core::Json breakdown_s;  // the report's breakdown_s
+  // The report's goodput (training.checkpoint given: the expected share of wall time that trains,
+  // with checkpoint stalls and failures, docs/resilience.md); absent without checkpoints.
+  std::optional<double> goodput;
   // Analytic figures: the workload's timing fingerprint with the cluster, simulation settings and
   // profile ("" when unknown). Layouts with equal fingerprints simulate to the same time, so the
   // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).
@@ -144,9 +147,13 @@ class Search {
   // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
   Scenario scenario_of(const Layout& layout) const;
   // The objective's value (lower is better) of figures for a layout.
-  double score(const Layout& layout, double iteration_time_s) const;
-  // The objective's value as shown (seconds, tokens/s, MFU, ...).
-  double objective_value(const Layout& layout, double iteration_time_s) const;
+  double score(const Layout& layout, double iteration_time_s, double goodput = 1) const;
+  // The objective's value as shown (seconds, tokens/s, MFU, ...). time_to_train, cost and
+  // tokens_per_dollar are expected values over the whole run: with `goodput` < 1 (Figures::goodput:
+  // checkpoints and failures) the wall time is the failure-free one / goodput, as the report's
+  // time_to_train.with_failures; a goodput of 0 (a run that never ends) is the worst value.
+  // iteration_time, tokens_per_s and mfu are steady-state figures and ignore it.
+  double objective_value(const Layout& layout, double iteration_time_s, double goodput = 1) const;
 
   struct Variant;
   struct Shape;

@@ -57,6 +57,12 @@ double time_of(const Evaluated& e) {
   return f ? f->iteration_time_s : e.estimate.iteration_time_s;
 }
 
+// The objective of a candidate on the figures it is ranked on (the estimate has no goodput: 1).
+double objective_of(const Search& s, const Evaluated& e) {
+  const Figures* f = best_figures(e);
+  return s.objective_value(e.layout, time_of(e), f ? f->goodput.value_or(1) : 1);
+}
+
 std::vector<std::pair<std::string, double>> breakdown_rows(const Figures& f) {
   std::vector<std::pair<std::string, double>> rows;
   const core::Json& b = f.breakdown_s;
@@ -73,7 +79,7 @@ std::vector<std::pair<std::string, double>> breakdown_rows(const Figures& f) {
 }
 
 std::string objective_text(const Search& s, const Evaluated& e) {
-  const double v = s.objective_value(e.layout, time_of(e));
+  const double v = objective_of(s, e);
   switch (s.options().objective) {
     case Objective::MFU: return fmt::format("{:.1f}%", 100 * v);
     case Objective::TOKENS_PER_S: return fmt::format("{:.0f}", v);
@@ -98,7 +104,7 @@ core::Json result_json(const Search& s, const SearchResult& r) {
     core::Json c;
     c["rank"] = i + 1;
     c["layout"] = e.layout.to_json();
-    c["objective"] = s.objective_value(e.layout, time_of(e));
+    c["objective"] = objective_of(s, e);
     c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
     if (e.analytic) c["analytic"] = e.analytic->to_json();
     if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
@@ -111,19 +117,19 @@ core::Json result_json(const Search& s, const SearchResult& r) {
 std::string result_csv(const Search& s, const SearchResult& r) {
   std::string out =
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
-      "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective\n";
+      "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput\n";
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
     const Layout& l = e.layout;
     const Figures* f = best_figures(e);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
                        e.estimate.iteration_time_s, e.analytic ? fmt::format("{}", e.analytic->iteration_time_s) : "",
                        e.simgrid ? fmt::format("{}", e.simgrid->iteration_time_s) : "",
                        f ? fmt::format("{}", f->tokens_per_s) : "", f ? fmt::format("{}", f->mfu) : "",
                        f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes, f ? (f->fits ? "true" : "false") : "",
-                       s.objective_value(l, time_of(e)));
+                       objective_of(s, e), f && f->goodput ? fmt::format("{}", *f->goodput) : "");
   }
   return out;
 }
@@ -149,20 +155,27 @@ std::string result_table(const Search& s, const SearchResult& r) {
                        : ""));
   line("");
   const bool many_types = o.gpu_types.size() > 1;
-  line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9} {:>12}", "rank", "gpus",
-                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s", "tokens/s",
-                   "MFU", "mem_GiB", to_string(o.objective)));
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(o.top));
+  // With training.checkpoint every refined candidate has a goodput: a column (the objective uses it).
+  bool goodputs = false;
+  for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (best_figures(r.ranked[i]) && best_figures(r.ranked[i])->goodput);
+  line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
+                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s", "tokens/s",
+                   "MFU", "mem_GiB", goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
   for (size_t i = 0; i < shown; ++i) {
     const Evaluated& e = r.ranked[i];
     const Figures* f = best_figures(e);
-    line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9.1f} {:>12}", i + 1, e.layout.gpus,
+    const std::string goodput = !goodputs ? ""
+                                : f && f->goodput ? fmt::format(" {:>7.2f}%", 100 * *f->goodput)
+                                                  : fmt::format(" {:>8}", "-");
+    line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9.1f}{} {:>12}", i + 1, e.layout.gpus,
                      many_types ? fmt::format(" {:<16}", e.layout.gpu) : "", e.layout.describe(),
                      e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
                                 : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
                      e.simgrid ? fmt::format("{:.4f}", e.simgrid->iteration_time_s) : "-",
                      f ? fmt::format("{:.0f}", f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
-                     (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, objective_text(s, e)));
+                     (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, goodput,
+                     objective_text(s, e)));
   }
   if (!r.rejected.empty()) {
     line("");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -219,6 +220,48 @@ TEST(Search, ExplodingSpacesNeedYes) {
   }
   o.yes = true;
   EXPECT_GT(Search(o).candidate_count(), MAX_CANDIDATES);
+}
+
+// Issue 13: with checkpoints and failures in the scenario, time_to_train and cost rank on the
+// expected run (failure-free days / goodput, the report's time_to_train.with_failures), and the
+// goodput of each refined layout is the one `run` reports for it.
+TEST(Search, TimeToTrainWithCheckpointsRanksOnTheExpectedRunWithFailures) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + "gpt3-6.7b-a100-8.json";
+  // A node failing every 2 h and a slow file system: goodput well below 1 (86%).
+  o.overrides = {"model.layers=8", "training.global_batch=32", "training.tokens=1e9",
+                 R"(training.checkpoint={"interval": "auto", "mode": "sync", "sharding": "data-parallel"})",
+                 R"(cluster.storage={"parallel_fs": {"write_bandwidth": "2 GB/s", "read_bandwidth": "2 GB/s"}})",
+                 R"(cluster.reliability={"node_mtbf": "2 h"})"};
+  o.objective = Objective::TIME_TO_TRAIN;
+  o.max_micro_batch = 2;
+  o.refine = 6;
+  o.recheck = false;
+  o.fits = false;
+  o.quiet = true;
+  const Search search(o);
+  SearchResult r = search.evaluate();
+  search.rank(r);
+  ASSERT_GE(r.ranked.size(), 2u);
+  double previous = 0;
+  for (const Evaluated& e : r.ranked) {
+    if (!e.analytic) continue;
+    ASSERT_TRUE(e.analytic->goodput.has_value()) << e.layout.describe();
+    const double g = *e.analytic->goodput;
+    EXPECT_GT(g, 0);
+    EXPECT_LT(g, 0.999) << e.layout.describe();
+    const Scenario sc = search.scenario_of(e.layout);
+    const core::Json report = report_json(sc, predict(sc, "analytic"));
+    EXPECT_DOUBLE_EQ(report["goodput"].get<double>(), g);
+    const double expected_days = report["time_to_train"]["with_failures"]["days"].get<double>();
+    const double objective = search.objective_value(e.layout, e.analytic->iteration_time_s, g);
+    EXPECT_NEAR(objective, expected_days, 1e-12 * expected_days) << e.layout.describe();
+    EXPECT_GT(objective, search.objective_value(e.layout, e.analytic->iteration_time_s)) << "failures cost time";
+    EXPECT_GE(objective, previous) << "ranked best (fewest expected days) first";
+    previous = objective;
+  }
+  // A run that never ends (goodput 0) is the worst time, not a division by zero.
+  EXPECT_EQ(search.objective_value(r.ranked[0].layout, 1.0, 0.0), std::numeric_limits<double>::infinity());
 }
 
 }  // namespace
