@@ -27,8 +27,11 @@
 // Symmetry. With options.use_symmetry, an axis counts as symmetric when the workload says so
 // (Workload::symmetric_axes) and translating ranks along it maps nodes onto nodes (gpus_per_node
 // divides the axis's rank stride, or the axis's whole span fits in a node); otherwise the placement
-// would make mirrored ranks see different costs. Only ranks whose coordinate is 0 on every symmetric
-// axis are simulated. A collective over symmetric axes only completes at its representative's ready
+// would make mirrored ranks see different costs. An axis of which each node holds q = gpus_per_node
+// / stride consecutive coordinates, and whose span covers whole nodes, is symmetric with period q:
+// shifts by multiples of q map nodes onto nodes (TP2 CP2 DP256 on nodes of 8: data-parallel
+// coordinates 0 and 1 stand for all 256). Only ranks whose coordinate on every symmetric axis is
+// below its period (0 for most axes) are simulated. A collective over symmetric axes only completes at its representative's ready
 // time + cost; one that spans other axes waits for its simulated members. A send/recv to a mirrored
 // rank is matched against the representative's own mirrored receive/send. The result equals the
 // one without symmetry.

@@ -19,16 +19,26 @@ RankTable::RankTable(const core::Workload& workload, const network::ClusterConfi
   resolve_channels();
 }
 
-// Declared symmetric, and translating along the axis maps nodes onto nodes: the axis's rank stride
-// is a multiple of the node size, or its whole span fits in a node.
+// Declared symmetric, and translating along the axis maps nodes onto nodes: any shift when the axis's
+// rank stride is a multiple of the node size or its whole span fits in a node; shifts by multiples
+// of g / stride when a node holds g / stride consecutive coordinates of an axis whose span covers
+// whole nodes (data-parallel ranks 4 apart on nodes of 8: a shift by 2 moves node n onto node n+1,
+// a shift by 1 would split it).
 void RankTable::choose_symmetric_axes(bool use_symmetry) {
+  period_.fill(1);
   if (!use_symmetry) return;
-  const int g = cluster_.gpus_per_node;
-  int stride = 1;
+  const int64_t g = cluster_.gpus_per_node;
+  int64_t stride = 1;
   for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
-    const int size = w_.layout.sizes()[a];
-    const bool node_aligned = stride % g == 0 || g % (stride * size) == 0;
-    symmetric_[a] = w_.symmetric_axes[a] && size > 1 && node_aligned;
+    const int64_t size = w_.layout.sizes()[a];
+    int64_t period = 0;  // none
+    if (stride % g == 0 || g % (stride * size) == 0) {
+      period = 1;
+    } else if (g % stride == 0 && (stride * size) % g == 0) {
+      period = g / stride;
+    }
+    symmetric_[a] = w_.symmetric_axes[a] && period > 0 && period < size;
+    if (symmetric_[a]) period_[a] = static_cast<int>(period);
     stride *= size;
   }
   for (const core::GroupKind& k : w_.groups) {
@@ -43,7 +53,8 @@ int RankTable::representative(int rank) const {
   for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
     if (!symmetric_[a]) continue;
     const Axis axis = static_cast<Axis>(a);
-    rank = w_.layout.peer(rank, axis, -w_.layout.coord(rank, axis));
+    const int coord = w_.layout.coord(rank, axis);
+    rank = w_.layout.peer(rank, axis, coord % period_[a] - coord);
   }
   return rank;
 }
@@ -55,7 +66,7 @@ std::vector<std::vector<int>> RankTable::images(const std::vector<int>& ranks,
     const Axis axis = static_cast<Axis>(a);
     if (!symmetric_[a] || std::find(own_axes.begin(), own_axes.end(), axis) != own_axes.end()) continue;
     const size_t n = out.size();
-    for (int shift = 1; shift < w_.layout.size(axis); ++shift) {
+    for (int shift = period_[a]; shift < w_.layout.size(axis); shift += period_[a]) {
       for (size_t i = 0; i < n; ++i) {
         std::vector<int> image = out[i];
         for (int& r : image) r = w_.layout.peer(r, axis, shift);
@@ -120,7 +131,8 @@ std::pair<int, int> RankTable::canonical_pair(int sender, int receiver) const {
   for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
     if (!symmetric_[a]) continue;
     const Axis axis = static_cast<Axis>(a);
-    const int shift = -w_.layout.coord(sender, axis);
+    const int coord = w_.layout.coord(sender, axis);
+    const int shift = coord % period_[a] - coord;
     sender = w_.layout.peer(sender, axis, shift);
     receiver = w_.layout.peer(receiver, axis, shift);
   }

@@ -45,10 +45,15 @@ class RankTable {
   uint32_t slot_of(int rank) const { return slot_of_rank_[static_cast<size_t>(rank)]; }
   // The simulated rank that stands for `rank` (itself when simulated).
   int representative(int rank) const;
-  // Whether ranks are mirrored along `axis` (only coordinate 0 is simulated).
+  // Whether ranks are mirrored along `axis` (only coordinates below period(axis) are simulated).
   bool symmetric(core::Axis axis) const { return symmetric_[static_cast<size_t>(axis)]; }
+  // The shifts along a symmetric axis that map nodes onto nodes are the multiples of its period: 1
+  // for most axes, g / stride for an axis of which a node of g GPUs holds several coordinates (see
+  // executor.hpp). 1 for an axis that is not symmetric.
+  int period(core::Axis axis) const { return period_[static_cast<size_t>(axis)]; }
   // The mirror images of a call among `ranks` (a communicator, or a sender and its receiver): every
-  // translate of `ranks` along the symmetric axes other than `own_axes`, the identity first. Mirrored
+  // translate of `ranks` by multiples of the period along the symmetric axes other than `own_axes`,
+  // the identity first. Mirrored
   // ranks make these calls at the instant the representative makes its own; a translate along one
   // of `own_axes` is the call itself (a communicator spanning that axis).
   std::vector<std::vector<int>> images(const std::vector<int>& ranks, const std::vector<core::Axis>& own_axes) const;
@@ -70,6 +75,7 @@ class RankTable {
   const network::ClusterConfig& cluster_;
   const std::vector<ProgramPlan>& plans_;
   std::array<bool, core::AXIS_COUNT> symmetric_{};
+  std::array<int, core::AXIS_COUNT> period_{};
   std::vector<uint32_t> slot_of_rank_;
   std::vector<SimulatedRank> ranks_;  // ascending
   size_t end_slots_ = 0;

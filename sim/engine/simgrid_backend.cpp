@@ -64,6 +64,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       for (int r : options_.timeline_ranks) traced_[static_cast<size_t>(r)] = 1;
     }
     choose_rail_axes();
+    for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+      periodic_ = periodic_ || executor_.table().period(static_cast<core::Axis>(a)) > 1;
+    }
   }
 
   SimulationResult run() {
@@ -206,6 +209,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // less those that cannot share a link with anything simulated: for a call across nodes, its images
   // along rail axes (above); for a call inside one node, its mirrors in other nodes, which run on
   // those nodes' own links that carry nothing but mirrored traffic (its same-node mirrors are kept).
+  // Not with a periodic axis (RankTable::period > 1): the simulated ranks' calls along it cross other
+  // nodes' own links (a data-parallel ring from GPU 0 to GPU 4 of node 1), so every mirror is kept.
   std::vector<std::vector<int>> mirrored_calls(const std::vector<int>& ranks, std::vector<core::Axis> own_axes) const {
     const int node = topology_.node_of(ranks.front());
     auto in_node = [&](const std::vector<int>& call) {
@@ -216,7 +221,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     // which may share NVLink ports with it.
     if (!local) own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
     std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
-    if (local) {
+    if (local && !periodic_) {
       images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
                    images.end());
     }
@@ -254,7 +259,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // One flow between the rank's GPU and its node's host memory or NVMe drives (a COPY task), and one
   // per mirror image of the rank in its node: the copies of the node's other GPUs that symmetry does
   // not simulate run at the same instants and share the node's host links (images in other nodes
-  // use other nodes' links and are left out).
+  // use other nodes' links and are left out, except with a periodic axis: mirrored_calls).
   const ScheduleFlows& copy_flows(int rank, const Task& t) {
     const auto key = std::make_tuple(rank, static_cast<int>(t.copy), t.bytes);
     auto it = copies_.find(key);
@@ -317,6 +322,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   Executor executor_;
   std::vector<std::vector<int>> members_;  // by meeting: the group's ranks (collectives)
   std::vector<core::Axis> rail_axes_;      // symmetric axes whose images run on rails of their own
+  bool periodic_ = false;                   // a symmetric axis has a period > 1: keep remote images
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
   uint64_t next_order_ = 0;
   std::vector<InFlight> in_flight_;  // by platform batch id

@@ -242,6 +242,32 @@ TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
   }
 }
 
+// Symmetry with a period (TP2 DP4 PP2 on 4 nodes of 4 GPUs): each node holds two data-parallel
+// coordinates of one stage, so data coordinates 0 and 1 are simulated and the shift by 2 mirrors
+// them onto the other node of their stage. Their data-parallel rings cross nodes and share the NICs
+// with the mirrored tensor groups' and stages' traffic: still the full simulation's result.
+TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
+  const network::ClusterConfig cluster = testing::make_cluster(4, 4, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    SimulationOptions full = ring_options(f);
+    SimulationOptions mirrored = full;
+    mirrored.use_symmetry = true;
+    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, full);
+    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored);
+    const double t = a.iteration_time.value();
+    EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
+    for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
+      EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
+    }
+    EXPECT_NEAR(b.breakdown.exposed_comm_total().value(), a.breakdown.exposed_comm_total().value(), 1e-6 * t);
+    EXPECT_EQ(a.simulated_ranks, 16);
+    EXPECT_EQ(b.simulated_ranks, 4);
+    EXPECT_LE(b.network_flows, a.network_flows);
+  }
+}
+
 // The same job on a rail-optimized fabric (one NIC per GPU, rail k joining the k-th GPU of every
 // node): the tensor-parallel mirrors of every inter-node call run on the other rail, which shares no
 // link with the representatives' rail, so they are left out. Still the full simulation's result, with

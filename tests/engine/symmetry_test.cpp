@@ -75,6 +75,21 @@ TEST(Symmetry, AxesWhoseTranslationSplitsNodesAreSimulatedInFull) {
   expect_identical(with, without);
 }
 
+TEST(Symmetry, AnAxisSplitAcrossNodesIsSymmetricWithAPeriod) {
+  // tp=2, dp=4, pp=2 on 4 nodes of 4: each node holds data-parallel coordinates 2k and 2k+1 of one
+  // stage; a shift along data by 2 maps node n onto node n+1, a shift by 1 would split it. So data
+  // coordinates 0 and 1 stand for all four, and their mirrors carry the traffic of the others.
+  const core::Workload w = hybrid_workload(2, 4, 2, 3);
+  const network::ClusterConfig cluster = make_cluster(4, 4, 300e9, 25e9, 3e-6);
+  const std::vector<int> timeline = {0, 2, 7, 13};  // representatives (0, 2) and mirrored ranks
+  const SimulationResult with = run(w, cluster, true, timeline);
+  const SimulationResult without = run(w, cluster, false, timeline);
+  EXPECT_EQ(with.simulated_ranks, 4) << "tensor 0 x data 0,1 x pipeline 0,1";
+  EXPECT_EQ(without.simulated_ranks, 16);
+  EXPECT_GT(with.comm_time[static_cast<size_t>(Axis::DATA)].value(), 0);
+  expect_identical(with, without);
+}
+
 TEST(Symmetry, SendsAlongASymmetricAxisMatchTheirMirrors) {
   // A context-parallel ring: each rank computes, sends to its successor and receives from its
   // predecessor (on separate streams), then all-reduces over the ring.
