@@ -221,10 +221,6 @@ void print_csv(std::ostream& out, const std::vector<engine::CollectiveResult>& r
   }
 }
 
-// The most flows a step-fidelity collective may run: about a minute of SimGrid at its best rate, and a
-// few GB (../shared/SIMGRID-NOTES.md: budget ~1e7 flows per simulation).
-constexpr uint64_t STEP_FLOW_BUDGET = 20'000'000;
-
 // A forced algorithm that cannot run the op on the group is an input error (the closed form would
 // fall back to the ring, as NCCL does, and print a result under another name).
 void check_algorithm_applies(const engine::CollectiveRequest& request, const network::ClusterConfig& cluster,
@@ -281,13 +277,13 @@ int collective_command(const CollectiveArgs& args, std::ostream& out) {
   check_algorithm_applies(request, setup.cluster, ranks);
   if (request.fidelity == engine::Fidelity::STEP) {
     const uint64_t flows = engine::step_flows_lower_bound(request, setup.cluster, setup.profile);
-    if (flows > STEP_FLOW_BUDGET) {
+    if (flows > engine::STEP_FLOW_BUDGET) {
       throw InputError::expected(
           "--fidelity", "",
           fmt::format("a step-fidelity run of at most {:.0e} flows (SimGrid runs 0.05-0.5 million flows per "
                       "CPU-second, fewer the more are in flight): use --fidelity flow, fewer GPUs or another "
                       "--algorithm",
-                      static_cast<double>(STEP_FLOW_BUDGET)),
+                      static_cast<double>(engine::STEP_FLOW_BUDGET)),
           fmt::format("step for {} GPUs, at least {} flows ({:.0f} to {:.0f} CPU-minutes at those rates, and "
                       "gigabytes of memory)",
                       ranks, flows, std::ceil(static_cast<double>(flows) / 0.5e6 / 60),

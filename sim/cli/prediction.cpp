@@ -8,6 +8,7 @@
 
 #include "models/checkpoint.hpp"
 #include "sim/cli/time_to_train.hpp"
+#include "sim/engine/collective_simulation.hpp"
 #include "sim/engine/compute_model.hpp"
 #include "sim/engine/host_model.hpp"
 
@@ -134,6 +135,22 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
+  if (p.backend == "simgrid" && options.fidelity == engine::Fidelity::STEP) {
+    // Step fidelity turns every collective into all of its algorithm's transfers: refuse a run that
+    // would not end in minutes before it starts (the collective command's budget).
+    const double flows = engine::step_flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
+    if (flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
+      throw core::InputError::expected(
+          scenario.file, "/simulation/fidelity",
+          fmt::format("a step-fidelity simulation of at most {:.0e} flows (SimGrid runs 0.05-0.5 million flows per "
+                      "CPU-second): use \"flow\" (the default: contention at one flow per algorithm edge) or a "
+                      "smaller job",
+                      static_cast<double>(engine::STEP_FLOW_BUDGET)),
+          fmt::format("\"step\" for {} GPUs, at least {:.3g} flows per iteration ({:.0f} to {:.0f} CPU-minutes at "
+                      "those rates)",
+                      scenario.cluster.world_size(), flows, std::ceil(flows / 0.5e6 / 60), std::ceil(flows / 0.05e6 / 60)));
+    }
+  }
   p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
   // Inputs are bounded (physical ranges, training sizes), so a non-finite time is a bug, never a prediction.
   TRAINSIM_CHECK(std::isfinite(p.iteration_time_s()) && p.iteration_time_s() > 0,

@@ -6,12 +6,15 @@
 #include <bit>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 #include <fmt/format.h>
 
 #include "network/topology.hpp"
 #include "sim/core/error.hpp"
+#include "sim/engine/program_plan.hpp"
+#include "sim/engine/rank_table.hpp"
 #include "sim/engine/schedule_flows.hpp"
 #include "sim/engine/simgrid_platform.hpp"
 
@@ -174,6 +177,32 @@ void fill_bandwidths(CollectiveResult& r, core::CollectiveOp op, int ranks) {
 
 }  // namespace
 
+namespace {
+
+// The step-fidelity flows of one call of `op` on `group` with `algorithm` (resolved): per edge of the
+// algorithm (network::flow_edges), its bytes over a member's share of the buffer, or its steps for
+// the schedules that send fewer, larger pieces.
+double call_step_flows(core::CollectiveOp op, network::Algorithm a, Bytes size, const network::GroupView& group,
+                       const network::ClusterConfig& cluster) {
+  if (group.size() <= 1) return 0;
+  // Most schedules cut the buffer into shares of at most size/n (rings, the hierarchies, CollNet,
+  // halving-doubling, direct); a flat tree, a chain and a flat switch reduction send fewer, larger
+  // pieces, counted once per step.
+  const network::GroupPlacement placement = network::GroupPlacement::of(group.ranks, cluster);
+  const bool chain = a == network::Algorithm::RING && (op == core::CollectiveOp::BROADCAST || op == core::CollectiveOp::REDUCE);
+  const bool flat_tree = a == network::Algorithm::TREE && !network::tree_is_hierarchical(op, placement);
+  const bool flat_switch =
+      a == network::Algorithm::NVLS || (a == network::Algorithm::IN_NETWORK && !network::collnet_applies(op, placement));
+  const double share = size.value() / group.size();
+  double flows = 0;
+  for (const network::FlowEdge& e : network::flow_edges(op, a, size, group)) {
+    flows += chain || flat_tree || flat_switch || share <= 0 ? e.steps : std::max<double>(e.steps, std::floor(e.bytes / share));
+  }
+  return std::min(flows, 1e18);
+}
+
+}  // namespace
+
 uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network::ClusterConfig& cluster,
                                 const core::Profile& profile) {
   const network::Topology topology = network::Topology::build(cluster);
@@ -186,23 +215,40 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
     const network::Algorithm a = request.algorithm == network::Algorithm::AUTO
                                      ? network::choose_algorithm(request.op, size, group, cluster, profile.network)
                                      : request.algorithm;
-    // Most schedules cut the buffer into shares of at most size/n (rings, the hierarchies, CollNet,
-    // halving-doubling, direct); a flat tree, a chain and a flat switch reduction send fewer, larger
-    // pieces, counted once per step.
-    const network::GroupPlacement placement = network::GroupPlacement::of(group.ranks, cluster);
-    const bool chain = a == network::Algorithm::RING &&
-                       (request.op == core::CollectiveOp::BROADCAST || request.op == core::CollectiveOp::REDUCE);
-    const bool flat_tree = a == network::Algorithm::TREE && !network::tree_is_hierarchical(request.op, placement);
-    const bool flat_switch = a == network::Algorithm::NVLS ||
-                             (a == network::Algorithm::IN_NETWORK && !network::collnet_applies(request.op, placement));
-    const double share = size.value() / group.size();
-    double flows = 0;
-    for (const network::FlowEdge& e : network::flow_edges(request.op, a, size, group)) {
-      flows += chain || flat_tree || flat_switch || share <= 0 ? e.steps : std::max<double>(e.steps, std::floor(e.bytes / share));
-    }
-    most = std::max(most, static_cast<uint64_t>(std::min(flows, 1e18)));
+    most = std::max(most, static_cast<uint64_t>(call_step_flows(request.op, a, size, group, cluster)));
   }
   return most;
+}
+
+double step_flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
+                              const core::Profile& profile, const SimulationOptions& options) {
+  std::vector<ProgramPlan> plans;
+  for (const core::Program& p : workload.programs) plans.push_back(plan_program(p, workload, cluster, profile.device));
+  const RankTable table(workload, cluster, plans, options.use_symmetry);
+  const network::Topology topology = network::Topology::build(cluster);
+  std::map<std::tuple<uint32_t, core::CollectiveOp, double>, double> per_call;  // by (meeting, op, bytes)
+  double total = 0;
+  for (const SimulatedRank& sr : table.ranks()) {
+    for (const core::Task& t : workload.programs[sr.program].tasks) {
+      if (t.kind != core::TaskKind::COLLECTIVE) continue;
+      const uint32_t meeting = table.group_meeting(sr.group_base + t.group);
+      const auto key = std::make_tuple(meeting, t.collective, t.bytes);
+      auto it = per_call.find(key);
+      if (it == per_call.end()) {
+        const network::GroupView group{workload.groups[t.group].ranks_of(workload.layout, sr.rank), &topology};
+        // The algorithm as the SimGrid backend picks it: the forced one where it applies, else AUTO's.
+        network::Algorithm a = options.algorithm;
+        const std::vector<network::Algorithm> usable = network::algorithms_for(t.collective, group);
+        if (a == network::Algorithm::AUTO || std::find(usable.begin(), usable.end(), a) == usable.end()) {
+          a = network::choose_algorithm(t.collective, Bytes(t.bytes), group, cluster, profile.network);
+        }
+        it = per_call.emplace(key, call_step_flows(t.collective, a, Bytes(t.bytes), group, cluster)).first;
+      }
+      // Each simulated member of the call arrives once: the call's flows, shared among them.
+      total += it->second / table.meetings()[meeting].expected;
+    }
+  }
+  return total;
 }
 
 // Wall-clock phases for CollectiveRequest::timings.

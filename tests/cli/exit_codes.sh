@@ -112,6 +112,15 @@ else
   echo "FAIL replay backends disagree: simgrid $simgrid_s s, analytic $analytic_s s"; failures=$((failures + 1))
 fi
 expect replay-bad-backend 2 "$bin" replay "$tmp/kineto" --backend simgird
+# issue 12: run at step fidelity is refused up front when its collectives alone need more than 2e7
+# flows (GPT-3 175B with ZeRO-3 over 256 data-parallel ranks: at least 1.53e8), not after minutes.
+expect run-step-too-large 2 timeout 20 "$bin" run "$src/scenarios/gpt3-175b-a100-1024.json" --set parallelism.tensor=2 \
+  --set parallelism.pipeline=1 --set parallelism.data=256 --set parallelism.context=2 --set training.micro_batch=3 \
+  --set parallelism.sequence_parallel=true --set parallelism.zero_stage=3 --set 'parallelism.stage_layers=[96]' \
+  --set simulation.fidelity=step
+contains run-step-too-large "$tmp/err" "/simulation/fidelity: expected a step-fidelity simulation of at most 2e+07 flows"
+contains run-step-too-large "$tmp/err" 'found "step" for 1024 GPUs, at least 1.53e+08 flows per iteration'
+
 # --format csv (issue 10 item 5): replay's header and one row of as many fields; trace summary's long
 # table, every row 11 fields (kernel names with commas quoted), one category row per category and rank.
 expect replay-csv 0 "$bin" replay "$tmp/kineto" --backend analytic --format csv

@@ -12,6 +12,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
+#include "sim/engine/collective_simulation.hpp"
 #include "tests/engine/fixtures.hpp"
 
 namespace trainsim::engine {
@@ -265,6 +266,27 @@ TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
     EXPECT_EQ(a.simulated_ranks, 16);
     EXPECT_EQ(b.simulated_ranks, 4);
     EXPECT_LE(b.network_flows, a.network_flows);
+  }
+}
+
+// The step-fidelity bound `run` checks before simulating (sim/cli refuses above STEP_FLOW_BUDGET) is a
+// lower bound: on a hybrid job, with and without symmetry, the flows simulated are at least it, and
+// the collectives' share of them (the job sends little else) not far above. Sends and mirror images
+// are what it leaves out.
+TEST(SimgridBackend, StepFlowBoundIsALowerBoundOfTheFlowsSimulated) {
+  const network::ClusterConfig cluster = testing::make_cluster(4, 4, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
+  for (bool symmetry : {false, true}) {
+    SCOPED_TRACE(symmetry ? "symmetry" : "every rank");
+    SimulationOptions o = ring_options(Fidelity::STEP);
+    o.use_symmetry = symmetry;
+    const double bound = step_flows_lower_bound(w, cluster, core::Profile{}, o);
+    const SimulationResult r = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
+    EXPECT_GT(bound, 0);
+    EXPECT_LE(bound, static_cast<double>(r.network_flows));
+    if (!symmetry) {
+      EXPECT_GT(bound, 0.5 * static_cast<double>(r.network_flows)) << "every call counted once";
+    }
   }
 }
 
