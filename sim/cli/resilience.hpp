@@ -66,8 +66,11 @@ struct ResilienceFigures {
   double snapshot_s = 0;      // async, multilevel: the blocking copy of a writer's shard to host memory
   double write_s = 0;         // sync: the blocking write of a writer's shard to the file system
   double flush_s = 0;         // async, multilevel: a writer's background flush, alone on its route
+  double local_write_s = 0;   // multilevel: the node's shard to its node-local drives, in the background
+                              // (per node / node_local.write_bandwidth; crosses no link training uses)
   double interference_s = 0;  // async, multilevel: training time lost to the flush sharing links, per checkpoint
-  double flush_wait_s = 0;    // async, multilevel: the flush outlasting the interval: the next snapshot waits
+  double flush_wait_s = 0;    // async, multilevel: the flush (multilevel: or the local write) outlasting
+                              // the interval: the next snapshot waits
   double stall_s = 0;         // what one checkpoint costs training (C): the sum of the four above
   double load_s = 0;          // restart: reading the checkpoint back
   int64_t interval_steps = 0;

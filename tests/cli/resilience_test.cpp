@@ -180,6 +180,22 @@ TEST(Resilience, MultilevelRestartsFromNodeLocalStorage) {
   // The same stall; the load reads node-local copies (20 GB/s) instead of each node's 16 GB/s share.
   EXPECT_DOUBLE_EQ(multi.resilience->stall_s, async.resilience->stall_s);
   EXPECT_LT(multi.resilience->load_s, async.resilience->load_s);
+  // The node-local write: each node's share at its drives' 10 GB/s, in the background.
+  const double per_node = multi.resilience->size.per_node().value();
+  EXPECT_DOUBLE_EQ(multi.resilience->local_write_s, per_node / 10e9);
+  EXPECT_EQ(async.resilience->local_write_s, 0);
+  // Drives 1000x slower: the local write outlasts the 100-iteration interval, and the next snapshot
+  // waits for it (the host buffer holds one snapshot), as for a flush that outlasts the interval.
+  core::Json slow_drives = small_job("multilevel");
+  slow_drives["cluster"]["storage"]["node_local"]["write_bandwidth"] = "10 MB/s";
+  const Prediction slow = predicted(read_scenario(slow_drives, "ckpt.json"), "analytic");
+  const ResilienceFigures& f = *slow.resilience;
+  ASSERT_GT(f.local_write_s, f.interval_s);
+  EXPECT_DOUBLE_EQ(f.local_write_s, per_node / 10e6);
+  EXPECT_DOUBLE_EQ(f.flush_wait_s, f.local_write_s - f.interval_s);
+  EXPECT_DOUBLE_EQ(f.stall_s, f.snapshot_s + f.interference_s + f.flush_wait_s);
+  EXPECT_DOUBLE_EQ(report_json(read_scenario(slow_drives, "ckpt.json"), slow)["checkpoint"]["local_write_s"].get<double>(),
+                   f.local_write_s);
 }
 
 TEST(Resilience, ReportHasCheckpointGoodputAndTimeToTrainWithFailures) {
