@@ -64,8 +64,16 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       for (int r : options_.timeline_ranks) traced_[static_cast<size_t>(r)] = 1;
     }
     choose_rail_axes();
+    // Symmetric axes of period 1 whose shifts move a rank to another node (data parallelism across
+    // nodes): a call inside one node has its mirrors along them in nodes of their own.
+    const RankTable& table = executor_.table();
+    const int first = table.ranks().front().rank;
     for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
-      periodic_ = periodic_ || executor_.table().period(static_cast<core::Axis>(a)) > 1;
+      const core::Axis axis = static_cast<core::Axis>(a);
+      if (table.symmetric(axis) && table.period(axis) == 1 &&
+          topology_.node_of(w_.layout.peer(first, axis, 1)) != topology_.node_of(first)) {
+        node_leaving_axes_.push_back(axis);
+      }
     }
   }
 
@@ -207,25 +215,22 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
 
   // The calls that mirrored ranks make with the representative's call among `ranks` (RankTable::images),
   // less those that cannot share a link with anything simulated: for a call across nodes, its images
-  // along rail axes (above); for a call inside one node, its mirrors in other nodes, which run on
-  // those nodes' own links that carry nothing but mirrored traffic (its same-node mirrors are kept).
-  // Not with a periodic axis (RankTable::period > 1): the simulated ranks' calls along it cross other
-  // nodes' own links (a data-parallel ring from GPU 0 to GPU 4 of node 1), so every mirror is kept.
+  // along rail axes (above); for a call inside one node, its mirrors along the node-leaving axes
+  // (node_leaving_axes_), which run on other nodes' own links. Its same-node mirrors are kept, and
+  // so are its mirrors along periodic axes (RankTable::period > 1): the simulated ranks' calls along
+  // such an axis cross those nodes' own links (a data-parallel ring from GPU 0 to GPU 4 of node 1).
+  // What this leaves out: the mirrors of a cross-node call along a node-leaving axis run in other
+  // nodes too, and where such a call crosses NVLink (a ring along a periodic axis) the local calls
+  // there are missing; an approximation the fully simulated periodic axes made before as well.
   std::vector<std::vector<int>> mirrored_calls(const std::vector<int>& ranks, std::vector<core::Axis> own_axes) const {
     const int node = topology_.node_of(ranks.front());
-    auto in_node = [&](const std::vector<int>& call) {
-      return std::all_of(call.begin(), call.end(), [&](int r) { return topology_.node_of(r) == node; });
-    };
-    const bool local = in_node(ranks);
+    const bool local =
+        std::all_of(ranks.begin(), ranks.end(), [&](int r) { return topology_.node_of(r) == node; });
     // Rails only separate inter-node traffic: a call inside the node keeps its same-node mirrors,
     // which may share NVLink ports with it.
-    if (!local) own_axes.insert(own_axes.end(), rail_axes_.begin(), rail_axes_.end());
-    std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
-    if (local && !periodic_) {
-      images.erase(std::remove_if(images.begin() + 1, images.end(), [&](const auto& c) { return !in_node(c); }),
-                   images.end());
-    }
-    return images;
+    const std::vector<core::Axis>& skipped = local ? node_leaving_axes_ : rail_axes_;
+    own_axes.insert(own_axes.end(), skipped.begin(), skipped.end());
+    return executor_.table().images(ranks, own_axes);
   }
 
   network::Algorithm algorithm_for(const Task& t, const network::GroupView& group) const {
@@ -259,7 +264,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // One flow between the rank's GPU and its node's host memory or NVMe drives (a COPY task), and one
   // per mirror image of the rank in its node: the copies of the node's other GPUs that symmetry does
   // not simulate run at the same instants and share the node's host links (images in other nodes
-  // use other nodes' links and are left out, except with a periodic axis: mirrored_calls).
+  // along node-leaving axes use other nodes' links and are left out: mirrored_calls).
   const ScheduleFlows& copy_flows(int rank, const Task& t) {
     const auto key = std::make_tuple(rank, static_cast<int>(t.copy), t.bytes);
     auto it = copies_.find(key);
@@ -322,7 +327,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   Executor executor_;
   std::vector<std::vector<int>> members_;  // by meeting: the group's ranks (collectives)
   std::vector<core::Axis> rail_axes_;      // symmetric axes whose images run on rails of their own
-  bool periodic_ = false;                   // a symmetric axis has a period > 1: keep remote images
+  std::vector<core::Axis> node_leaving_axes_;  // symmetric, period 1, shifts leave the node
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
   uint64_t next_order_ = 0;
   std::vector<InFlight> in_flight_;  // by platform batch id
