@@ -214,22 +214,33 @@ TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnaly
 // sends and the data-parallel rings that share their NICs is still there. On this symmetric,
 // non-blocking platform the result is the full simulation's, with a quarter of the ranks and fewer
 // flows (the tensor rings of the mirrored nodes share no link with anything simulated).
+// The workload simulated in full (a) and with symmetry (b) at fidelity f; b's times must be a's.
+std::pair<SimulationResult, SimulationResult> full_and_mirrored(const core::Workload& w,
+                                                                const network::ClusterConfig& cluster, Fidelity f) {
+  SimulationOptions full = ring_options(f);
+  SimulationOptions mirrored = full;
+  mirrored.use_symmetry = true;
+  std::pair<SimulationResult, SimulationResult> out{make_simgrid_backend()->run(w, cluster, core::Profile{}, full),
+                                                    make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored)};
+  const SimulationResult& a = out.first;
+  const SimulationResult& b = out.second;
+  const double t = a.iteration_time.value();
+  EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
+  for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
+    EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
+  }
+  EXPECT_NEAR(b.breakdown.exposed_comm_total().value(), a.breakdown.exposed_comm_total().value(), 1e-6 * t);
+  return out;
+}
+
 TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
   const network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
   const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
   for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
     SCOPED_TRACE(std::string(to_string(f)));
-    SimulationOptions full = ring_options(f);
-    SimulationOptions mirrored = full;
+    const auto [a, b] = full_and_mirrored(w, cluster, f);
+    SimulationOptions mirrored = ring_options(f);
     mirrored.use_symmetry = true;
-    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, full);
-    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored);
-    const double t = a.iteration_time.value();
-    EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
-    for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
-      EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
-    }
-    EXPECT_NEAR(b.breakdown.exposed_comm_total().value(), a.breakdown.exposed_comm_total().value(), 1e-6 * t);
     EXPECT_EQ(a.simulated_ranks, 16);
     EXPECT_EQ(b.simulated_ranks, 4);
     EXPECT_LT(b.network_flows, a.network_flows);
@@ -252,17 +263,7 @@ TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
   const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
   for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
     SCOPED_TRACE(std::string(to_string(f)));
-    SimulationOptions full = ring_options(f);
-    SimulationOptions mirrored = full;
-    mirrored.use_symmetry = true;
-    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, full);
-    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, mirrored);
-    const double t = a.iteration_time.value();
-    EXPECT_NEAR(b.iteration_time.value(), t, 1e-6 * t);
-    for (size_t axis = 0; axis < core::AXIS_COUNT; ++axis) {
-      EXPECT_NEAR(b.comm_time[axis].value(), a.comm_time[axis].value(), 1e-6 * t) << "axis " << axis;
-    }
-    EXPECT_NEAR(b.breakdown.exposed_comm_total().value(), a.breakdown.exposed_comm_total().value(), 1e-6 * t);
+    const auto [a, b] = full_and_mirrored(w, cluster, f);
     EXPECT_EQ(a.simulated_ranks, 16);
     EXPECT_EQ(b.simulated_ranks, 4);
     EXPECT_LE(b.network_flows, a.network_flows);
