@@ -277,6 +277,15 @@ ResilienceFigures resilience_figures(const Scenario& scenario, const std::string
   return f;
 }
 
+// Time to train at `time` per steady-state iteration, with the prediction's early phases (the dense
+// iterations before pruning starts, the uncompressed warm-up of gradient compression).
+std::optional<TimeToTrain> time_to_train_of(const Scenario& s, const Prediction& p, double time) {
+  std::optional<double> dense_time, uncompressed_time;
+  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
+  if (p.warmup_phase) uncompressed_time = p.warmup_phase->iteration_time_s;
+  return time_to_train(s, time, dense_time, uncompressed_time);
+}
+
 }  // namespace
 
 void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed) {
@@ -284,9 +293,7 @@ void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed
     throw core::InputError("--simulate-failures", "",
                            "needs training.checkpoint in the scenario (what a failure rolls back to)");
   }
-  std::optional<double> dense_time;
-  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
-  const std::optional<TimeToTrain> t = time_to_train(s, p.iteration_time_s(), dense_time);
+  const std::optional<TimeToTrain> t = time_to_train_of(s, p, p.iteration_time_s());
   if (!t) throw core::InputError("--simulate-failures", "", "needs training.tokens in the scenario (how long the run is)");
   const ResilienceFigures& f = *p.resilience;
   if (f.goodput <= 0) {
@@ -422,9 +429,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   } else {
     j["memory"] = memory;
   }
-  std::optional<double> dense_time;
-  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
-  if (std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
+  if (std::optional<TimeToTrain> t = time_to_train_of(s, p, m.time_s)) {
     if (p.resilience && p.resilience->goodput > 0) {
       add_failures(*t, *p.resilience, s.cluster.world_size(), s.cluster.price_per_gpu_hour, p.simulated_failures);
     }
@@ -626,9 +631,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    m.model_tflops_per_gpu, m.hardware_tflops_per_gpu, m.peak_tflops,
                    core::to_string(s.training.precision)));
   line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
-  std::optional<double> dense_time;
-  if (p.dense_phase) dense_time = p.dense_phase->iteration_time_s;
-  if (std::optional<TimeToTrain> t = time_to_train(s, m.time_s, dense_time)) {
+  if (std::optional<TimeToTrain> t = time_to_train_of(s, p, m.time_s)) {
     line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{})", "time to train",
                      t->days, t->iterations, t->tokens, t->gpu_hours,
                      t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : ""));

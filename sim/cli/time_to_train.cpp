@@ -51,22 +51,33 @@ void add_failures(TimeToTrain& t, const ResilienceFigures& f, int gpus, std::opt
 }
 
 TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double iteration_time_s, int gpus,
-                          std::optional<double> price_per_gpu_hour, int64_t dense_iterations,
-                          double dense_iteration_time_s) {
+                          std::optional<double> price_per_gpu_hour, const std::vector<EarlyPhase>& early) {
   TRAINSIM_CHECK(tokens > 0 && tokens <= 1e18, "training.tokens out of range (TrainingConfig::from_json)");
   TRAINSIM_CHECK(tokens_per_iteration > 0 && iteration_time_s > 0 && gpus > 0, "time_to_train: empty iteration");
   TRAINSIM_CHECK(!price_per_gpu_hour || *price_per_gpu_hour > 0, "price_per_gpu_hour <= 0 (ClusterConfig::from_json)");
-  TRAINSIM_CHECK(dense_iterations == 0 || (dense_iterations > 0 && dense_iteration_time_s > 0),
-                 "time_to_train: dense iterations without a dense iteration time");
+  for (const EarlyPhase& e : early) {
+    TRAINSIM_CHECK(e.iterations >= 0 && (e.iterations == 0 || e.iteration_time_s > 0),
+                   "time_to_train: an early phase without an iteration time");
+  }
   TimeToTrain t;
   t.tokens = tokens;
   // Both operands are exact in a double (< 2^53), so an exact quotient is an exact integer and ceil
   // adds an iteration only for a real remainder.
   t.iterations = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(tokens_per_iteration)));
-  const int64_t dense = std::min(dense_iterations, t.iterations);
-  const double seconds = dense > 0 ? static_cast<double>(dense) * dense_iteration_time_s +
-                                         static_cast<double>(t.iterations - dense) * iteration_time_s
-                                   : static_cast<double>(t.iterations) * iteration_time_s;
+  // Segments between the phases' ends: each at the longest time of the phases still running then.
+  std::vector<int64_t> ends{0};
+  for (const EarlyPhase& e : early) ends.push_back(std::min(e.iterations, t.iterations));
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  double seconds = 0;
+  for (size_t k = 0; k + 1 < ends.size(); ++k) {
+    double time = iteration_time_s;
+    for (const EarlyPhase& e : early) {
+      if (e.iterations > ends[k]) time = std::max(time, e.iteration_time_s);
+    }
+    seconds += static_cast<double>(ends[k + 1] - ends[k]) * time;
+  }
+  seconds += static_cast<double>(t.iterations - ends.back()) * iteration_time_s;
   t.days = seconds / 86400.0;
   t.gpu_hours = seconds / 3600.0 * gpus;
   if (price_per_gpu_hour) t.cost = t.gpu_hours * *price_per_gpu_hour;
@@ -74,11 +85,16 @@ TimeToTrain time_to_train(double tokens, int64_t tokens_per_iteration, double it
 }
 
 std::optional<TimeToTrain> time_to_train(const Scenario& s, double iteration_time_s,
-                                         std::optional<double> dense_iteration_time_s) {
+                                         std::optional<double> dense_iteration_time_s,
+                                         std::optional<double> uncompressed_iteration_time_s) {
   if (!s.training.tokens) return std::nullopt;
-  const int64_t dense = dense_iteration_time_s && s.pruning.enabled() ? s.pruning.start_iteration : 0;
+  std::vector<EarlyPhase> early;
+  if (dense_iteration_time_s && s.pruning.enabled()) early.push_back({s.pruning.start_iteration, *dense_iteration_time_s});
+  if (uncompressed_iteration_time_s && s.compression.enabled()) {
+    early.push_back({s.compression.warmup_steps, *uncompressed_iteration_time_s});
+  }
   return time_to_train(*s.training.tokens, s.training.global_batch * s.training.sequence_length, iteration_time_s,
-                       s.cluster.world_size(), s.cluster.price_per_gpu_hour, dense, dense_iteration_time_s.value_or(0));
+                       s.cluster.world_size(), s.cluster.price_per_gpu_hour, early);
 }
 
 }  // namespace trainsim::cli

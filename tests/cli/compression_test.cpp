@@ -97,6 +97,15 @@ TEST(CompressionScenario, OneBitAdamReportsItsUncompressedWarmup) {
   const std::string table = report_table(s, predict(s, "analytic"));
   EXPECT_NE(table.find("warm-up, 1000 iterations"), std::string::npos) << table;
   EXPECT_NE(table.find("error feedback"), std::string::npos) << table;
+  // Time to train counts the warm-up's 1,000 iterations at the uncompressed time, the rest compressed.
+  const core::Json with_tokens = report({method("onebit_adam"), "optimizations.gradient_compression.warmup_steps=1000",
+                                         "training.tokens=1e10"});
+  const core::Json& t = with_tokens["time_to_train"];
+  const double iterations = t["iterations"].get<double>();
+  ASSERT_GT(iterations, 1000);
+  const double seconds = 1000 * gc["warmup_phase"]["iteration_time_s"].get<double>() +
+                         (iterations - 1000) * r["iteration_time_s"].get<double>();
+  EXPECT_NEAR(t["days"].get<double>() * 86400, seconds, 1e-9 * seconds);
 }
 
 // FSDP already reduces in bf16: bf16 compression changes nothing and the report says so.

@@ -39,6 +39,21 @@ TEST(TimeToTrain, IterationsRoundUpOnlyForARemainder) {
   EXPECT_DOUBLE_EQ(day.gpu_hours, 192.0);
 }
 
+// Early phases: 1,000 iterations of 1 s steady state; the first 100 take 3 s (dense before pruning
+// starts), the first 50 take 2 s (uncompressed warm-up). By hand: iterations 0-49 are in both and take
+// the longer 3 s, 50-99 take 3 s, the 900 others 1 s: 150 + 150 + 900 = 1,200 s.
+TEST(TimeToTrain, EarlyPhasesTakeTheirOwnTimeAndOverlapsTheLongest) {
+  const double tokens = 1000.0 * 4096;
+  const TimeToTrain t = time_to_train(tokens, 4096, 1.0, 2, 1.0, {{100, 3.0}, {50, 2.0}});
+  EXPECT_EQ(t.iterations, 1000);
+  EXPECT_DOUBLE_EQ(t.days * 86400, 1200.0);
+  EXPECT_DOUBLE_EQ(t.gpu_hours, 1200.0 / 3600 * 2);
+  // Order does not matter; a phase longer than the run is cut to it; an empty phase changes nothing.
+  EXPECT_DOUBLE_EQ(time_to_train(tokens, 4096, 1.0, 2, 1.0, {{50, 2.0}, {100, 3.0}}).days, t.days);
+  EXPECT_DOUBLE_EQ(time_to_train(tokens, 4096, 1.0, 2, 1.0, {{5000, 2.0}}).days * 86400, 2000.0);
+  EXPECT_DOUBLE_EQ(time_to_train(tokens, 4096, 1.0, 2, 1.0, {{0, 2.0}}).days * 86400, 1000.0);
+}
+
 TEST(TimeToTrain, CostOnlyWithAPrice) {
   const TimeToTrain t = time_to_train(4096, 4096, 3600.0, 4, std::nullopt);
   EXPECT_FALSE(t.cost.has_value());
