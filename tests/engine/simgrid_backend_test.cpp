@@ -243,7 +243,11 @@ TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
     mirrored.use_symmetry = true;
     EXPECT_EQ(a.simulated_ranks, 16);
     EXPECT_EQ(b.simulated_ranks, 4);
-    EXPECT_LT(b.network_flows, a.network_flows);
+    if (f == Fidelity::FLOW) {
+      EXPECT_LT(b.network_flows, a.network_flows);
+    } else {
+      EXPECT_EQ(b.network_flows, a.network_flows) << "every mirror kept at step fidelity";
+    }
     EXPECT_GT(b.network_flows, a.network_flows / 4);
     // The mirrored sends still contend with the rings: slower than the analytic backend's.
     const SimulationResult exact = make_analytic_backend()->run(w, cluster, core::Profile{}, mirrored);
@@ -257,7 +261,9 @@ TEST(SimgridBackend, SymmetryGivesTheFullResultWithFewerRanksAndFlows) {
 // Symmetry with a period (TP2 DP4 PP2 on 4 nodes of 4 GPUs): each node holds two data-parallel
 // coordinates of one stage, so data coordinates 0 and 1 are simulated and the shift by 2 mirrors
 // them onto the other node of their stage. Their data-parallel rings cross nodes and share the NICs
-// with the mirrored tensor groups' and stages' traffic: still the full simulation's result.
+// with the mirrored tensor groups' and stages' traffic: still the full simulation's result. At flow
+// fidelity the tensor groups' mirrors in the other node are left out (fewer flows), and the
+// result is still the same: each ring ends with its edge in the representatives' node.
 TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
   const network::ClusterConfig cluster = testing::make_cluster(4, 4, 300e9, 25e9, 2e-6);
   const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
@@ -266,7 +272,11 @@ TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
     const auto [a, b] = full_and_mirrored(w, cluster, f);
     EXPECT_EQ(a.simulated_ranks, 16);
     EXPECT_EQ(b.simulated_ranks, 4);
-    EXPECT_LE(b.network_flows, a.network_flows);
+    if (f == Fidelity::FLOW) {
+      EXPECT_LT(b.network_flows, a.network_flows);
+    } else {
+      EXPECT_EQ(b.network_flows, a.network_flows) << "every mirror kept at step fidelity";
+    }
   }
 }
 
