@@ -368,6 +368,17 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
                                                        : "in the GPU catalog (see `trainsim describe gpus`)"));
   }
   models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
+  if (s.model.is_layer_graph()) {
+    // What the layer-graph builder does not model (docs/cnn.md): each an error, not a silent no-op.
+    if (s.pruning.enabled()) impossible.add(file, "/optimizations/pruning", "pruning is not modelled for layer-graph models");
+    if (s.offload.active()) {
+      impossible.add(file, "/optimizations/offload", "offloading is not modelled for layer-graph models");
+    }
+    if (s.compression.enabled()) {
+      impossible.add(file, "/optimizations/gradient_compression", "gradient compression is not modelled for layer-graph models");
+    }
+    if (s.training.checkpoint) impossible.add(file, "/training/checkpoint", "checkpointing is not modelled for layer-graph models");
+  }
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
