@@ -294,7 +294,6 @@ Json resnet50() {
   layers.push_back(simple("relu"));
   layers.push_back({{"type", "pool"}, {"mode", "max"}, {"kernel", 3}, {"stride", 2}, {"padding", 1}});
   const int blocks[] = {3, 4, 6, 3};
-  int64_t in = 64;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t mid = 64LL << stage, out = 4 * mid;
     for (int b = 0; b < blocks[stage]; ++b) {
@@ -306,10 +305,8 @@ Json resnet50() {
       if (b == 0) block["shortcut"] = Json::array({conv(out, 1, stride, 0, false), simple("batch_norm")});
       layers.push_back(block);
       layers.push_back(simple("relu"));
-      in = out;
     }
   }
-  (void)in;
   layers.push_back({{"type", "global_pool"}, {"mode", "avg"}});
   layers.push_back({{"type", "dense"}, {"name", "fc"}, {"out_features", 1000}});
   return {{"family", "layer_graph"}, {"name", "resnet50"},

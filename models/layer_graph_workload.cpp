@@ -18,8 +18,8 @@
 //  - MEMORY: the layer's stored activations allocated after its forward, freed after its backward.
 // Gradients of the last micro-batch fill buckets of bucket_elements() in backward order; each bucket
 // is all-reduced on "data" (DATA and CONTEXT: every replica of the weights) at 4 bytes per element
-// (fp32 main gradients) as soon as its last layer's backward has run (overlap_grad_reduce), or after
-// the whole backward. The optimizer step depends on every bucket.
+// (fp32 main gradients) as soon as its last layer's backward has run (overlap_grad_reduce); without
+// overlap_grad_reduce all gradients go in one all-reduce after the whole backward. The optimizer step depends on every bucket.
 #include <fmt/format.h>
 
 #include "models/layer_graph.hpp"
@@ -243,9 +243,6 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
     }
     if (last_mb && reduce) flush(p.overlap_grad_reduce ? bucket_end : last);
   }
-  if (!p.overlap_grad_reduce) {
-    // Without overlap every bucket waits for the whole backward (flush above ran once, after it).
-  }
   Task step;
   step.phase = core::Phase::OPTIMIZER;
   step.op_class = core::OpClass::OPTIMIZER;
@@ -270,10 +267,19 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
 }
 
 double estimate_layer_graph_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  // The tasks build_layer_graph_workload emits, counted from the per-layer costs (no workload built).
+  const LayerGraph& g = *m.graph;
+  const std::vector<LocalLayerCost> costs = local_layer_costs(g, t, p);
+  double per_micro_batch = 0;
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const LocalLayerCost& c = costs[i];
+    per_micro_batch += 2 + (g.layers[i].op == GraphOp::ATTENTION ? 1 : 0) + (c.stored_bytes > 0 ? 2 : 0);
+    if (c.halo_forward_bytes > 0) per_micro_batch += 8;
+    if (c.spatial_reduce_bytes > 0) per_micro_batch += g.layers[i].op == GraphOp::BATCH_NORM ? 2 : 1;
+  }
   const double micro_batches = static_cast<double>(t.global_batch / (t.micro_batch * p.data));
-  // Forward + backward compute, memory each way, halo exchanges (4 tasks each way) per layer.
-  const double per_layer = p.spatial > 1 ? 14.0 : 6.0;
-  return micro_batches * per_layer * static_cast<double>(m.graph->layers.size()) + 2.0 * static_cast<double>(m.graph->layers.size());
+  const double buckets = p.data * p.spatial > 1 ? g.parameter_count() / p.bucket_elements() + 1 : 0.0;
+  return micro_batches * per_micro_batch + buckets + 1;
 }
 
 }  // namespace trainsim::models

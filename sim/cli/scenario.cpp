@@ -185,6 +185,7 @@ std::optional<core::InputProblem> resolve_auto_data(core::Json& section, int wor
   const bool folded = section.contains("expert_tensor");
   std::vector<std::string> names = {"tensor", "pipeline", "context"};
   if (!folded) names.push_back("expert");
+  if (section.contains("spatial")) names.push_back("spatial");  // layer-graph models (docs/cnn.md)
   std::vector<int64_t> sizes;
   double product = 1;  // a double: the degrees are not range-checked yet and could overflow
   for (const std::string& name : names) {
@@ -378,6 +379,10 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
       impossible.add(file, "/optimizations/gradient_compression", "gradient compression is not modelled for layer-graph models");
     }
     if (s.training.checkpoint) impossible.add(file, "/training/checkpoint", "checkpointing is not modelled for layer-graph models");
+    if (s.training.tokens) {
+      impossible.add(file, "/training/tokens",
+                     "a layer-graph model trains on samples, not tokens: time to train by tokens does not apply");
+    }
   }
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());

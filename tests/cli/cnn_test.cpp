@@ -18,17 +18,19 @@ core::Json report(const std::string& file, const std::string& backend, const std
   return report_json(s, predict(s, backend));
 }
 
-TEST(Cnn, BackendsAgreeAndFieldsAreSamples) {
-  for (const char* file : {"resnet50-a100-8.json", "cosmoflow-512-v100-512.json"}) {
-    SCOPED_TRACE(file);
-    const core::Json a = report(file, "analytic");
-    const core::Json g = report(file, "simgrid");
-    const double ta = a["iteration_time_s"].get<double>(), tg = g["iteration_time_s"].get<double>();
-    EXPECT_NEAR(ta, tg, 0.02 * tg);
-    EXPECT_EQ(a["tokens_per_s"].get<double>(), 0.0);
-    EXPECT_GT(a["samples_per_s"].get<double>(), 0.0);
-  }
+// Analytic and SimGrid agree within 2%; samples, not tokens. One SimGrid platform per process
+// (SimGrid 3.32), so one scenario per test: ctest runs each test in its own process.
+void expect_backends_agree(const std::string& file) {
+  const core::Json a = report(file, "analytic");
+  const core::Json g = report(file, "simgrid");
+  const double ta = a["iteration_time_s"].get<double>(), tg = g["iteration_time_s"].get<double>();
+  EXPECT_NEAR(ta, tg, 0.02 * tg);
+  EXPECT_EQ(a["tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(a["samples_per_s"].get<double>(), 0.0);
 }
+
+TEST(Cnn, ResNet50BackendsAgree) { expect_backends_agree("resnet50-a100-8.json"); }
+TEST(Cnn, CosmoFlowBackendsAgree) { expect_backends_agree("cosmoflow-512-v100-512.json"); }
 
 TEST(Cnn, ModelFlopsComeFromTheGraph) {
   // ResNet-50 on 8 GPUs, 2048 images: model FLOPs = 3 x forward (conv + fc) per image x 2048, so
