@@ -490,6 +490,10 @@ std::vector<LocalLayerCost> local_layer_costs(const LayerGraph& g, const Trainin
     c.flops = l.flops * b * c.fraction;
     c.bytes = (l.in.elements() * c.fraction + l.out.elements() * out_fraction) * b * e + l.parameters * w;
     c.stored_bytes = l.stored_elements * b * e * out_fraction;
+    if (l.op == GraphOp::ATTENTION) {
+      const EncoderBlock block = encoder_block(l, t);
+      c.stored_bytes = activation_bytes_per_layer(block.model, block.training, ParallelismConfig{}).value();
+    }
     c.gemm = l.gemm;
     if (c.gemm.count > 0) {
       if (l.op == GraphOp::DENSE) {
@@ -520,6 +524,21 @@ std::vector<LocalLayerCost> local_layer_costs(const LayerGraph& g, const Trainin
     costs.push_back(c);
   }
   return costs;
+}
+
+EncoderBlock encoder_block(const GraphLayer& l, const TrainingConfig& t) {
+  EncoderBlock b;
+  b.model.name = l.name;
+  b.model.layers = 1;
+  b.model.hidden = l.in.channels;
+  b.model.heads = l.heads;
+  b.model.kv_heads = l.heads;
+  b.model.ffn_hidden = l.mlp;
+  b.model.vocab = 1;
+  b.model.activation = Activation::GELU;
+  b.training = t;
+  b.training.sequence_length = l.in.dims.empty() ? 1 : l.in.dims[0];
+  return b;
 }
 
 }  // namespace trainsim::models

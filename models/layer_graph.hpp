@@ -25,8 +25,8 @@
 //                their output shapes must match; the add is 1 FLOP per element
 // Backward is 2x forward for every layer (data and weight gradients of the GEMM-like layers).
 // Model FLOPs (MFU) are 3x the forward FLOPs of conv, dense and attention; hardware FLOPs count every
-// layer. Stored activations: each layer keeps its output until its backward (the attention block,
-// Korthikanti et al. 2022 Eq. 1 at 2-byte elements: 17·n·h + 2.5·heads·n² elements).
+// layer. Stored activations: each layer keeps its output until its backward (the attention block:
+// a transformer layer's, activation_bytes_per_layer, Korthikanti et al. 2022 Eq. 1).
 //
 // Spatial parallelism (ParallelismConfig::spatial = S, on the CONTEXT layout axis): every layer
 // whose input still has spatial dims is split along the first dim (slabs of ceil(D/S) planes; the
@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "models/model_spec.hpp"
 #include "models/strategy.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/workload.hpp"
@@ -127,5 +128,15 @@ struct LocalLayerCost {
                                    // directions; dense / global_pool consuming the split: forward)
 };
 std::vector<LocalLayerCost> local_layer_costs(const LayerGraph& g, const TrainingConfig& t, const ParallelismConfig& p);
+
+// An attention layer as the one-layer GPT-style transformer it is (hidden = width, heads, ffn = mlp,
+// GELU) and the training run that gives it its n tokens per sample: the workload emits its ops
+// (accounting.hpp's layer_ops: QKV, core attention, projection, MLP, norms, with their HBM bytes)
+// and stores activation_bytes_per_layer, as for a transformer layer. REQUIRES: l.op == ATTENTION.
+struct EncoderBlock {
+  ModelSpec model;
+  TrainingConfig training;
+};
+EncoderBlock encoder_block(const GraphLayer& l, const TrainingConfig& t);
 
 }  // namespace trainsim::models

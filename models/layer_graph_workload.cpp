@@ -10,9 +10,9 @@
 //    end ranks of a non-periodic split exchange one halo they would not need (their time is that of
 //    the interior ranks, which bound the iteration anyway).
 //  - one COMPUTE task (GEMM with its implicit-GEMM shape for conv and dense: m = output voxels x
-//    samples, n = Cout, k = Cin·K^d, as cuDNN's implicit-GEMM kernels compute a convolution; the
-//    attention block as its linear GEMM plus a core GEMM; NORM for the norms; ELEMENTWISE for the
-//    others), backward 2x the forward FLOPs;
+//    samples, n = Cout, k = Cin·K^d, as cuDNN's implicit-GEMM kernels compute a convolution; NORM
+//    for the norms; ELEMENTWISE for the others), backward 2x the forward FLOPs; an attention block
+//    is one task per op of a transformer layer (accounting.hpp's layer_ops, encoder_block());
 //  - batch_norm under a split: the statistics' all-reduce over "spatial" after the compute; dense /
 //    global_pool consuming the split: the output's all-reduce over "spatial" (forward only).
 //  - MEMORY: the layer's stored activations allocated after its forward, freed after its backward.
@@ -117,6 +117,11 @@ struct Emitter {
   }
 };
 
+std::vector<OpCost> attention_ops(const GraphLayer& l, const TrainingConfig& t) {
+  const EncoderBlock block = encoder_block(l, t);
+  return layer_ops(block.model, block.training, ParallelismConfig{}, LayerKind::DENSE);
+}
+
 }  // namespace
 
 BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
@@ -171,20 +176,17 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       task.name = w.intern(l.name);
       task.bytes = c.bytes;
       if (l.op == GraphOp::ATTENTION) {
-        // Linear layers, then the core (QKᵀ and AV: 2·heads products of n x head_dim x n per sample).
-        const double core_flops = l.attention_core_flops * t.micro_batch;
-        task.flops = c.flops - core_flops;
-        task.gemm = c.gemm;
-        last = prog.add(task, deps);
-        Task core_task = task;
-        core_task.name = w.intern(l.name + ".core");
-        core_task.flops = core_flops;
-        core_task.bytes = 0;
-        const double tokens = static_cast<double>(l.in.dims[0]);
-        core_task.gemm = {static_cast<float>(tokens), static_cast<float>(tokens),
-                          static_cast<float>(l.in.channels / l.heads),
-                          static_cast<uint32_t>(2 * l.heads * t.micro_batch)};
-        last = prog.add(core_task, {last});
+        // One task per op of the block, as a transformer layer's (accounting.hpp's layer_ops).
+        for (const OpCost& op : attention_ops(l, t)) {
+          Task o = task;
+          o.name = w.intern(l.name + "." + op.name);
+          o.op_class = op.op_class;
+          o.flops = op.forward_flops.value();
+          o.bytes = op.forward_bytes.value();
+          o.gemm = op.gemm;
+          last = prog.add(o, deps);
+          deps = {last};
+        }
       } else {
         task.flops = c.flops;
         task.gemm = c.gemm;
@@ -223,10 +225,24 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       task.layer = layer;
       task.micro_batch = umb;
       task.name = w.intern(l.name);
-      task.flops = 2 * c.flops;
-      task.bytes = 2 * c.bytes;
-      task.gemm = l.op == GraphOp::ATTENTION ? core::GemmShape{} : c.gemm;
-      last = prog.add(task, deps);
+      if (l.op == GraphOp::ATTENTION) {
+        const std::vector<OpCost> ops = attention_ops(l, t);
+        for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+          Task o = task;
+          o.name = w.intern(l.name + "." + op->name);
+          o.op_class = op->op_class;
+          o.flops = (op->backward_flops + op->backward_recompute_flops).value();
+          o.bytes = op->backward_bytes.value();
+          o.gemm = op->gemm;
+          last = prog.add(o, deps);
+          deps = {last};
+        }
+      } else {
+        task.flops = 2 * c.flops;
+        task.bytes = 2 * c.bytes;
+        task.gemm = c.gemm;
+        last = prog.add(task, deps);
+      }
       if (l.op == GraphOp::BATCH_NORM && c.spatial_reduce_bytes > 0) {
         last = em.all_reduce(em.spatial_group, Stream::CONTEXT_COMM, c.spatial_reduce_bytes, core::Phase::BACKWARD,
                              "bn_statistics", layer, umb, last);
@@ -273,7 +289,8 @@ double estimate_layer_graph_task_count(const ModelSpec& m, const TrainingConfig&
   double per_micro_batch = 0;
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const LocalLayerCost& c = costs[i];
-    per_micro_batch += 2 + (g.layers[i].op == GraphOp::ATTENTION ? 1 : 0) + (c.stored_bytes > 0 ? 2 : 0);
+    const double computes = g.layers[i].op == GraphOp::ATTENTION ? 2.0 * static_cast<double>(attention_ops(g.layers[i], t).size()) : 2.0;
+    per_micro_batch += computes + (c.stored_bytes > 0 ? 2 : 0);
     if (c.halo_forward_bytes > 0) per_micro_batch += 8;
     if (c.spatial_reduce_bytes > 0) per_micro_batch += g.layers[i].op == GraphOp::BATCH_NORM ? 2 : 1;
   }

@@ -139,6 +139,32 @@ TEST(LayerGraph, CosmoFlowShapes) {
   EXPECT_DOUBLE_EQ(g->layers[0].flops, 2.0 * 27 * 4 * 16 * 512.0 * 512 * 512);
 }
 
+TEST(LayerGraph, VitAttentionBlockIsATransformerLayer) {
+  ModelSpec m;
+  core::Diagnostics diag;
+  m = ModelSpec::from_json(Json("vit-b16"), "f.json", "/model", diag);
+  ASSERT_TRUE(m.is_layer_graph());
+  TrainingConfig t;
+  t.global_batch = 1;
+  t.micro_batch = 1;
+  ParallelismConfig p;
+  const BuiltWorkload b = build_workload(m, t, p);
+  // The first encoder block (layer 2) as the ops of a transformer layer: their forward FLOPs are
+  // the block's matmuls 2·n·(4h² + 2h·mlp) + 4·n²·h with n = 197, h = 768, mlp = 3072
+  // (= 2,907,909,120) plus the norms' and activations' elementwise work (under 1%).
+  double forward = 0;
+  int tasks = 0;
+  for (const core::Task& task : b.workload.programs[0].tasks) {
+    if (task.kind == core::TaskKind::COMPUTE && task.layer == 2 && task.phase == core::Phase::FORWARD) {
+      forward += task.flops;
+      ++tasks;
+    }
+  }
+  EXPECT_GT(tasks, 4);
+  EXPECT_GE(forward, 2907909120.0);
+  EXPECT_LT(forward, 1.01 * 2907909120.0);
+}
+
 std::string first_problem(const core::Diagnostics& d) { return d.empty() ? "" : d.problems().front().message; }
 
 TEST(LayerGraph, MismatchedShapesNameTheLayer) {
