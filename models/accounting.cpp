@@ -1,5 +1,7 @@
 #include "models/accounting.hpp"
 
+#include "models/layer_graph.hpp"
+
 namespace trainsim::models {
 namespace {
 
@@ -291,6 +293,19 @@ std::vector<OpCost> head_ops(const ModelSpec& m, const TrainingConfig& t, const 
 }
 
 IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  if (m.is_layer_graph()) {
+    // Model FLOPs: 3x the forward FLOPs of conv, dense and attention layers per sample. Executed:
+    // forward + 2x backward of every layer, on each of the spatial ranks for its share (the layers
+    // after the split has been consumed run whole on every spatial rank).
+    TrainingConfig one = t;
+    one.micro_batch = 1;
+    double executed = 0;
+    for (const LocalLayerCost& c : local_layer_costs(*m.graph, one, p)) executed += c.flops;
+    IterationFlops f;
+    f.model = core::Flops(m.graph->model_flops_per_sample() * static_cast<double>(t.global_batch));
+    f.hardware = core::Flops(3 * executed * static_cast<double>(p.spatial) * static_cast<double>(t.global_batch));
+    return f;
+  }
   // The whole batch as one micro-batch on one unsplit GPU: every parallel split only divides the
   // same products among GPUs.
   TrainingConfig whole = t;

@@ -1,5 +1,7 @@
 #include "models/model_spec.hpp"
 
+#include "models/layer_graph.hpp"
+
 #include <fmt/format.h>
 
 #include "sim/core/error.hpp"
@@ -154,8 +156,20 @@ void check_shape(const ModelSpec& m, const std::string& file, const std::string&
   }
 }
 
+// A ModelSpec carrying a layer graph: name, source and `layers` (its resolved layer count) from it.
+ModelSpec graph_spec(std::shared_ptr<const LayerGraph> g) {
+  ModelSpec spec;
+  spec.name = g->name;
+  spec.source = g->source;
+  spec.layers = static_cast<int>(g->layers.size());
+  spec.graph = std::move(g);
+  return spec;
+}
+
 std::string unknown_model(const std::string& name) {
-  const std::string hint = core::closest_match(name, model_names());
+  std::vector<std::string> names = model_names();
+  for (const auto& g : layer_graph_catalog()) names.push_back(g->name);
+  const std::string hint = core::closest_match(name, names);
   return hint.empty() ? fmt::format("unknown model \"{}\" (see `trainsim describe models`)", name)
                       : fmt::format("unknown model \"{}\" (did you mean \"{}\"?)", name, hint);
 }
@@ -220,6 +234,7 @@ ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file,
   if (value.is_string()) {
     const std::string name = value.get<std::string>();
     if (const ModelSpec* m = find_model(name)) return *m;
+    if (auto g = find_layer_graph(name)) return graph_spec(std::move(g));
     diag.add(file, pointer, unknown_model(name));
     return spec;
   }
@@ -227,6 +242,9 @@ ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file,
     diag.add(file, pointer,
              fmt::format("expected a catalog model name or an object, found {}", core::describe_json(value)));
     return spec;
+  }
+  if (value.contains("family") && value.at("family") == "layer_graph") {
+    return graph_spec(read_layer_graph(value, file, pointer, diag));
   }
   core::ObjectReader r(value, file, pointer, diag);
   const bool has_base = r.has("base");
@@ -255,6 +273,16 @@ ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file,
 
 core::Json ModelSpec::to_json() const {
   core::Json j;
+  if (graph) {
+    j["family"] = "layer_graph";
+    j["name"] = graph->name;
+    if (!graph->source.empty()) j["source"] = graph->source;
+    if (!graph->definition.is_null()) {
+      j["input"] = graph->definition.at("input");
+      j["layers"] = graph->definition.at("layers");
+    }
+    return j;
+  }
   j["family"] = "transformer";
   j["name"] = name;
   j["layers"] = layers;

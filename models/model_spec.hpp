@@ -7,6 +7,7 @@
 //  - SWIGLU: Llama-style block: RMSNorm (weight only), no linear biases, a 3-matrix gated MLP.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ std::string to_string(Activation a);     // "gelu", "swiglu"
 // What the MLP of one transformer layer is: a dense MLP, or a mixture of experts (router, routed
 // experts, optional shared experts).
 enum class LayerKind : uint8_t { DENSE, MOE };
+
+struct LayerGraph;  // models/layer_graph.hpp
 
 struct ModelSpec {
   std::string name;            // catalog name, or "custom"
@@ -42,6 +45,10 @@ struct ModelSpec {
   bool learned_positions = true;  // GPT-style learned position embeddings (false: rotary, no parameters)
   bool embedding_norm = false;    // a norm right after the word embedding (BLOOM's word_embeddings_layernorm)
   std::string source;          // where the architecture comes from (catalog entries)
+  // Family "layer_graph" (CNNs, ViT: models/layer_graph.hpp, docs/cnn.md): the resolved graph; null
+  // for transformers. The transformer fields above are then unused (layers counts the graph's layers).
+  std::shared_ptr<const LayerGraph> graph;
+  bool is_layer_graph() const { return graph != nullptr; }
 
   int64_t head_dim() const { return head_dim_given > 0 ? head_dim_given : hidden / heads; }
   // Width of the queries and of the attention output: heads x head_dim (= hidden unless head_dim is

@@ -1,5 +1,7 @@
 #include "models/strategy.hpp"
 
+#include "models/layer_graph.hpp"
+
 #include <fmt/format.h>
 
 #include <numeric>
@@ -140,6 +142,7 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
   p.data = static_cast<int>(r.integer("data", p.data, 1, MAX_PARALLEL));
   p.context = static_cast<int>(r.integer("context", p.context, 1, MAX_PARALLEL));
   p.expert = static_cast<int>(r.integer("expert", p.expert, 1, MAX_PARALLEL));
+  p.spatial = static_cast<int>(r.integer("spatial", p.spatial, 1, MAX_PARALLEL));
   if (r.has("expert_tensor")) p.expert_tensor = static_cast<int>(r.integer("expert_tensor", 1, 1, MAX_PARALLEL));
   p.sequence_parallel = r.boolean("sequence_parallel", p.sequence_parallel);
   const std::string schedule = r.choice("pipeline_schedule", to_string(p.schedule), pipeline_schedule_names());
@@ -216,6 +219,7 @@ core::Json ParallelismConfig::to_json() const {
   j["data"] = data;
   j["context"] = context;
   j["expert"] = expert;
+  if (spatial != 1) j["spatial"] = spatial;  // absent: 1 (transformers' resolved scenarios unchanged)
   if (folded()) j["expert_tensor"] = expert_tensor;  // absent: the default reading
   j["sequence_parallel"] = sequence_parallel;
   j["pipeline_schedule"] = to_string(schedule);
@@ -235,7 +239,7 @@ core::Json ParallelismConfig::to_json() const {
 }
 
 std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
-  if (!folded()) return {tensor, context, expert, data, pipeline};
+  if (!folded()) return {tensor, context * spatial, expert, data, pipeline};
   const int k = expert_tensor == 1 ? expert / (tensor * context) : expert;
   TRAINSIM_CHECK(k >= 1 && data % k == 0, "expert does not fold over the data ranks (check_strategy)");
   return {tensor, context, k, data / k, pipeline};
@@ -250,6 +254,7 @@ bool a2a_overlap_allowed(const ModelSpec& model, const ParallelismConfig& par) {
 }  // namespace
 
 void resolve_defaults(const ModelSpec& model, ParallelismConfig& par) {
+  if (model.is_layer_graph()) return;
   if (!par.moe_a2a_overlap_given) par.moe_a2a_overlap = a2a_overlap_allowed(model, par);
 }
 
@@ -317,9 +322,19 @@ void check_schedule(const TrainingConfig& training, const ParallelismConfig& par
 
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag) {
+  if (model.is_layer_graph()) {
+    check_layer_graph_strategy(*model.graph, training, par, world_size, file, diag);
+    return;
+  }
   auto problem = [&](std::string pointer, std::string message) {
     diag.add(file, std::move(pointer), std::move(message));
   };
+  if (par.spatial != 1) {
+    problem("/parallelism/spatial", fmt::format("spatial parallelism splits the samples of a layer-graph model (a CNN, "
+                                                "docs/cnn.md); a transformer needs spatial 1, found {} (context "
+                                                "splits its sequences)",
+                                                par.spatial));
+  }
   const int t = par.tensor;
   if (model.heads % t != 0) {
     problem("/parallelism/tensor", fmt::format("tensor parallelism {} must divide heads ({})", t, model.heads));

@@ -134,6 +134,9 @@ std::string to_string(ZeroImpl z);
 
 // The "parallelism" section. Keys (all optional):
 //   tensor, pipeline, data, context, expert   parallel sizes; default 1 each
+//   spatial              layer-graph models only: GPUs each sample is split over along its first
+//                        spatial dimension (halo exchanges per convolution, on the CONTEXT axis);
+//                        default 1 (docs/cnn.md)
 //   expert_tensor        tensor parallelism of the expert MLPs; given, it selects Megatron-core's
 //                        parallel folding (see the top of this file: `data` is then the dense
 //                        data-parallel degree and the expert ranks fold over tensor x context x
@@ -190,6 +193,10 @@ struct ParallelismConfig {
   int data = 1;
   int context = 1;
   int expert = 1;
+  // Spatial (domain) parallelism of layer-graph models (models/layer_graph.hpp): each sample split
+  // over `spatial` GPUs along its first spatial dimension. It maps onto the CONTEXT layout axis
+  // (the analogue of splitting a sequence); 1 for transformers (check_strategy).
+  int spatial = 1;
   int expert_tensor = 0;            // 0: not given (default reading); >= 1: parallel folding
   bool sequence_parallel = false;   // Megatron sequence parallelism (needs tensor > 1 to matter)
   PipelineSchedule schedule = PipelineSchedule::ONE_F_ONE_B;
@@ -220,7 +227,9 @@ struct ParallelismConfig {
 
   bool folded() const { return expert_tensor > 0; }  // Megatron-core parallel folding
   // Default: tensor x context x expert x data x pipeline; folded: tensor x context x data x pipeline.
-  int world_size() const { return folded() ? tensor * context * data * pipeline : tensor * context * expert * data * pipeline; }
+  int world_size() const {
+    return folded() ? tensor * context * spatial * data * pipeline : tensor * context * spatial * expert * data * pipeline;
+  }
   int pipeline_chunks() const { return pipeline * virtual_stages; }
   // Sizes of the layout axes {TENSOR, CONTEXT, EXPERT, DATA, PIPELINE} (core::ParallelLayout).
   // Default: {tensor, context, expert, data, pipeline}; folded: {tensor, context, k, data / k,

@@ -212,6 +212,7 @@ std::vector<int> balanced_split(int layers, int chunks) {
 
 double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
                            const OffloadConfig& offload, const CompressionConfig& compression) {
+  if (m.is_layer_graph()) return estimate_layer_graph_task_count(m, t, p);
   const double micro_batches = static_cast<double>(micro_batch_count(t, p));
   const bool tp = p.tensor > 1;
   const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
@@ -265,6 +266,7 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
 BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
                              const PruningConfig& pruning, const OffloadConfig& offload,
                              const CompressionConfig& compression) {
+  if (m.is_layer_graph()) return build_layer_graph_workload(m, t, p);
   BuiltWorkload built;
   built.balanced_split = p.stage_layers.empty();
   built.stage_layers = built.balanced_split ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;

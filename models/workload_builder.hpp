@@ -158,6 +158,12 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
 double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p,
                            const OffloadConfig& offload = {}, const CompressionConfig& compression = {});
 
+// A layer-graph model's workload (models/layer_graph_workload.cpp; build_workload() calls it for
+// them): data x spatial parallelism, halo SEND/RECVs on CONTEXT, gradient buckets on "data".
+// REQUIRES: m.is_layer_graph() and check_strategy() found no problem.
+BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+double estimate_layer_graph_task_count(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+
 // The balanced split of `layers` into `chunks` (earlier chunks get the remainder).
 std::vector<int> balanced_split(int layers, int chunks);
 

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "models/layer_graph.hpp"
 #include "models/model_spec.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/core/device.hpp"
@@ -79,6 +80,11 @@ int describe_models(Format format, std::ostream& out) {
       j["parameters"] = m.parameter_count(PARAMS_AT_SEQUENCE);
       list.push_back(j);
     }
+    for (const auto& g : models::layer_graph_catalog()) {
+      list.push_back({{"family", "layer_graph"}, {"name", g->name}, {"layers", g->layers.size()},
+                      {"input", models::to_string(g->input)}, {"parameters", g->parameter_count()},
+                      {"forward_flops_per_sample", g->forward_flops_per_sample()}, {"source", g->source}});
+    }
     out << list.dump(2) << "\n";
     return 0;
   }
@@ -89,6 +95,10 @@ int describe_models(Format format, std::ostream& out) {
                          m.vocab, m.activation == models::Activation::GELU ? "gelu" : "swiglu", m.experts,
                          m.parameter_count(PARAMS_AT_SEQUENCE));
     }
+    // Layer-graph models (docs/cnn.md): name, resolved layers and parameters; the transformer columns empty.
+    for (const auto& g : models::layer_graph_catalog()) {
+      out << fmt::format("{},{},,,,,,,,{:.0f}\n", g->name, g->layers.size(), g->parameter_count());
+    }
     return 0;
   }
   out << fmt::format("{:<14}{:>7}{:>7}{:>7}{:>9}{:>8}{:>8}{:>9}{:>9}{:>10}\n", "model", "layers", "hidden", "heads",
@@ -97,6 +107,12 @@ int describe_models(Format format, std::ostream& out) {
     out << fmt::format("{:<14}{:>7}{:>7}{:>7}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9.1f}B\n", m.name, m.layers, m.hidden, m.heads,
                        m.kv_heads, m.ffn_hidden, m.vocab, m.activation == models::Activation::GELU ? "gelu" : "swiglu",
                        m.experts, static_cast<double>(m.parameter_count(PARAMS_AT_SEQUENCE)) / 1e9);
+  }
+  out << fmt::format("\n{:<14}{:>7}{:>16}{:>10}{:>16}  {}\n", "layer graph", "layers", "input", "params",
+                     "GFLOP/sample", "source (docs/cnn.md)");
+  for (const auto& g : models::layer_graph_catalog()) {
+    out << fmt::format("{:<14}{:>7}{:>16}{:>9.1f}M{:>16.2f}  {}\n", g->name, g->layers.size(), models::to_string(g->input),
+                       g->parameter_count() / 1e6, g->forward_flops_per_sample() / 1e9, g->source.substr(0, 60));
   }
   return 0;
 }

@@ -618,7 +618,8 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    s.cluster.nodes, s.cluster.gpus_per_node, s.model.name));
   line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
                    par.tensor, par.pipeline, par.data, par.context, par.expert,
-                   par.folded() ? fmt::format(" ETP{} (folded)", par.expert_tensor) : "",
+                   (par.spatial > 1 ? fmt::format(" SPATIAL{}", par.spatial) : std::string()) +
+                       (par.folded() ? fmt::format(" ETP{} (folded)", par.expert_tensor) : std::string()),
                    std::string(par.sequence_parallel ? " +SP" : "") + (par.moe_a2a_overlap ? " +A2A overlap" : ""),
                    models::to_string(par.schedule),
                    par.virtual_stages > 1 ? fmt::format(" (v={})", par.virtual_stages) : "",

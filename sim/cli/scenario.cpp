@@ -185,6 +185,7 @@ std::optional<core::InputProblem> resolve_auto_data(core::Json& section, int wor
   const bool folded = section.contains("expert_tensor");
   std::vector<std::string> names = {"tensor", "pipeline", "context"};
   if (!folded) names.push_back("expert");
+  if (section.contains("spatial")) names.push_back("spatial");  // layer-graph models (docs/cnn.md)
   std::vector<int64_t> sizes;
   double product = 1;  // a double: the degrees are not range-checked yet and could overflow
   for (const std::string& name : names) {
@@ -368,6 +369,21 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
                                                        : "in the GPU catalog (see `trainsim describe gpus`)"));
   }
   models::check_pruning(s.pruning, s.cluster.gpu_spec, s.training.precision, file, impossible);
+  if (s.model.is_layer_graph()) {
+    // What the layer-graph builder does not model (docs/cnn.md): each an error, not a silent no-op.
+    if (s.pruning.enabled()) impossible.add(file, "/optimizations/pruning", "pruning is not modelled for layer-graph models");
+    if (s.offload.active()) {
+      impossible.add(file, "/optimizations/offload", "offloading is not modelled for layer-graph models");
+    }
+    if (s.compression.enabled()) {
+      impossible.add(file, "/optimizations/gradient_compression", "gradient compression is not modelled for layer-graph models");
+    }
+    if (s.training.checkpoint) impossible.add(file, "/training/checkpoint", "checkpointing is not modelled for layer-graph models");
+    if (s.training.tokens) {
+      impossible.add(file, "/training/tokens",
+                     "a layer-graph model trains on samples, not tokens: time to train by tokens does not apply");
+    }
+  }
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);

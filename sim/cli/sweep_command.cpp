@@ -387,8 +387,10 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
   for (Point& p : points) {
     if (!p.report) continue;
     if (!first) first = &p;
-    const double base = first->figure("tokens_per_s") / first->gpus();
-    p.efficiency = (p.figure("tokens_per_s") / p.gpus()) / base;
+    // Layer-graph models (docs/cnn.md) have no tokens: their scaling is in samples.
+    const char* throughput = first->figure("tokens_per_s") > 0 ? "tokens_per_s" : "samples_per_s";
+    const double base = first->figure(throughput) / first->gpus();
+    p.efficiency = (p.figure(throughput) / p.gpus()) / base;
   }
   if (name.empty()) name = std::filesystem::path(args.scenario).stem().string();
 

@@ -1,5 +1,5 @@
 // Determinism: every bundled scenario (scenarios/*.json and scenarios/{sanity, offload, resilience,
-// compression, network, pipeline}/*.json) predicted twice with the analytic backend
+// compression, network, pipeline, cnn}/*.json) predicted twice with the analytic backend
 // gives byte-identical JSON reports, the wall-clock time excluded. The SimGrid backend is covered by
 // the golden tests (one prediction per process).
 
@@ -22,7 +22,7 @@ std::string report_text(const Scenario& s) {
 TEST(Determinism, EveryBundledScenarioGivesTheSameReportTwice) {
   std::vector<std::filesystem::path> files;
   for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience",
-                          "scenarios/compression", "scenarios/network", "scenarios/pipeline"}) {
+                          "scenarios/compression", "scenarios/network", "scenarios/pipeline", "scenarios/cnn"}) {
     for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }

@@ -18,7 +18,7 @@ const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);
 std::vector<std::filesystem::path> bundled() {
   std::vector<std::filesystem::path> files;
   for (const char* dir : {"scenarios", "scenarios/sanity", "scenarios/offload", "scenarios/resilience",
-                          "scenarios/compression", "scenarios/network", "scenarios/pipeline", "scenarios/bench",
+                          "scenarios/compression", "scenarios/network", "scenarios/pipeline", "scenarios/bench", "scenarios/cnn",
                           "validation/training"}) {
     for (const auto& e : std::filesystem::directory_iterator(SOURCE / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
