@@ -4,6 +4,7 @@
 // report.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <filesystem>
@@ -159,7 +160,8 @@ TEST(DescribedGpu, ProfileFittedOnAnotherGpuIsWarnedAbout) {
 // Item 3 in the commands that run many scenarios: compare, sweep, search and validate print the
 // warning on stderr once (not once per configuration), and say which runs it concerns when not all.
 TEST(DescribedGpu, ManyScenarioCommandsPrintTheProfileWarningOnce) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "trainsim_profile_warning_commands";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("trainsim_profile_warning_commands_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string profile = (dir / "a100.json").string();
   std::ofstream(profile) << R"({"schema": "trainsim.profile/1", "fitted_on": {"gpu": "A100-SXM4-80GB"}})";
