@@ -65,7 +65,7 @@ std::string emulation_report(const EmulateArgs& args, int ranks, double iteratio
 
 // The command. Under mpirun with MPI built: exit codes as `run` (0, 2 for bad input on every rank,
 // printed by rank 0 only). Without MPI built: InputError (rank 0 of an mpirun only) saying how to
-// rebuild; the other ranks return 2 silently.
+// rebuild; the other ranks return 2 silently. Under MPI, errors are printed on `err` by rank 0 (once).
 int emulate_command(const EmulateArgs& args, std::ostream& out, std::ostream& err);
 
 class EmulateSubcommand {

@@ -51,26 +51,25 @@ class MpiSession {
   bool finalized_ = false;
 };
 
-constexpr char FIELD = '\x1f';
-constexpr char PROBLEM = '\x1e';
-
 // Runs `step` on every rank and agrees on its outcome, so that no rank goes on (and hangs in a
 // collective) while another failed: 0 when it succeeded everywhere; else the lowest failing rank's
-// error is sent to rank 0, which throws it again (main prints it once, exit 2 for bad input, 1 for
-// a bug), and every other rank returns its exit code (2 or 1) without printing.
-int agree(const MpiSession& mpi, const std::function<void()>& step) {
+// error is sent to rank 0, which prints it on `err` as main would (once), and every rank returns its
+// exit code (2 for bad input, 1 for a bug). Rank 0 prints before a barrier that the other ranks pass
+// before they exit: mpirun aborts the job when a rank exits non-zero, and rank 0 must have printed.
+int agree(const MpiSession& mpi, std::ostream& err, const std::function<void()>& step) {
   int code = 0;
-  std::string text;  // InputError: problems as file FIELD pointer FIELD message PROBLEM ...; else the message
+  std::string text;  // InputError: its problems, one line each; else the message
   try {
     step();
   } catch (const core::InputError& e) {
     code = 2;
-    for (const core::InputProblem& p : e.problems()) text += p.file + FIELD + p.pointer + FIELD + p.message + PROBLEM;
+    for (const core::InputProblem& p : e.problems()) text += "error: " + p.to_string() + "\n";
   } catch (const std::exception& e) {
     code = 1;
-    text = e.what();
+    text = fmt::format("trainsim: rank {}: {}\n(this is a bug in trainsim; please report it with the scenario)\n",
+                       mpi.rank(), e.what());
   }
-  // The lowest failing rank (size when none), and the worst code.
+  // The lowest failing rank (size when none).
   int failing = code != 0 ? mpi.rank() : mpi.size();
   int first = mpi.size();
   MPI_Allreduce(&failing, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -89,25 +88,12 @@ int agree(const MpiSession& mpi, const std::function<void()>& step) {
       MPI_Recv(text.data(), n, MPI_CHAR, first, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
-  if (mpi.rank() != 0) return first_code;
-  if (first_code == 2) {
-    std::vector<core::InputProblem> problems;
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t end = text.find(PROBLEM, at);
-      const std::string one = text.substr(at, end - at);
-      const size_t a = one.find(FIELD);
-      const size_t b = one.find(FIELD, a + 1);
-      core::InputProblem p;
-      p.file = one.substr(0, a);
-      p.pointer = one.substr(a + 1, b - a - 1);
-      p.message = one.substr(b + 1);
-      problems.push_back(std::move(p));
-      at = end == std::string::npos ? text.size() : end + 1;
-    }
-    throw core::InputError(std::move(problems));
+  if (mpi.rank() == 0) {
+    err << text;
+    err.flush();
   }
-  throw core::InternalError(first == 0 ? text : fmt::format("rank {}: {}", first, text));
+  MPI_Barrier(MPI_COMM_WORLD);
+  return first_code;
 }
 
 uint64_t realtime_ns() {
@@ -293,7 +279,7 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-int emulate_mpi(const EmulateArgs& args, std::ostream& out) {
+int emulate_mpi(const EmulateArgs& args, std::ostream& out, std::ostream& err) {
   MpiSession mpi;
   Scenario scenario;
   core::Workload workload;
@@ -301,7 +287,7 @@ int emulate_mpi(const EmulateArgs& args, std::ostream& out) {
   engine::EmulationOptions options;
   options.scale_compute = args.scale_compute;
   options.scale_bytes = args.scale_bytes;
-  int code = agree(mpi, [&] {
+  int code = agree(mpi, err, [&] {
     scenario = load_scenario(args.scenario, args.overrides);
     workload = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
                                       scenario.offload, scenario.compression)
@@ -325,11 +311,11 @@ int emulate_mpi(const EmulateArgs& args, std::ostream& out) {
   for (int it = 0; it < args.iterations; ++it) {
     MPI_Barrier(MPI_COMM_WORLD);
     double mine = 0;
-    code = agree(mpi, [&] { mine = run_iteration(plan, comms, world, spans); });
+    code = agree(mpi, err, [&] { mine = run_iteration(plan, comms, world, spans); });
     if (code != 0) return code;
     MPI_Reduce(&mine, &iteration_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   }
-  code = agree(mpi, [&] {
+  code = agree(mpi, err, [&] {
     if (!args.trace_dir.empty()) {
       write_emulation_trace(args.trace_dir, workload, plan, spans, fmt::format("trainsim emulate {}", args.scenario));
     }
@@ -362,11 +348,11 @@ int emulate_mpi(const EmulateArgs& args, std::ostream& out) {
 }  // namespace
 
 int emulate_command(const EmulateArgs& args, std::ostream& out, std::ostream& err) {
-  (void)err;
 #ifdef TRAINSIM_HAVE_MPI
-  return emulate_mpi(args, out);
+  return emulate_mpi(args, out, err);
 #else
   (void)out;
+  (void)err;
   (void)args;
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (rank != nullptr && std::atoi(rank) > 0) return 2;  // rank 0 says why

@@ -30,8 +30,8 @@ small=("$scenario" --set training.global_batch=32 --scale-compute 0.001 --scale-
 expect emulate 0 "${mpirun[@]}" -np 8 "$bin" emulate "${small[@]}" --trace "$tmp/traces"
 count emulate "$tmp/out" "emulated iteration" 1
 count emulate "$tmp/out" "simulated (analytic)" 1
-count emulate "$tmp/out" "all_gather" 1
-count emulate "$tmp/out" "reduce_scatter" 1
+count emulate "$tmp/out" "all_gather" 2  # tensor (sequence parallel) and data (ZeRO-1)
+count emulate "$tmp/out" "reduce_scatter" 2
 n=$(ls "$tmp/traces" | grep -c '^emulate\.rank[0-7]\.trace$')
 if [ "$n" -eq 8 ]; then passes=$((passes + 1)); else echo "FAIL traces: $n of 8"; failures=$((failures + 1)); fi
 expect trace-summary 0 "$bin" trace summary "$tmp/traces"
