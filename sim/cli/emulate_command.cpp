@@ -45,7 +45,7 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
   header.set_clock(trace::TRACE_CLOCK_REALTIME);
   header.set_world_size(plan.world_size);
   header.set_rank(plan.rank);
-  header.set_local_rank(plan.rank);
+  header.set_local_rank(-1);  // unknown: ranks may span hosts
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) header.set_hostname(host);
   header.set_pid(static_cast<uint32_t>(getpid()));
