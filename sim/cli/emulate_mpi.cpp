@@ -17,39 +17,13 @@
 #include "sim/engine/backend.hpp"
 
 #ifdef TRAINSIM_HAVE_MPI
-#include <mpi.h>
+#include "sim/cli/mpi_session.hpp"
 #endif
 
 namespace trainsim::cli {
 namespace {
 
 #ifdef TRAINSIM_HAVE_MPI
-
-class MpiSession {
- public:
-  MpiSession() {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() { finalize(); }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  void finalize() {
-    if (!finalized_) {
-      finalized_ = true;
-      MPI_Finalize();
-    }
-  }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-
- private:
-  int rank_ = 0;
-  int size_ = 1;
-  bool finalized_ = false;
-};
 
 // Runs `step` on every rank and agrees on its outcome, so that no rank goes on (and hangs in a
 // collective) while another failed: 0 when it succeeded everywhere; else the lowest failing rank's

@@ -12,7 +12,7 @@
 #include "sim/core/error.hpp"
 
 #ifdef TRAINSIM_HAVE_MPI
-#include <mpi.h>
+#include "sim/cli/mpi_session.hpp"
 #endif
 
 namespace trainsim::cli {
@@ -28,34 +28,6 @@ int env_int(const char* name) {
 }
 
 #ifdef TRAINSIM_HAVE_MPI
-
-// MPI_Init on construction, MPI_Finalize once (finalize() or the destructor). MPI is called from
-// this thread only; the --jobs threads of a rank never call it.
-class MpiSession {
- public:
-  MpiSession() {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() { finalize(); }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  void finalize() {
-    if (!finalized_) {
-      finalized_ = true;
-      MPI_Finalize();
-    }
-  }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-
- private:
-  int rank_ = 0;
-  int size_ = 1;
-  bool finalized_ = false;
-};
 
 // What one rank sends to rank 0: its exit code and, for 0 and EXIT_INTERRUPTED, its shard document
 // (the text of `search --shard R/N`); for 1 and 2, the error as JSON ({"input_error": [problems]} or
