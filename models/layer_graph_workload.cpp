@@ -106,6 +106,17 @@ struct Emitter {
     return prog.add(c, {after});
   }
 
+  // The compute task of `l` in a pass, before its FLOPs and bytes.
+  Task layer_task(core::Phase phase, const GraphLayer& l, uint16_t layer, uint32_t mb) {
+    Task task;
+    task.phase = phase;
+    task.op_class = op_class_of(l.op);
+    task.layer = layer;
+    task.micro_batch = mb;
+    task.name = w.intern(l.name);
+    return task;
+  }
+
   uint32_t memory(double bytes, uint16_t layer, uint32_t mb, uint32_t after) {
     Task m;
     m.kind = TaskKind::MEMORY;
@@ -168,12 +179,7 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       if (c.halo_forward_bytes > 0) {
         for (uint32_t r : em.halo(c.halo_forward_bytes, core::Phase::FORWARD, layer, umb, last)) deps.push_back(r);
       }
-      Task task;
-      task.phase = core::Phase::FORWARD;
-      task.op_class = op_class_of(l.op);
-      task.layer = layer;
-      task.micro_batch = umb;
-      task.name = w.intern(l.name);
+      Task task = em.layer_task(core::Phase::FORWARD, l, layer, umb);
       task.bytes = c.bytes;
       if (l.op == GraphOp::ATTENTION) {
         // One task per op of the block, as a transformer layer's (accounting.hpp's layer_ops).
@@ -219,12 +225,7 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       if (c.halo_backward_bytes > 0) {
         for (uint32_t r : em.halo(c.halo_backward_bytes, core::Phase::BACKWARD, layer, umb, last)) deps.push_back(r);
       }
-      Task task;
-      task.phase = core::Phase::BACKWARD;
-      task.op_class = op_class_of(l.op);
-      task.layer = layer;
-      task.micro_batch = umb;
-      task.name = w.intern(l.name);
+      Task task = em.layer_task(core::Phase::BACKWARD, l, layer, umb);
       if (l.op == GraphOp::ATTENTION) {
         const std::vector<OpCost> ops = attention_ops(l, t);
         for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
