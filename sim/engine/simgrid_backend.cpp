@@ -178,27 +178,34 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return members;
   }
 
-  // Symmetric axes whose mirror images run on rails of their own. On a rail-optimized fabric with
-  // one NIC per GPU, inter-node traffic of a node's k-th GPU crosses only rail k's switches and
+  // Symmetric axes whose mirror images run on rails of their own. On a fabric with separate rails
+  // (one NIC per GPU), inter-node traffic of a node's k-th GPU crosses only rail k's switches and
   // links. A translation along an axis that stays inside the node moves a call to other GPUs of the
-  // same nodes, hence to another rail. When every simulated rank sits on one rail and no
-  // communicator spanning the axis leaves the node, the rails carry independent copies of the same
-  // traffic: simulating the representatives' rail gives every rail's times, and the images along
-  // such an axis can be left out (the Llama 3 405B scenario: 8x fewer pipeline and data-parallel
-  // images).
+  // same nodes, hence to other rails. When no communicator spanning such an axis leaves the node,
+  // and every translate along these axes (alone or combined) of every simulated rank lands on a rail
+  // that no simulated rank uses, the images of a call across nodes along them carry the same traffic
+  // as the call on rails of their own: simulating the simulated ranks' rails gives every rail's times,
+  // and those images can be left out (the Llama 3 405B scenario: 8x fewer pipeline and data-parallel
+  // images; TP4 CP8 on nodes of 8, whose simulated ranks sit on rails 0 and 4: 4x fewer). Every other
+  // symmetric axis must keep a rank's rail (its shifts move whole nodes), so that the images kept stay
+  // on the simulated rails too.
   void choose_rail_axes() {
     if (!options_.use_symmetry || !topology_.separate_rails()) return;
     const RankTable& table = executor_.table();
-    for (const SimulatedRank& sr : table.ranks()) {
-      if (topology_.rail_of(sr.rank) != topology_.rail_of(table.ranks().front().rank)) return;  // several rails
-    }
+    const int g = cluster_.gpus_per_node;
+    std::vector<char> simulated_rail(static_cast<size_t>(g), 0);
+    for (const SimulatedRank& sr : table.ranks()) simulated_rail[static_cast<size_t>(topology_.rail_of(sr.rank))] = 1;
+    std::vector<core::Axis> candidates;
     for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
       const core::Axis axis = static_cast<core::Axis>(a);
       if (!table.symmetric(axis)) continue;
       bool inside = true;
+      bool keeps_rail = true;
       for (const SimulatedRank& sr : table.ranks()) {
-        for (int c = 1; inside && c < w_.layout.size(axis); ++c) {
-          inside = cluster_.node_of(w_.layout.peer(sr.rank, axis, c)) == cluster_.node_of(sr.rank);
+        for (int c = table.period(axis); c < w_.layout.size(axis); c += table.period(axis)) {
+          const int peer = w_.layout.peer(sr.rank, axis, c);
+          inside = inside && cluster_.node_of(peer) == cluster_.node_of(sr.rank);
+          keeps_rail = keeps_rail && topology_.rail_of(peer) == topology_.rail_of(sr.rank);
         }
         for (const core::GroupKind& kind : w_.groups) {
           const bool spans = kind.axis == axis || std::find(kind.extra_axes.begin(), kind.extra_axes.end(), axis) !=
@@ -209,8 +216,30 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
           }
         }
       }
-      if (inside) rail_axes_.push_back(axis);
+      if (inside) {
+        candidates.push_back(axis);
+      } else if (!keeps_rail) {
+        return;  // its kept images would run on other rails
+      }
     }
+    if (candidates.empty()) return;
+    for (const SimulatedRank& sr : table.ranks()) {
+      const std::vector<std::vector<int>> moved = table.images({sr.rank}, other_axes(candidates));
+      for (size_t i = 1; i < moved.size(); ++i) {
+        if (simulated_rail[static_cast<size_t>(topology_.rail_of(moved[i].front()))] != 0) return;
+      }
+    }
+    rail_axes_ = std::move(candidates);
+  }
+
+  // The axes not in `axes`.
+  static std::vector<core::Axis> other_axes(const std::vector<core::Axis>& axes) {
+    std::vector<core::Axis> out;
+    for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+      const core::Axis axis = static_cast<core::Axis>(a);
+      if (std::find(axes.begin(), axes.end(), axis) == axes.end()) out.push_back(axis);
+    }
+    return out;
   }
 
   // The calls that mirrored ranks make with the representative's call among `ranks` (RankTable::images),
