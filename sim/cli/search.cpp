@@ -42,16 +42,18 @@ struct Search::Variant {
 
 struct Search::Shape {
   int variant = 0;
-  int tensor = 1, pipeline = 1, context = 1, expert = 1, data = 1, expert_tensor = 0;
+  int tensor = 1, pipeline = 1, context = 1, expert = 1, data = 1, expert_tensor = 0, spatial = 1;
   std::vector<int> virtual_stages;
   std::vector<int64_t> micro_batches;
   int sp_options = 1;
+  int recompute_options = 3;  // the first ones of RECOMPUTES
   int zero_options = 1;
   int offload_options = 1;
   int compression_options = 1;
   uint64_t first = 0;  // index of its first candidate
   uint64_t count() const {
-    return virtual_stages.size() * micro_batches.size() * static_cast<uint64_t>(sp_options) * 3 *
+    return virtual_stages.size() * micro_batches.size() * static_cast<uint64_t>(sp_options) *
+           static_cast<uint64_t>(recompute_options) *
            static_cast<uint64_t>(zero_options) * static_cast<uint64_t>(offload_options) *
            static_cast<uint64_t>(compression_options);
   }
@@ -85,7 +87,8 @@ bool better(double a_score, uint64_t a_index, double b_score, uint64_t b_index) 
 // option so that its implementation defaults (bucket size, overlaps, prefetch) resolve as in a file.
 models::ParallelismConfig zero_template(const core::Json& doc, const std::string& file, const ZeroOption& z) {
   core::Json section = doc.contains("parallelism") ? doc["parallelism"] : core::Json::object();
-  for (const char* key : {"tensor", "pipeline", "data", "context", "expert", "expert_tensor", "sequence_parallel",
+  for (const char* key : {"tensor", "pipeline", "data", "context", "spatial", "expert", "expert_tensor",
+                          "sequence_parallel",
                           "virtual_stages", "stage_layers", "recompute", "zero_stage", "zero_impl",
                           "pipeline_schedule"}) {
     section.erase(key);
@@ -105,6 +108,7 @@ Figures figures_of(const core::Json& report) {
   Figures f;
   f.iteration_time_s = report["iteration_time_s"].get<double>();
   f.tokens_per_s = report["tokens_per_s"].get<double>();
+  f.samples_per_s = report["samples_per_s"].get<double>();
   f.mfu = report["mfu"].get<double>();
   f.peak_memory_bytes = report["memory"]["peak_bytes_per_gpu"].get<double>();
   f.fits = report["memory"]["fits"].get<bool>();
@@ -120,6 +124,13 @@ std::string timing_fingerprint(const Scenario& sc, const core::Workload& w) {
   const std::string context = j.value("cluster", core::Json()).dump() + j.value("simulation", core::Json()).dump() +
                               j.value("profile", core::Json()).dump();
   return fmt::format("{:016x}-{:016x}", w.timing_fingerprint(), std::hash<std::string>{}(context));
+}
+
+// A layer graph's first pass: its figures on the analytic backend (no closed form; few candidates).
+Estimate exact_estimate(const Scenario& sc) {
+  const Prediction p = predict(sc, "analytic");
+  const core::Json report = report_json(sc, p);
+  return {report["iteration_time_s"].get<double>(), report["memory"]["peak_bytes_per_gpu"].get<double>()};
 }
 
 // Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time).
@@ -151,7 +162,8 @@ const std::map<std::string, Objective>& objective_names() {
                                                       {"mfu", Objective::MFU},
                                                       {"time_to_train", Objective::TIME_TO_TRAIN},
                                                       {"cost", Objective::COST},
-                                                      {"tokens_per_dollar", Objective::TOKENS_PER_DOLLAR}};
+                                                      {"tokens_per_dollar", Objective::TOKENS_PER_DOLLAR},
+                                                      {"samples_per_s", Objective::SAMPLES_PER_S}};
   return names;
 }
 
@@ -176,6 +188,7 @@ std::string Layout::describe() const {
   std::string s = fmt::format("TP{} PP{}", tensor, pipeline);
   if (virtual_stages > 1) s += fmt::format("x{}", virtual_stages);
   s += fmt::format(" DP{}", data);
+  if (spatial > 1) s += fmt::format(" spatial{}", spatial);
   if (context > 1) s += fmt::format(" CP{}", context);
   if (expert > 1) s += fmt::format(" EP{}", expert);
   if (sequence_parallel) s += " SP";
@@ -197,6 +210,7 @@ core::Json Layout::to_json() const {
   j["context"] = context;
   j["expert"] = expert;
   j["virtual_stages"] = virtual_stages;
+  j["spatial"] = spatial;
   j["micro_batch"] = micro_batch;
   j["sequence_parallel"] = sequence_parallel;
   j["recompute"] = models::to_string(recompute);
@@ -218,6 +232,7 @@ Layout Layout::from_json(const core::Json& j) {
   l.context = j.at("context").get<int>();
   l.expert = j.at("expert").get<int>();
   l.virtual_stages = j.at("virtual_stages").get<int>();
+  l.spatial = j.value("spatial", 1);
   l.micro_batch = j.at("micro_batch").get<int64_t>();
   l.sequence_parallel = j.at("sequence_parallel").get<bool>();
   const std::string rc = j.at("recompute").get<std::string>();
@@ -236,7 +251,8 @@ Layout Layout::from_json(const core::Json& j) {
 }
 
 core::Json Figures::to_json() const {
-  core::Json j = {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu},
+  core::Json j = {{"iteration_time_s", iteration_time_s}, {"tokens_per_s", tokens_per_s},
+                  {"samples_per_s", samples_per_s},           {"mfu", mfu},
                   {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
   if (goodput) j["goodput"] = *goodput;
   if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
@@ -247,6 +263,7 @@ Figures Figures::from_json(const core::Json& j) {
   Figures f;
   f.iteration_time_s = j.at("iteration_time_s").get<double>();
   f.tokens_per_s = j.at("tokens_per_s").get<double>();
+  f.samples_per_s = j.value("samples_per_s", 0.0);
   f.mfu = j.at("mfu").get<double>();
   f.peak_memory_bytes = j.at("peak_bytes_per_gpu").get<double>();
   f.fits = j.at("fits").get<bool>();
@@ -267,6 +284,10 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   if (options_.min_mfu && !(*options_.min_mfu > 0 && *options_.min_mfu < 1)) {
     throw core::InputError("--min-mfu", "",
                            fmt::format("expected a fraction of the peak in (0, 1) (40% is 0.4), found {}", *options_.min_mfu));
+  }
+  if (options_.max_micro_batch < 0) {
+    throw core::InputError("--max-micro-batch", "",
+                           fmt::format("expected at least 1 (or 0: the default), found {}", options_.max_micro_batch));
   }
   if (options_.max_gpus && *options_.max_gpus < 1) {
     throw core::InputError("--max-gpus", "", fmt::format("expected at least 1, found {}", *options_.max_gpus));
@@ -300,6 +321,25 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   for (const std::string& o : options_.overrides) apply_override(doc, o);
   const Scenario scenario = read_scenario(doc, options_.scenario, StrategyCheck::SKIP);
   const int per_node = scenario.cluster.gpus_per_node;
+  layer_graph_ = scenario.model.is_layer_graph();
+  if (layer_graph_) {
+    const bool tokens = options_.objective == Objective::TOKENS_PER_S || options_.objective == Objective::TIME_TO_TRAIN ||
+                        options_.objective == Objective::COST || options_.objective == Objective::TOKENS_PER_DOLLAR;
+    if (tokens) {
+      throw core::InputError("--objective", "",
+                             fmt::format("{} counts tokens, which a layer-graph model ({}) does not have: use "
+                                         "samples_per_s, iteration_time or mfu",
+                                         to_string(options_.objective), scenario.model.name));
+    }
+    for (const auto& [flag, given] : {std::pair{"--offload", !options_.offload.empty()},
+                                      std::pair{"--compression", !options_.compression.empty()}}) {
+      if (given) {
+        throw core::InputError(flag, "",
+                               fmt::format("a layer-graph model ({}) runs data and spatial parallelism only (docs/cnn.md)",
+                                           scenario.model.name));
+      }
+    }
+  }
 
   std::vector<int> gpus = options_.gpus.empty() ? std::vector<int>{scenario.cluster.world_size()} : options_.gpus;
   std::sort(gpus.begin(), gpus.end());
@@ -370,11 +410,35 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
   }
 
   // Stage 1: the shapes (t, p, c, e, d) of every variant and the options of each.
+  const int64_t max_micro_batch = options_.max_micro_batch > 0 ? options_.max_micro_batch
+                                  : layer_graph_                ? std::numeric_limits<int64_t>::max()
+                                                                : 16;
   const bool folded = scenario.parallelism.folded();
   for (size_t vi = 0; vi < variants_.size(); ++vi) {
     const Variant& v = variants_[vi];
     const models::ModelSpec& m = v.base.model;
     const int64_t batch = v.base.training.global_batch;
+    if (layer_graph_) {
+      // Each sample split over `spatial` GPUs, data replicas on the rest; no other option applies.
+      for (int sp : divisors(v.gpus)) {
+        Shape s;
+        s.variant = static_cast<int>(vi);
+        s.spatial = sp;
+        s.data = v.gpus / sp;
+        s.virtual_stages = {1};
+        if (batch % s.data == 0) {
+          for (int mb : divisors(batch / s.data)) {
+            if (mb <= max_micro_batch) s.micro_batches.push_back(mb);
+          }
+        }
+        if (s.micro_batches.empty()) s.micro_batches = {1};  // rejected by validation, and counted
+        s.recompute_options = 1;
+        s.first = total_;
+        total_ += s.count();
+        shapes_.push_back(std::move(s));
+      }
+      continue;
+    }
     for (int t : divisors(v.gpus)) {
       for (int p : divisors(v.gpus / t)) {
         for (int c : divisors(v.gpus / t / p)) {
@@ -396,7 +460,7 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
             const int64_t replicas = folded ? s.data : static_cast<int64_t>(s.data) * e;
             if (batch % replicas == 0) {
               for (int mb : divisors(batch / replicas)) {
-                if (mb <= options_.max_micro_batch) s.micro_batches.push_back(mb);
+                if (mb <= max_micro_batch) s.micro_batches.push_back(mb);
               }
             }
             if (s.micro_batches.empty()) s.micro_batches = {1};  // rejected by validation, and counted
@@ -465,6 +529,7 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
   p.pipeline = l.pipeline;
   p.data = l.data;
   p.context = l.context;
+  p.spatial = l.spatial;
   p.expert = l.expert;
   p.expert_tensor = base.parallelism.folded() ? (base.parallelism.expert_tensor == 1 ? 1 : l.tensor) : 0;
   p.virtual_stages = l.virtual_stages;
@@ -505,6 +570,7 @@ double Search::objective_value(const Layout& l, double time, double goodput) con
   switch (options_.objective) {
     case Objective::ITERATION_TIME: return time;
     case Objective::TOKENS_PER_S: return tokens / time;
+    case Objective::SAMPLES_PER_S: return static_cast<double>(v->base.training.global_batch) / time;
     case Objective::MFU: return v->model_flops / time / l.gpus / v->peak_flops;
     case Objective::TIME_TO_TRAIN:
       return goodput > 0 ? time_to_train(v->base, time)->days / goodput : std::numeric_limits<double>::infinity();
@@ -547,7 +613,8 @@ SearchResult Search::evaluate() const {
     for (int vs : s.virtual_stages) {
       for (int64_t mb : s.micro_batches) {
         for (int sp = 0; sp < s.sp_options; ++sp) {
-          for (Recompute rc : RECOMPUTES) {
+          for (int rci = 0; rci < s.recompute_options; ++rci) {
+            const Recompute rc = RECOMPUTES[rci];
             const int choices = s.offload_options * s.compression_options;  // offload x compression, per ZeRO option
             for (int zo = 0; zo < s.zero_options * choices; ++zo, ++k) {
               const int z = zo / choices;
@@ -565,6 +632,7 @@ SearchResult Search::evaluate() const {
               l.pipeline = s.pipeline;
               l.data = s.data;
               l.context = s.context;
+              l.spatial = s.spatial;
               l.expert = s.expert;
               l.virtual_stages = vs;
               l.micro_batch = mb;
@@ -605,8 +673,18 @@ SearchResult Search::evaluate() const {
                 continue;
               }
               ++out.estimated;
-              const Estimate est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile,
-                                                   v.base.pruning, offload, compression);
+              Estimate est;
+              if (layer_graph_) {
+                try {
+                  est = exact_estimate(scenario_of(l));
+                } catch (const core::InputError& e) {
+                  ++out.rejected[reason_of(e.problems().front().message)];
+                  continue;
+                }
+              } else {
+                est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile, v.base.pruning,
+                                      offload, compression);
+              }
               if (options_.fits && est.peak_memory_bytes > capacity) {
                 ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
                 continue;

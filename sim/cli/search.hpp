@@ -4,12 +4,16 @@
 //   1. enumerate  tensor, pipeline, context, expert (MoE), data (the rest of the GPUs), virtual
 //                 stages, micro-batch, sequence parallel (tensor > 1), recompute, ZeRO stage and
 //                 implementation, the offload choices of --offload and the gradient compression
-//                 methods of --compression (default: the scenario's own, each);
+//                 methods of --compression (default: the scenario's own, each); for a layer-graph
+//                 model (docs/cnn.md) what it runs: spatial (each sample split over GPUs), data (the
+//                 rest) and micro-batch;
 //                 each candidate has an index in enumeration order
 //   2. validate   models::check_strategy, the scenario loader's own check: a rejected candidate is
 //                 counted under its first problem, numbers replaced by N
 //   3. estimate   the closed-form first pass (search_estimate.hpp) for every valid candidate; with
-//                 `fits`, an estimated peak above the GPU's memory rejects it ("out of memory")
+//                 `fits`, an estimated peak above the GPU's memory rejects it ("out of memory").
+//                 A layer graph has no closed form: its (few) candidates are priced by the analytic
+//                 backend here already
 //   4. refine     the `refine` best estimates are evaluated with the analytic backend (the real
 //                 workload) and ranked on those figures, after the constraints (fits, min_mfu)
 //   5. recheck    the `top` best are simulated again with SimGrid and re-ordered by its figures
@@ -27,8 +31,10 @@
 
 namespace trainsim::cli {
 
-enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR };
-// "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar"
+enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S };
+// "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s".
+// A layer-graph model (CNN, ViT) has no tokens: tokens_per_s, time_to_train, cost and
+// tokens_per_dollar are input errors for it.
 std::string to_string(Objective o);
 const std::map<std::string, Objective>& objective_names();
 
@@ -44,7 +50,9 @@ struct SearchOptions {
   std::optional<int> max_gpus;
   std::optional<double> min_mfu;        // fraction, e.g. 0.4
   bool fits = true;                     // only layouts that fit in GPU memory
-  int max_micro_batch = 16;
+  // Largest micro-batch tried; 0: 16 for a transformer (sequences), the whole per-replica batch for a
+  // layer-graph model (images: hundreds per GPU are usual).
+  int max_micro_batch = 0;
   // Offload choices tried for every layout (--offload): preset names (models::OffloadConfig::presets())
   // or "activations" (the scenario's offload plus activations to the host). Empty: the scenario's.
   std::vector<std::string> offload;
@@ -69,6 +77,7 @@ struct Layout {
   std::string gpu;
   int gpus = 0;
   int tensor = 1, pipeline = 1, data = 1, context = 1, expert = 1, virtual_stages = 1;
+  int spatial = 1;  // layer-graph models: GPUs each sample is split over (parallelism.spatial)
   int64_t micro_batch = 1;
   bool sequence_parallel = false;
   models::Recompute recompute = models::Recompute::NONE;
@@ -86,6 +95,7 @@ struct Layout {
 struct Figures {
   double iteration_time_s = 0;
   double tokens_per_s = 0;
+  double samples_per_s = 0;
   double mfu = 0;
   double peak_memory_bytes = 0;
   bool fits = true;
@@ -144,6 +154,8 @@ class Search {
   // The warnings of the scenario's cluster variants (Scenario::warnings: a profile fitted on another
   // GPU, a described GPU without a base), each once, for the command to print on stderr.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Whether the scenario's model is a layer graph (no tokens: throughput in samples/s).
+  bool layer_graph() const { return layer_graph_; }
   // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
   Scenario scenario_of(const Layout& layout) const;
   // The objective's value (lower is better) of figures for a layout.
@@ -165,6 +177,7 @@ class Search {
   std::vector<models::ParallelismConfig> zero_templates_;  // by ZeRO option (search.cpp)
   uint64_t total_ = 0;
   std::vector<std::string> warnings_;
+  bool layer_graph_ = false;
 };
 
 // Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.

@@ -82,7 +82,8 @@ std::string objective_text(const Search& s, const Evaluated& e) {
   const double v = objective_of(s, e);
   switch (s.options().objective) {
     case Objective::MFU: return fmt::format("{:.1f}%", 100 * v);
-    case Objective::TOKENS_PER_S: return fmt::format("{:.0f}", v);
+    case Objective::TOKENS_PER_S:
+    case Objective::SAMPLES_PER_S: return fmt::format("{:.0f}", v);
     case Objective::TIME_TO_TRAIN: return fmt::format("{:.2f} days", v);
     case Objective::COST: return fmt::format("${:.0f}", v);
     case Objective::TOKENS_PER_DOLLAR: return fmt::format("{:.0f}", v);
@@ -117,19 +118,21 @@ core::Json result_json(const Search& s, const SearchResult& r) {
 std::string result_csv(const Search& s, const SearchResult& r) {
   std::string out =
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
-      "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput\n";
+      "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput,"
+      "spatial,samples_per_s\n";
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
     const Layout& l = e.layout;
     const Figures* f = best_figures(e);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
                        e.estimate.iteration_time_s, e.analytic ? fmt::format("{}", e.analytic->iteration_time_s) : "",
                        e.simgrid ? fmt::format("{}", e.simgrid->iteration_time_s) : "",
                        f ? fmt::format("{}", f->tokens_per_s) : "", f ? fmt::format("{}", f->mfu) : "",
                        f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes, f ? (f->fits ? "true" : "false") : "",
-                       objective_of(s, e), f && f->goodput ? fmt::format("{}", *f->goodput) : "");
+                       objective_of(s, e), f && f->goodput ? fmt::format("{}", *f->goodput) : "", l.spatial,
+                       f ? fmt::format("{}", f->samples_per_s) : "");
   }
   return out;
 }
@@ -160,7 +163,8 @@ std::string result_table(const Search& s, const SearchResult& r) {
   bool goodputs = false;
   for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (best_figures(r.ranked[i]) && best_figures(r.ranked[i])->goodput);
   line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
-                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s", "tokens/s",
+                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s",
+                   s.layer_graph() ? "samples/s" : "tokens/s",
                    "MFU", "mem_GiB", goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
   for (size_t i = 0; i < shown; ++i) {
     const Evaluated& e = r.ranked[i];
@@ -173,7 +177,7 @@ std::string result_table(const Search& s, const SearchResult& r) {
                      e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
                                 : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
                      e.simgrid ? fmt::format("{:.4f}", e.simgrid->iteration_time_s) : "-",
-                     f ? fmt::format("{:.0f}", f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
+                     f ? fmt::format("{:.0f}", s.layer_graph() ? f->samples_per_s : f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
                      (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, goodput,
                      objective_text(s, e)));
   }
@@ -391,8 +395,8 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
       ->type_name("SPEC");
   command_->add_option("--gpu", o.gpu_types, "GPU types to search (catalog names, comma-separated)")->delimiter(',');
   auto objective = command_->add_option("--objective", o.objective,
-                                        "iteration_time, tokens_per_s or mfu (time_to_train, cost and tokens_per_dollar: "
-                                        "not yet, see docs/search.md)");
+                                        "iteration_time, tokens_per_s, samples_per_s, mfu, time_to_train, cost or "
+                                        "tokens_per_dollar (docs/search.md)");
   objective->transform(CLI::CheckedTransformer(objective_names(), CLI::ignore_case))->default_str("iteration_time");
   command_->add_option("--top", o.top, "Layouts shown and re-simulated with SimGrid")->default_val(10);
   command_->add_option("--refine", o.refine, "Best first-pass estimates evaluated with the analytic backend")
@@ -401,7 +405,10 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--max-gpus", o.max_gpus, "Only GPU counts up to N");
   command_->add_option("--min-mfu", o.min_mfu, "Only layouts with at least this MFU (a fraction, 0.4 = 40%)");
   command_->add_flag("--fits,!--no-fits", o.fits, "Only layouts that fit in GPU memory (default on)");
-  command_->add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried")->default_val(16);
+  command_->add_option("--max-micro-batch", o.max_micro_batch,
+                       "Largest micro-batch tried (default 16; a layer-graph model: the whole per-replica batch)")
+      ->default_val(0)
+      ->default_str("16");
   command_->add_option("--offload", o.offload,
                        "Offload choices tried for every layout, comma-separated: none, zero-offload, zero-infinity, "
                        "axonn, activations (default: the scenario's own offload)")

@@ -62,7 +62,7 @@ struct Point {
   std::string error;
   double efficiency = 0;
 
-  double figure(const char* name) const { return report ? (*report)[name].get<double>() : NAN; }
+  double figure(const std::string& name) const { return report ? (*report)[name].get<double>() : NAN; }
   int gpus() const { return report ? (*report)["world_size"].get<int>() : 0; }
 };
 
@@ -117,8 +117,21 @@ bool looks_geometric(std::vector<double> xs) {
   return true;
 }
 
+// The throughput of the sweep's model: tokens/s, or samples/s for a layer-graph model (docs/cnn.md),
+// which has no tokens.
+std::string throughput_of(const std::vector<Point>& points) {
+  for (const Point& p : points) {
+    if (p.report) return p.figure("tokens_per_s") > 0 ? "tokens_per_s" : "samples_per_s";
+  }
+  return "tokens_per_s";
+}
+
+// "tokens/s" or "samples/s".
+std::string throughput_label(const std::string& key) { return key.substr(0, key.find('_')) + "/s"; }
+
 void write_plot(const std::string& path, const std::string& name, const std::vector<SweepRange>& ranges,
                 const std::vector<Point>& points) {
+  const std::string throughput = throughput_of(points);
   std::vector<const Point*> ran;
   for (const Point& p : points) if (p.report) ran.push_back(&p);
   // x: the GPU count when it changes over the sweep, else the first swept key.
@@ -165,17 +178,17 @@ void write_plot(const std::string& path, const std::string& name, const std::vec
     c->log2_x = log2;
   }
   tput.title = fmt::format("{}: throughput", name);
-  tput.y_label = "tokens/s";
+  tput.y_label = throughput_label(throughput);
   ratio.title = fmt::format("{}: MFU and scaling efficiency", name);
   ratio.y_label = "%";
   for (const std::string& label : series_names) {
-    report::LineSeries t{label.empty() ? "tokens/s" : label, {}, {}};
+    report::LineSeries t{label.empty() ? throughput_label(throughput) : label, {}, {}};
     report::LineSeries m{label.empty() ? "MFU" : "MFU, " + label, {}, {}};
     report::LineSeries e{label.empty() ? "scaling efficiency" : "efficiency, " + label, {}, {}};
     for (const Point* p : series[label]) {
       const double x = x_of(*p);
       t.x.push_back(x);
-      t.y.push_back(p->figure("tokens_per_s"));
+      t.y.push_back(p->figure(throughput));
       m.x.push_back(x);
       m.y.push_back(100 * p->figure("mfu"));
       e.x.push_back(x);
@@ -188,7 +201,7 @@ void write_plot(const std::string& path, const std::string& name, const std::vec
   if (gpus_vary && series_names.size() == 1 && !ran.empty()) {
     // Linear scaling from the first point, for reference.
     report::LineSeries ideal{"ideal (linear from the first point)", {}, {}, true};
-    const double per_gpu = ran.front()->figure("tokens_per_s") / ran.front()->gpus();
+    const double per_gpu = ran.front()->figure(throughput) / ran.front()->gpus();
     for (const Point* p : ran) {
       ideal.x.push_back(p->gpus());
       ideal.y.push_back(per_gpu * p->gpus());
@@ -201,9 +214,13 @@ void write_plot(const std::string& path, const std::string& name, const std::vec
 std::string format_table(const std::string& name, const std::string& backend, const std::vector<SweepRange>& ranges,
                          const std::vector<Point>& points) {
   std::vector<std::vector<std::string>> rows;
+  const std::string throughput = throughput_of(points);
   std::vector<std::string> header;
   for (const SweepRange& r : ranges) header.push_back(r.key);
-  for (const char* h : {"gpus", "iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "efficiency"}) header.push_back(h);
+  for (const std::string& h : {std::string("gpus"), std::string("iteration_time_s"), throughput,
+                               std::string("tflops_per_gpu"), std::string("mfu"), std::string("efficiency")}) {
+    header.push_back(h);
+  }
   rows.push_back(header);
   for (const Point& p : points) {
     std::vector<std::string> row;
@@ -211,7 +228,7 @@ std::string format_table(const std::string& name, const std::string& backend, co
     if (p.report) {
       row.push_back(std::to_string(p.gpus()));
       row.push_back(fmt::format("{:.4f}", p.figure("iteration_time_s")));
-      row.push_back(fmt::format("{:.0f}", p.figure("tokens_per_s")));
+      row.push_back(fmt::format("{:.0f}", p.figure(throughput)));
       row.push_back(fmt::format("{:.1f}", p.figure("model_tflops_per_gpu")));
       row.push_back(fmt::format("{:.1f}%", 100 * p.figure("mfu")));
       row.push_back(fmt::format("{:.1f}%", 100 * p.efficiency));
@@ -245,14 +262,15 @@ std::string format_table(const std::string& name, const std::string& backend, co
 std::string format_csv(const std::vector<SweepRange>& ranges, const std::vector<Point>& points) {
   std::string out;
   for (const SweepRange& r : ranges) out += csv_cell(r.key) + ",";
-  out += "gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error\n";
+  // samples_per_s last: the columns before it keep their places (it came with layer-graph models).
+  out += "gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error,samples_per_s\n";
   for (const Point& p : points) {
     for (const core::Json& v : p.values) out += csv_cell(value_text(v)) + ",";
     if (p.report) {
-      out += fmt::format("{},{},{},{},{},{},\n", p.gpus(), p.figure("iteration_time_s"), p.figure("tokens_per_s"),
-                         p.figure("model_tflops_per_gpu"), p.figure("mfu"), p.efficiency);
+      out += fmt::format("{},{},{},{},{},{},,{}\n", p.gpus(), p.figure("iteration_time_s"), p.figure("tokens_per_s"),
+                         p.figure("model_tflops_per_gpu"), p.figure("mfu"), p.efficiency, p.figure("samples_per_s"));
     } else {
-      out += ",,,,,," + csv_cell(p.error) + "\n";
+      out += ",,,,,," + csv_cell(p.error) + ",\n";
     }
   }
   return out;
@@ -269,7 +287,9 @@ core::Json format_json(const std::string& name, const std::string& backend, cons
     core::Json row{{"values", values}};
     if (p.report) {
       row["world_size"] = p.gpus();
-      for (const char* f : {"iteration_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu"}) row[f] = p.figure(f);
+      for (const char* f : {"iteration_time_s", "tokens_per_s", "samples_per_s", "model_tflops_per_gpu", "mfu"}) {
+        row[f] = p.figure(f);
+      }
       row["scaling_efficiency"] = p.efficiency;
     } else {
       row["error"] = p.error;
@@ -388,7 +408,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
     if (!p.report) continue;
     if (!first) first = &p;
     // Layer-graph models (docs/cnn.md) have no tokens: their scaling is in samples.
-    const char* throughput = first->figure("tokens_per_s") > 0 ? "tokens_per_s" : "samples_per_s";
+    const std::string throughput = first->figure("tokens_per_s") > 0 ? "tokens_per_s" : "samples_per_s";
     const double base = first->figure(throughput) / first->gpus();
     p.efficiency = (p.figure(throughput) / p.gpus()) / base;
   }

@@ -264,5 +264,69 @@ TEST(Search, TimeToTrainWithCheckpointsRanksOnTheExpectedRunWithFailures) {
   EXPECT_EQ(search.objective_value(r.ranked[0].layout, 1.0, 0.0), std::numeric_limits<double>::infinity());
 }
 
+// A layer-graph model (docs/cnn.md) is searched over what it runs: spatial x data = 8 GPUs and the
+// micro-batches of each replica's share of the 16 samples. By hand: spatial 1, 2, 4, 8 leave data
+// 8, 4, 2, 1, so 2, 4, 8, 16 samples per replica and 2 + 3 + 4 + 5 = 14 candidates. Spatial 8 splits
+// the second convolution's 4 planes 8 ways (its 5 candidates rejected); spatial 4 leaves it one
+// plane per GPU with a halo of 1 (kernel 3), which fits. Each of the 9 others is priced exactly by
+// the analytic backend already in the first pass (no closed form for layer graphs).
+TEST(Search, LayerGraphModelsSearchSpatialDataAndMicroBatch) {
+  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_search_cnn.json").string();
+  std::ofstream(path) << R"({
+    "name": "tiny-cnn",
+    "cluster": { "gpu": "A100-SXM4-80GB", "nodes": 1, "gpus_per_node": 8,
+                 "network": { "topology": "ideal", "nics_per_node": 8, "nic_bandwidth": "200 Gb/s" } },
+    "model": { "family": "layer_graph", "name": "tiny-3d", "input": { "channels": 4, "dims": [16, 16, 16] },
+               "layers": [ { "type": "conv", "out_channels": 8, "kernel": 3, "padding": 1 },
+                           { "type": "pool", "mode": "avg", "kernel": 2, "stride": 2 },
+                           { "type": "pool", "mode": "avg", "kernel": 2, "stride": 2 },
+                           { "type": "conv", "out_channels": 8, "kernel": 3, "padding": 1 },
+                           { "type": "dense", "out_features": 4 } ] },
+    "training": { "global_batch": 16, "micro_batch": 1, "precision": "fp16" },
+    "parallelism": { "data": 8 }
+  })";
+  SearchOptions o;
+  o.scenario = path;
+  o.refine = 100;
+  o.fits = false;
+  o.quiet = true;
+  o.recheck = false;
+  const Search search(o);
+  EXPECT_TRUE(search.layer_graph());
+  SearchResult r = search.evaluate();
+  EXPECT_EQ(r.candidates, 14u);
+  EXPECT_EQ(r.valid, 9u);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.begin()->second, 5u) << r.rejected.begin()->first;
+  std::set<std::tuple<int, int, int64_t>> seen;
+  for (const Evaluated& e : r.ranked) {
+    seen.insert({e.layout.spatial, e.layout.data, e.layout.micro_batch});
+    EXPECT_EQ(e.layout.tensor * e.layout.pipeline * e.layout.context * e.layout.expert, 1);
+    ASSERT_TRUE(e.analytic.has_value());
+    EXPECT_DOUBLE_EQ(e.estimate.iteration_time_s, e.analytic->iteration_time_s) << e.layout.describe();
+    EXPECT_GT(e.analytic->samples_per_s, 0);
+    EXPECT_EQ(e.analytic->tokens_per_s, 0) << "a layer graph has no tokens";
+  }
+  const std::set<std::tuple<int, int, int64_t>> expected = {{1, 8, 1}, {1, 8, 2}, {2, 4, 1}, {2, 4, 2}, {2, 4, 4},
+                                                            {4, 2, 1}, {4, 2, 2}, {4, 2, 4}, {4, 2, 8}};
+  EXPECT_EQ(seen, expected);
+  search.rank(r);
+  for (size_t i = 1; i < r.ranked.size(); ++i) {
+    EXPECT_LE(r.ranked[i - 1].analytic->iteration_time_s, r.ranked[i].analytic->iteration_time_s);
+  }
+  // samples/s ranks the same way (global batch / iteration time).
+  EXPECT_DOUBLE_EQ(search.objective_value(r.ranked[0].layout, 0.5), 0.5);
+  o.objective = Objective::SAMPLES_PER_S;
+  EXPECT_DOUBLE_EQ(Search(o).objective_value(r.ranked[0].layout, 0.5), 32.0);
+  // What counts tokens, and the options a layer graph does not run, are input errors.
+  for (Objective tokens : {Objective::TOKENS_PER_S, Objective::TIME_TO_TRAIN, Objective::TOKENS_PER_DOLLAR}) {
+    o.objective = tokens;
+    EXPECT_THROW(Search{o}, core::InputError) << to_string(tokens);
+  }
+  o.objective = Objective::ITERATION_TIME;
+  o.offload = {"zero-offload"};
+  EXPECT_THROW(Search{o}, core::InputError);
+}
+
 }  // namespace
 }  // namespace trainsim::cli
