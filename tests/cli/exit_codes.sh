@@ -288,4 +288,14 @@ contains resilience-short-interval "$tmp/err" "/training/checkpoint/interval: 0.
 expect resilience-no-checkpoint 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --simulate-failures 5
 contains resilience-no-checkpoint "$tmp/err" "--simulate-failures: needs training.checkpoint"
 
+# Layer-graph models (docs/cnn.md): search enumerates spatial x data x micro-batch (it died with
+# SIGFPE in the transformer closed form); tokens objectives are input errors for them.
+for cnn in "$src"/scenarios/cnn/*.json; do
+  name=search-$(basename "$cnn" .json)
+  expect "$name" 0 "$bin" search "$cnn" --no-recheck --refine 3 --top 3 --quiet
+  contains "$name" "$tmp/out" "samples/s"
+done
+expect search-cnn-tokens 2 "$bin" search "$src/scenarios/cnn/resnet50-a100-8.json" --objective tokens_per_s
+contains search-cnn-tokens "$tmp/err" "--objective: tokens_per_s counts tokens"
+
 report
