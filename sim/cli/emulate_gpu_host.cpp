@@ -20,6 +20,7 @@ uint64_t realtime_now_ns() {
 
 core::InputError gpu_error(const std::string& message) { return core::InputError("--device gpu", "", message); }
 
+#ifdef TRAINSIM_HAVE_GPU_MODULE
 // The module's file: next to the executable (the build tree and an install keep them together).
 std::string module_path() {
   std::error_code ec;
@@ -27,6 +28,7 @@ std::string module_path() {
   if (ec) return GPU_MODULE_FILE;
   return (exe.parent_path() / GPU_MODULE_FILE).string();
 }
+#endif
 
 // The MPI side of the module's needs.
 class MpiGpuHost final : public GpuHost {

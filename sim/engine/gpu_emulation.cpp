@@ -105,6 +105,7 @@ GpuEmulationPlan plan_gpu_emulation(const EmulationPlan& plan, const std::vector
   GpuEmulationPlan g;
   std::array<int, core::STREAM_COUNT> slot{};
   slot.fill(-1);
+  slot[static_cast<size_t>(core::Stream::COMPUTE)] = 0;  // always one stream, to time the calibration on
   for (const EmulatedTask& e : plan.tasks) slot[static_cast<size_t>(e.stream)] = 0;
   for (int s = 0; s < core::STREAM_COUNT; ++s) {
     if (slot[static_cast<size_t>(s)] < 0) continue;

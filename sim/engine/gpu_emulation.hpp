@@ -14,9 +14,9 @@
 //  - measured SEND/RECVs are ncclSend / ncclRecv on a two-rank communicator per channel (sender
 //    first), so that each (sender, receiver, tag) keeps its own FIFO order as the IR requires (NCCL
 //    matches point-to-point calls per communicator and peer only);
-//  - modelled calls are DELAY kernels: spin until `not_before` after the iteration's start (the GPU's
-//    global timer against a start stamp written by the first kernel), then for `seconds`; a measured
-//    call with a not_before gets a DELAY of 0 seconds before it on its stream;
+//  - modelled calls are DELAY kernels: spins for `seconds`, like compute;
+//  - an op with a not_before is preceded on its stream by a spin until `not_before` after the
+//    iteration's start (the GPU's global timer against a start stamp written by the first kernel);
 //  - MEMORY tasks are NONE: their stream waits for their dependencies, nothing runs;
 //  - a task's dependencies on other streams are cudaStreamWaitEvent on their end events.
 // Every operation is enqueued from one host thread, in the order the simulator predicts the tasks
@@ -92,7 +92,7 @@ struct GpuOp {
 };
 
 struct GpuEmulationPlan {
-  std::vector<core::Stream> streams;  // the IR streams the rank uses, ascending
+  std::vector<core::Stream> streams;  // the IR streams the rank uses, ascending; COMPUTE always
   std::vector<GpuComm> comms;         // groups by index, then channels by (sender, receiver, tag)
   std::vector<GpuOp> ops;             // one per task, in issue order
   std::vector<uint64_t> send_bytes;   // per stream: its largest send buffer (float32 or bytes)

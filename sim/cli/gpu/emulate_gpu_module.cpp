@@ -44,6 +44,7 @@ struct State {
   std::vector<cudaEvent_t> start;  // per task
   std::vector<cudaEvent_t> end;
   cudaEvent_t t0_event = nullptr;
+  cudaEvent_t calibration[2] = {nullptr, nullptr};
   unsigned long long* t0 = nullptr;  // device: the iteration's start stamp
   std::vector<void*> send;           // per stream
   std::vector<void*> recv;
@@ -66,6 +67,9 @@ struct State {
     for (cudaEvent_t e : start) cudaEventDestroy(e);
     for (cudaEvent_t e : end) cudaEventDestroy(e);
     if (t0_event != nullptr) cudaEventDestroy(t0_event);
+    for (cudaEvent_t e : calibration) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
     for (cudaStream_t s : streams) cudaStreamDestroy(s);
   }
 };
@@ -101,6 +105,8 @@ void open(GpuRun& run, State& st) {
   check(cudaMalloc(reinterpret_cast<void**>(&st.t0), sizeof(unsigned long long)), "cudaMalloc");
   check(cudaMemset(st.t0, 0, sizeof(unsigned long long)), "cudaMemset");
   check(cudaEventCreate(&st.t0_event), "cudaEventCreate");
+  check(cudaEventCreate(&st.calibration[0]), "cudaEventCreate");
+  check(cudaEventCreate(&st.calibration[1]), "cudaEventCreate");
   st.start.assign(run.tasks, nullptr);
   st.end.assign(run.tasks, nullptr);
   for (size_t i = 0; i < run.tasks; ++i) {
@@ -110,8 +116,8 @@ void open(GpuRun& run, State& st) {
 
   // Calibration: time spins of known cycle counts on the first stream, after one to warm up.
   const cudaStream_t s = st.streams.front();
-  cudaEvent_t a = st.start.front();
-  cudaEvent_t b = st.end.front();
+  cudaEvent_t a = st.calibration[0];
+  cudaEvent_t b = st.calibration[1];
   check(gpu::launch_spin(s, st.t0, 0, CALIBRATION_CYCLES[0]), "spin kernel launch");
   std::vector<engine::TimedSpin> samples;
   for (int r = 0; r < CALIBRATION_REPEATS; ++r) {
@@ -200,18 +206,19 @@ void iterate(GpuRun& run, State& st) {
     const GpuOp& op = plan.ops[k];
     const cudaStream_t s = st.streams[op.stream];
     for (uint32_t w : op.waits) check(cudaStreamWaitEvent(s, st.end[w], 0), "cudaStreamWaitEvent");
+    // Not before the predicted arrival of unmatched partners: the op starts after it (as on the CPU).
+    if (op.not_before > 0) check(gpu::launch_spin(s, st.t0, nanoseconds(op.not_before), 0), "spin kernel launch");
     check(cudaEventRecord(st.start[op.task], s), "cudaEventRecord");
     switch (op.kind) {
       case GpuOpKind::NONE:
         break;
       case GpuOpKind::SPIN:
       case GpuOpKind::DELAY:
-        check(gpu::launch_spin(s, st.t0, nanoseconds(op.not_before), st.cycles[k]), "spin kernel launch");
+        check(gpu::launch_spin(s, st.t0, 0, st.cycles[k]), "spin kernel launch");
         break;
       case GpuOpKind::COLLECTIVE:
       case GpuOpKind::SEND:
       case GpuOpKind::RECV:
-        if (op.not_before > 0) check(gpu::launch_spin(s, st.t0, nanoseconds(op.not_before), 0), "spin kernel launch");
         enqueue_call(op, plan, st, s);
         break;
     }
@@ -241,7 +248,7 @@ void guarded(GpuRun* run, const char* phase, Step step) {
   } catch (const Failure& f) {
     st->failed = true;
     run->code = 2;
-    run->error = "rank " + std::to_string(run->rank) + ": --device gpu (" + phase + "): " + f.message;
+    run->error = "rank " + std::to_string(run->rank) + ", " + phase + ": " + f.message;
   }
 }
 
