@@ -7,16 +7,8 @@
 # Usage: emulate_calibrate.sh TRAINSIM SOURCE_DIR MPIEXEC. An empty MPIEXEC means trainsim was built
 # without MPI: exit 77, which ctest reports as skipped (tests/cli/CMakeLists.txt).
 set -u
-bin=$1
-src=$2
-mpiexec=${3:-}
-if [ -z "$mpiexec" ]; then
-  echo "skipped: trainsim was built without MPI (no libopenmpi-dev when cmake configured)"
-  exit 77
-fi
-# shellcheck source=tests/cli/check_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
-mpirun=("$mpiexec" --oversubscribe --allow-run-as-root)
+# shellcheck source=tests/cli/mpi_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_lib.sh" "$@"
 
 scenario="$src/scenarios/gpt3-6.7b-a100-8.json"
 run=("$scenario" --set training.global_batch=32 --scale-compute 0.001 --scale-bytes 1e-3 --iterations 2)
