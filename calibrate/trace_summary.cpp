@@ -64,6 +64,7 @@ std::string_view timing_name(trace::Timing t) {
     case trace::TIMING_PROXY: return "proxy";
     case trace::TIMING_KERNEL_CHANNEL: return "kernel_channel";
     case trace::TIMING_GPU_KERNEL: return "gpu_kernel";
+    case trace::TIMING_HOST_COMPLETION: return "host_completion";
     default: return "unknown";
   }
 }
@@ -109,6 +110,7 @@ RankSummary summarize_trace(const core::TraceFile& t, size_t top_kernels) {
   std::vector<std::pair<const trace::Kernel*, TimeCategory>> kernels;
   std::vector<const trace::Marker*> iteration_markers;
   std::vector<const trace::Collective*> collectives;
+  std::vector<const trace::P2p*> p2ps;
   std::unordered_map<uint64_t, std::vector<uint32_t>> correlations_of;  // external id -> CUPTI ids
   std::unordered_map<uint32_t, Interval> kernel_by_correlation;
   for (const trace::Record& r : t.records) {
@@ -128,6 +130,7 @@ RankSummary summarize_trace(const core::TraceFile& t, size_t top_kernels) {
     } else {
       if (r.has_marker() && r.marker().iteration() >= 0) iteration_markers.push_back(&r.marker());
       if (r.has_collective()) collectives.push_back(&r.collective());
+      if (r.has_p2p()) p2ps.push_back(&r.p2p());
       if (r.has_external_correlation()) {
         correlations_of[r.external_correlation().external_id()].push_back(r.external_correlation().correlation_id());
       }
@@ -141,6 +144,20 @@ RankSummary summarize_trace(const core::TraceFile& t, size_t top_kernels) {
     if (i.end < i.start) continue;
     by_category[static_cast<size_t>(category)].push_back(i);
     everything.push_back(i);
+  }
+
+  // Without communication kernels (the emulator's traces, a tracer run whose CUPTI did not start),
+  // communication is what the collective and point-to-point records span, unless they time only the
+  // host call that enqueued the operation.
+  std::vector<Interval>& communication = by_category[static_cast<size_t>(TimeCategory::COMMUNICATION)];
+  if (communication.empty()) {
+    auto add = [&](uint64_t start, uint64_t end, trace::Timing timing) {
+      if (timing == trace::TIMING_ENQUEUE || end < start) return;
+      communication.push_back({start, end});
+      everything.push_back({start, end});
+    };
+    for (const trace::Collective* c : collectives) add(c->start_ns(), c->end_ns(), c->timing());
+    for (const trace::P2p* p : p2ps) add(p->start_ns(), p->end_ns(), p->timing());
   }
 
   // The window: the iterations when marked (GPU-side annotations preferred), else the whole trace.

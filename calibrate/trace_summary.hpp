@@ -13,7 +13,10 @@
 //    all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast and reduce;
 //    https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md).
 //
-// Kernels are put into categories by name (categorize_kernel). Collective times come from one
+// Kernels are put into categories by name (categorize_kernel). A trace without communication
+// kernels (`trainsim emulate`'s, or a tracer run whose CUPTI did not start) counts its Collective and
+// P2p records as communication instead, unless they are timed at enqueue (TIMING_ENQUEUE: the host
+// call only). Collective times come from one
 // source per rank, the most exact present: the NCCL profiler plugin, then Kineto's NCCL kernels,
 // then the nccl* wrapper, whose calls are timed by the kernels they launched (joined through
 // ExternalCorrelation records), or by the call itself when no kernel is found.

@@ -1,5 +1,7 @@
 #include "sim/cli/emulate_command.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
@@ -32,7 +34,7 @@ std::string task_name(const core::Workload& workload, const core::Task& t) {
 
 std::string write_emulation_trace(const std::string& dir, const core::Workload& workload,
                                   const engine::EmulationPlan& plan, const std::vector<EmulatedSpan>& spans,
-                                  const std::string& command_line) {
+                                  const std::string& command_line, int iteration, trace::Timing timing) {
   TRAINSIM_CHECK(spans.size() == plan.tasks.size(), "one span per emulated task");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -52,6 +54,22 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
   header.set_command_line(command_line);
   core::TraceWriter writer(path, header);
 
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const EmulatedSpan& s : spans) {
+    if (s.end_ns == 0) continue;
+    first = std::min(first, s.start_ns);
+    last = std::max(last, s.end_ns);
+  }
+  if (first <= last) {
+    trace::Record r;
+    trace::Marker* m = r.mutable_marker();
+    m->set_name(fmt::format("ProfilerStep#{}", iteration));
+    m->set_domain("trainsim.emulate");
+    m->set_start_ns(first);
+    m->set_end_ns(last);
+    m->set_iteration(iteration);
+    writer.append(r);
+  }
   const core::Program& program = workload.program_of(plan.rank);
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const engine::EmulatedTask& e = plan.tasks[i];
@@ -59,6 +77,20 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
     const EmulatedSpan& s = spans[i];
     const auto stream = static_cast<uint32_t>(e.stream);
     trace::Record r;
+    if (e.modelled) {
+      trace::Marker* m = r.mutable_marker();
+      m->set_name(e.kind == engine::EmulatedKind::COLLECTIVE
+                      ? fmt::format("{} {} {} B (modelled)", core::to_string(e.op),
+                                    plan.groups[static_cast<size_t>(e.group)].name, e.bytes)
+                      : fmt::format("{} rank {} {} B (modelled)",
+                                    e.kind == engine::EmulatedKind::SEND ? "send to" : "recv from", e.peer, e.bytes));
+      m->set_domain("trainsim.emulate.modelled");
+      m->set_start_ns(s.start_ns);
+      m->set_end_ns(s.end_ns);
+      m->set_iteration(-1);
+      writer.append(r);
+      continue;
+    }
     switch (e.kind) {
       case engine::EmulatedKind::WAIT:
         if (t.kind == core::TaskKind::COPY) {
@@ -91,6 +123,7 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
         c->set_stream(stream);
         c->set_start_ns(s.start_ns);
         c->set_end_ns(s.end_ns);
+        c->set_timing(timing);
         c->set_seq_number(e.seq);
         for (int q : g.ranks) c->add_group_ranks(q);
         break;
@@ -99,7 +132,7 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
       case engine::EmulatedKind::RECV: {
         trace::P2p* p = r.mutable_p2p();
         p->set_direction(e.kind == engine::EmulatedKind::SEND ? trace::P2P_DIRECTION_SEND : trace::P2P_DIRECTION_RECV);
-        p->set_peer(e.peer);
+        p->set_peer(e.stand_in);
         p->set_bytes(e.bytes);
         p->set_count(e.bytes);
         p->set_comm_name("world");
@@ -108,6 +141,7 @@ std::string write_emulation_trace(const std::string& dir, const core::Workload& 
         p->set_stream(stream);
         p->set_start_ns(s.start_ns);
         p->set_end_ns(s.end_ns);
+        p->set_timing(timing);
         break;
       }
       case engine::EmulatedKind::NOOP:
@@ -127,9 +161,12 @@ std::vector<CollectiveTiming> collective_timings(const core::Workload& workload,
     const engine::EmulatedTask& e = plan.tasks[i];
     if (e.kind != engine::EmulatedKind::COLLECTIVE) continue;
     CollectiveTiming& c = by[{e.group, static_cast<int>(e.op)}];
+    const engine::EmulatedGroup& g = plan.groups[static_cast<size_t>(e.group)];
     c.group = workload.groups[static_cast<size_t>(e.group)].name;
     c.op = e.op;
-    c.ranks = static_cast<int>(plan.groups[static_cast<size_t>(e.group)].ranks.size());
+    c.ranks = static_cast<int>(g.ranks.size());
+    c.members = g.members;
+    c.modelled = e.modelled;
     ++c.calls;
     c.bytes += static_cast<double>(e.bytes);
     c.seconds += static_cast<double>(spans[i].end_ns - spans[i].start_ns) * 1e-9;
@@ -139,23 +176,32 @@ std::vector<CollectiveTiming> collective_timings(const core::Workload& workload,
   return out;
 }
 
-std::string emulation_report(const EmulateArgs& args, int ranks, double iteration_s, double predicted_s,
-                             double wait_s, const std::vector<CollectiveTiming>& timings) {
-  std::string s = fmt::format("emulate: {} ({} MPI ranks, compute x{:g}, bytes x{:g}, iteration {} of {})\n",
-                              args.scenario, ranks, args.scale_compute, args.scale_bytes, args.iterations,
-                              args.iterations);
-  s += fmt::format("  emulated iteration   {:10.4f} s  (rank 0's compute and copy waits: {:.4f} s)\n", iteration_s,
-                   wait_s);
-  s += fmt::format("  collectives of rank 0 in the measured iteration:\n");
-  s += fmt::format("    {:<14} {:<15} {:>5} {:>7} {:>12} {:>10}\n", "group", "op", "ranks", "calls", "bytes",
-                   "seconds");
-  for (const CollectiveTiming& c : timings) {
-    s += fmt::format("    {:<14} {:<15} {:>5} {:>7} {:>12.4g} {:>10.4f}\n", c.group, core::to_string(c.op), c.ranks,
-                     c.calls, c.bytes, c.seconds);
+std::string emulation_report(const EmulateArgs& args, const EmulationOutcome& o) {
+  std::string s = fmt::format("emulate: {} ({} MPI ranks{}, device {}, compute x{:g}, bytes x{:g}, iteration {} of {})\n",
+                              args.scenario, o.mpi_ranks,
+                              args.ranks == "all" ? std::string() : fmt::format(" standing for --ranks {}", args.ranks),
+                              args.device, args.scale_compute, args.scale_bytes, args.iterations, args.iterations);
+  s += fmt::format("  emulated iteration   {:10.4f} s  (rank {}'s compute and copy waits: {:.4f} s)\n", o.iteration_s,
+                   o.rank, o.wait_s);
+  s += fmt::format("  calls of rank {}: {} measured, {} modelled (timed waits priced by the analytic model)\n", o.rank,
+                   o.measured_calls, o.modelled_calls);
+  s += fmt::format("  collectives of rank {} in the measured iteration:\n", o.rank);
+  s += fmt::format("    {:<14} {:<15} {:>7} {:<9} {:>7} {:>12} {:>10}\n", "group", "op", "ranks", "how", "calls",
+                   "bytes", "seconds");
+  for (const CollectiveTiming& c : o.timings) {
+    const std::string how = c.modelled ? "modelled" : "measured";
+    const std::string ranks = c.ranks == c.members || c.modelled ? fmt::format("{}", c.members)
+                                                                 : fmt::format("{} of {}", c.ranks, c.members);
+    s += fmt::format("    {:<14} {:<15} {:>7} {:<9} {:>7} {:>12.4g} {:>10.4f}\n", c.group, core::to_string(c.op),
+                     ranks, how, c.calls, c.bytes, c.seconds);
   }
   s += fmt::format("  simulated (analytic) {:10.4f} s  for the same scaled job on the scenario's cluster; emulated / "
                    "simulated = {:.3f}\n",
-                   predicted_s, predicted_s > 0 ? iteration_s / predicted_s : 0.0);
+                   o.predicted_s, o.predicted_s > 0 ? o.iteration_s / o.predicted_s : 0.0);
+  if (o.predicted_present_s >= 0) {
+    s += fmt::format("  simulated, emulated ranks {:10.4f} s  (their last task); emulated / simulated = {:.3f}\n",
+                     o.predicted_present_s, o.predicted_present_s > 0 ? o.iteration_s / o.predicted_present_s : 0.0);
+  }
   return s;
 }
 
@@ -176,6 +222,15 @@ EmulateSubcommand::EmulateSubcommand(CLI::App& app) {
       ->default_val(2);
   command_->add_option("--trace", args_.trace_dir, "Write DIR/emulate.rank<R>.trace per rank (trainsim traces)")
       ->type_name("DIR");
+  command_->add_option("--ranks", args_.ranks,
+                       "Ranks the MPI processes stand for: all, node:N or stage:S; the others' traffic is mirrored "
+                       "or modelled (docs/emulate.md)")
+      ->type_name("SPEC")
+      ->default_val("all");
+  command_->add_option("--device", args_.device,
+                       "cpu: MPI and timed waits; gpu: NCCL on GPU buffers and spin kernels (CUDA and NCCL builds)")
+      ->type_name("cpu|gpu")
+      ->default_val("cpu");
 }
 
 std::optional<int> EmulateSubcommand::run(std::ostream& out, std::ostream& err) {

@@ -1,11 +1,13 @@
 // `trainsim emulate` under MPI (emulate_command.hpp, docs/emulate.md). The only file of the command
 // that sees mpi.h; built without TRAINSIM_HAVE_MPI it only explains how to rebuild.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,8 +17,13 @@
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/backend.hpp"
+#include "sim/engine/communication_model.hpp"
+#include "sim/engine/emulation_subset.hpp"
+#include "sim/engine/gpu_emulation.hpp"
+#include "sim/engine/predicted_times.hpp"
 
 #ifdef TRAINSIM_HAVE_MPI
+#include "sim/cli/emulate_gpu_host.hpp"
 #include "sim/cli/mpi_session.hpp"
 #endif
 
@@ -85,80 +92,63 @@ struct Active {
   std::vector<float> recv;
 };
 
-int count_of(uint64_t bytes, uint64_t parts, uint64_t unit) {
-  const uint64_t per = (bytes + parts * unit - 1) / (parts * unit);
-  TRAINSIM_CHECK(per <= static_cast<uint64_t>(INT32_MAX / 4),
-                 fmt::format("{} bytes do not fit one MPI call: use --scale-bytes", bytes));
-  return static_cast<int>(per);
+int checked_count(uint64_t count) {
+  TRAINSIM_CHECK(count <= static_cast<uint64_t>(INT32_MAX / 4),
+                 fmt::format("{} elements do not fit one MPI call: use --scale-bytes", count));
+  return static_cast<int>(count);
 }
 
-// Posts the MPI call of a COLLECTIVE, SEND or RECV task.
-void post(const engine::EmulationPlan& plan, const engine::EmulatedTask& e, const std::vector<MPI_Comm>& comms,
-          MPI_Comm world, Active& a) {
+// Posts the MPI call of a COLLECTIVE, SEND or RECV task (sizes: engine::collective_call_size).
+void post(const engine::EmulationPlan& plan, const engine::EmulationSubset& subset, const engine::EmulatedTask& e,
+          const std::vector<MPI_Comm>& comms, MPI_Comm world, Active& a) {
   using core::CollectiveOp;
   if (e.kind == engine::EmulatedKind::SEND || e.kind == engine::EmulatedKind::RECV) {
-    const int n = count_of(e.bytes, 1, 1);
+    const int n = checked_count(engine::p2p_call_size(e.bytes).count);
     a.send.resize(static_cast<size_t>(n + 3) / 4);
+    const int peer = subset.mpi_rank_of(e.stand_in);
     if (e.kind == engine::EmulatedKind::SEND) {
-      MPI_Isend(a.send.data(), n, MPI_BYTE, e.peer, e.tag, world, &a.request);
+      MPI_Isend(a.send.data(), n, MPI_BYTE, peer, e.mpi_tag, world, &a.request);
     } else {
-      MPI_Irecv(a.send.data(), n, MPI_BYTE, e.peer, e.tag, world, &a.request);
+      MPI_Irecv(a.send.data(), n, MPI_BYTE, peer, e.mpi_tag, world, &a.request);
     }
     return;
   }
   const MPI_Comm comm = comms[static_cast<size_t>(e.group)];
-  const auto n = static_cast<uint64_t>(plan.groups[static_cast<size_t>(e.group)].ranks.size());
-  const auto size = [](int count) { return static_cast<size_t>(count); };
+  const auto ranks = static_cast<uint64_t>(plan.groups[static_cast<size_t>(e.group)].ranks.size());
+  const engine::CallSize size = engine::collective_call_size(e.op, e.bytes, ranks);
+  const int c = checked_count(size.count);
+  checked_count(size.send);
+  checked_count(size.recv);
+  a.send.resize(size.send);
+  a.recv.resize(size.recv);
   switch (e.op) {
-    case CollectiveOp::ALL_REDUCE: {
-      const int c = count_of(e.bytes, 1, 4);
-      a.send.resize(size(c));
-      a.recv.resize(size(c));
+    case CollectiveOp::ALL_REDUCE:
       MPI_Iallreduce(a.send.data(), a.recv.data(), c, MPI_FLOAT, MPI_SUM, comm, &a.request);
       break;
-    }
-    case CollectiveOp::REDUCE: {
-      const int c = count_of(e.bytes, 1, 4);
-      a.send.resize(size(c));
-      a.recv.resize(size(c));
+    case CollectiveOp::REDUCE:
       MPI_Ireduce(a.send.data(), a.recv.data(), c, MPI_FLOAT, MPI_SUM, 0, comm, &a.request);
       break;
-    }
-    case CollectiveOp::BROADCAST: {
-      const int c = count_of(e.bytes, 1, 4);
-      a.send.resize(size(c));
+    case CollectiveOp::BROADCAST:
       MPI_Ibcast(a.send.data(), c, MPI_FLOAT, 0, comm, &a.request);
       break;
-    }
-    case CollectiveOp::ALL_GATHER: {  // bytes: the receive buffer
-      const int c = count_of(e.bytes, n, 4);
-      a.send.resize(size(c));
-      a.recv.resize(size(c) * n);
+    case CollectiveOp::ALL_GATHER:  // bytes: the receive buffer
       MPI_Iallgather(a.send.data(), c, MPI_FLOAT, a.recv.data(), c, MPI_FLOAT, comm, &a.request);
       break;
-    }
-    case CollectiveOp::REDUCE_SCATTER: {  // bytes: the send buffer
-      const int c = count_of(e.bytes, n, 4);
-      a.send.resize(size(c) * n);
-      a.recv.resize(size(c));
+    case CollectiveOp::REDUCE_SCATTER:  // bytes: the send buffer
       MPI_Ireduce_scatter_block(a.send.data(), a.recv.data(), c, MPI_FLOAT, MPI_SUM, comm, &a.request);
       break;
-    }
-    case CollectiveOp::ALL_TO_ALL: {  // bytes: the send buffer, 1/n to each member
-      const int c = count_of(e.bytes, n, 4);
-      a.send.resize(size(c) * n);
-      a.recv.resize(size(c) * n);
+    case CollectiveOp::ALL_TO_ALL:  // bytes: the send buffer, 1/n to each member
       MPI_Ialltoall(a.send.data(), c, MPI_FLOAT, a.recv.data(), c, MPI_FLOAT, comm, &a.request);
       break;
-    }
   }
 }
 
 // One iteration of the plan (workload.hpp's semantics, one thread with non-blocking MPI): each
-// stream runs its tasks one at a time in program order once their dependencies are done; a group's
-// collectives and a channel's messages are issued in their call order. Returns the rank's seconds.
-double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Comm>& comms, MPI_Comm world,
-                     std::vector<EmulatedSpan>& spans) {
+// stream runs its tasks one at a time in program order once their dependencies are done and their
+// not_before has passed; a group's collectives and a channel's messages are issued in their call
+// order; modelled calls are timed waits. Returns the rank's seconds.
+double run_iteration(const engine::EmulationPlan& plan, const engine::EmulationSubset& subset,
+                     const std::vector<MPI_Comm>& comms, MPI_Comm world, std::vector<EmulatedSpan>& spans) {
   using Clock = std::chrono::steady_clock;
   const size_t n = plan.tasks.size();
   spans.assign(n, EmulatedSpan{});
@@ -180,6 +170,7 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
   };
   while (finished < n) {
     bool progress = false;
+    Clock::time_point next_deadline = Clock::time_point::max();
     for (size_t s = 0; s < streams.size(); ++s) {
       while (head[s] < streams[s].size()) {
         const uint32_t i = streams[s][head[s]];
@@ -193,8 +184,15 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
         bool ready = true;
         for (uint32_t d : e.deps) ready = ready && done[d];
         if (e.kind == engine::EmulatedKind::COLLECTIVE) ready = ready && group_next[static_cast<size_t>(e.group)] == e.seq;
-        if (e.kind == engine::EmulatedKind::SEND || e.kind == engine::EmulatedKind::RECV) {
+        if ((e.kind == engine::EmulatedKind::SEND || e.kind == engine::EmulatedKind::RECV) && !e.modelled) {
           ready = ready && channel_next[e.channel] == e.seq;
+        }
+        if (ready && e.not_before > 0) {
+          const Clock::time_point at = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.not_before));
+          if (Clock::now() < at) {
+            next_deadline = std::min(next_deadline, at);
+            ready = false;
+          }
         }
         if (!ready) break;
         started[i] = true;
@@ -206,11 +204,12 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
         }
         Active a;
         a.task = i;
-        if (e.kind == engine::EmulatedKind::WAIT) {
+        if (e.kind == engine::EmulatedKind::WAIT || e.modelled) {
           a.wait = true;
           a.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(e.seconds));
+          if (e.kind == engine::EmulatedKind::COLLECTIVE) ++group_next[static_cast<size_t>(e.group)];
         } else {
-          post(plan, e, comms, world, a);
+          post(plan, subset, e, comms, world, a);
           if (e.kind == engine::EmulatedKind::COLLECTIVE) ++group_next[static_cast<size_t>(e.group)];
           else ++channel_next[e.channel];
         }
@@ -219,7 +218,6 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
       }
     }
     const Clock::time_point now = Clock::now();
-    Clock::time_point next_deadline = Clock::time_point::max();
     bool requests = false;
     for (size_t k = 0; k < active.size();) {
       Active& a = active[k];
@@ -253,24 +251,81 @@ double run_iteration(const engine::EmulationPlan& plan, const std::vector<MPI_Co
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-int emulate_mpi(const EmulateArgs& args, std::ostream& out, std::ostream& err) {
-  MpiSession mpi;
+// What every rank knows after set-up: the scenario, its workload, the ranks emulated, this rank's
+// plan and the simulator's prediction of the scaled job.
+struct Setup {
   Scenario scenario;
   core::Workload workload;
+  std::optional<engine::EmulationSubset> subset;
   engine::EmulationPlan plan;
+  engine::PredictedTimes predicted;
+  double predicted_s = 0;  // the analytic backend's iteration of the scaled job
+};
+
+// Loads and plans; throws InputError for bad input. Every rank predicts the scaled job with the
+// analytic backend (deterministic: each gets the same numbers without communicating), recording its
+// own timeline and its unmatched partners'.
+void set_up(const EmulateArgs& args, const MpiSession& mpi, Setup& s) {
+  s.scenario = load_scenario(args.scenario, args.overrides);
+  s.workload = models::build_workload(s.scenario.model, s.scenario.training, s.scenario.parallelism,
+                                      s.scenario.pruning, s.scenario.offload, s.scenario.compression)
+                   .workload;
+  if (args.device != "cpu" && args.device != "gpu") {
+    throw core::InputError("--device", "", fmt::format("expected cpu or gpu, found \"{}\"", args.device));
+  }
+  s.subset = engine::EmulationSubset::parse(args.ranks, s.workload.layout, s.scenario.cluster);
+  engine::check_emulation_world(*s.subset, mpi.size(), s.scenario.file);
+  const int rank = s.subset->ranks()[static_cast<size_t>(mpi.rank())];
   engine::EmulationOptions options;
   options.scale_compute = args.scale_compute;
   options.scale_bytes = args.scale_bytes;
-  int code = agree(mpi, err, [&] {
-    scenario = load_scenario(args.scenario, args.overrides);
-    workload = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
-                                      scenario.offload, scenario.compression)
-                   .workload;
-    engine::check_emulation_world(workload, mpi.size(), scenario.file);
-    plan = engine::plan_emulation(workload, mpi.rank(), scenario.cluster, scenario.profile.device, options,
-                                  scenario.file);
-  });
+  const core::Profile& profile = s.scenario.profile;
+  engine::check_emulation_options(options);
+  const core::Workload scaled = engine::scaled_workload(s.workload, s.scenario.cluster, profile.device, options);
+  engine::SimulationOptions sim;
+  sim.use_symmetry = s.scenario.simulation.symmetry;
+  sim.algorithm = s.scenario.simulation.algorithm;
+  sim.timeline_ranks = engine::emulation_partners(s.workload, *s.subset, rank);
+  sim.timeline_ranks.push_back(rank);
+  const engine::SimulationResult result =
+      engine::make_analytic_backend()->run(scaled, s.scenario.cluster, profile, sim);
+  s.predicted_s = result.iteration_time.value();
+  s.predicted = engine::PredictedTimes(scaled, result);
+  engine::AnalyticCommunicationModel model(s.scenario.cluster, profile.network, sim.algorithm);
+  const engine::Reduction reduction{*s.subset, s.predicted, model};
+  s.plan = engine::plan_emulation(s.workload, rank, s.scenario.cluster, profile.device, options, s.scenario.file,
+                                  &reduction);
+  for (const engine::EmulatedTask& e : s.plan.tasks) {
+    if (e.modelled || e.kind == engine::EmulatedKind::WAIT || e.kind == engine::EmulatedKind::NOOP) continue;
+    const engine::CallSize size =
+        e.kind == engine::EmulatedKind::COLLECTIVE
+            ? engine::collective_call_size(e.op, e.bytes, s.plan.groups[static_cast<size_t>(e.group)].ranks.size())
+            : engine::p2p_call_size(e.bytes);
+    if (std::max({size.count, size.send, size.recv}) > static_cast<uint64_t>(INT32_MAX / 4)) {
+      throw core::InputError("--scale-bytes", "",
+                             fmt::format("a call of {} bytes does not fit one MPI call (2^29 elements at most): "
+                                         "scale sizes down with --scale-bytes",
+                                         e.bytes));
+    }
+  }
+  int* tag_ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+  if (found != 0 && tag_ub != nullptr && s.plan.max_mpi_tag > *tag_ub) {
+    throw core::InputError("--ranks", "",
+                           fmt::format("the messages to stand-ins need MPI tags up to {}, this MPI allows {}: "
+                                       "choose a larger subset",
+                                       s.plan.max_mpi_tag, *tag_ub));
+  }
+}
+
+int emulate_mpi(const EmulateArgs& args, std::ostream& out, std::ostream& err) {
+  MpiSession mpi;
+  Setup s;
+  int code = agree(mpi, err, [&] { set_up(args, mpi, s); });
   if (code != 0) return code;
+  const engine::EmulationPlan& plan = s.plan;
+  const engine::EmulationSubset& subset = *s.subset;
 
   std::vector<MPI_Comm> comms(plan.groups.size(), MPI_COMM_NULL);
   for (size_t g = 0; g < plan.groups.size(); ++g) {
@@ -282,35 +337,55 @@ int emulate_mpi(const EmulateArgs& args, std::ostream& out, std::ostream& err) {
 
   std::vector<EmulatedSpan> spans;
   double iteration_s = 0;
-  for (int it = 0; it < args.iterations; ++it) {
-    MPI_Barrier(MPI_COMM_WORLD);
+  if (args.device == "gpu") {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local_rank = 0;
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    GpuEmulation gpu;
+    code = agree(mpi, err, [&] { gpu.open(args, plan, subset, s.predicted, local_rank); });
+    if (code != 0) return code;
     double mine = 0;
-    code = agree(mpi, err, [&] { mine = run_iteration(plan, comms, world, spans); });
+    code = agree(mpi, err, [&] { mine = gpu.run(comms, world, spans); });
     if (code != 0) return code;
     MPI_Reduce(&mine, &iteration_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  } else {
+    for (int it = 0; it < args.iterations; ++it) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double mine = 0;
+      code = agree(mpi, err, [&] { mine = run_iteration(plan, subset, comms, world, spans); });
+      if (code != 0) return code;
+      MPI_Reduce(&mine, &iteration_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    }
   }
   code = agree(mpi, err, [&] {
     if (!args.trace_dir.empty()) {
-      write_emulation_trace(args.trace_dir, workload, plan, spans, fmt::format("trainsim emulate {}", args.scenario));
+      write_emulation_trace(args.trace_dir, s.workload, plan, spans, fmt::format("trainsim emulate {}", args.scenario),
+                            args.iterations - 1,
+                            args.device == "gpu" ? trace::TIMING_GPU_KERNEL : trace::TIMING_HOST_COMPLETION);
     }
   });
   if (code != 0) return code;
-  double predicted_s = 0;
-  if (mpi.rank() == 0) {
-    const core::Workload scaled = engine::scaled_workload(workload, scenario.cluster, scenario.profile.device, options);
-    engine::SimulationOptions sim;
-    sim.use_symmetry = scenario.simulation.symmetry;
-    sim.algorithm = scenario.simulation.algorithm;
-    predicted_s = engine::make_analytic_backend()->run(scaled, scenario.cluster, scenario.profile, sim)
-                      .iteration_time.value();
-  }
+  const double mine = s.predicted.last_end(plan.rank);
+  double predicted_present_s = 0;
+  MPI_Reduce(&mine, &predicted_present_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   for (MPI_Comm& c : comms) {
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   }
   MPI_Comm_free(&world);
   if (mpi.rank() == 0) {
-    out << emulation_report(args, mpi.size(), iteration_s, predicted_s, plan.wait_seconds,
-                            collective_timings(workload, plan, spans));
+    EmulationOutcome o;
+    o.mpi_ranks = mpi.size();
+    o.rank = plan.rank;
+    o.iteration_s = iteration_s;
+    o.predicted_s = s.predicted_s;
+    o.predicted_present_s = subset.all() ? -1 : predicted_present_s;
+    o.wait_s = plan.wait_seconds;
+    o.measured_calls = plan.measured_calls;
+    o.modelled_calls = plan.modelled_calls;
+    o.timings = collective_timings(s.workload, plan, spans);
+    out << emulation_report(args, o);
     if (!args.trace_dir.empty()) out << fmt::format("  traces: {}/emulate.rank<R>.trace\n", args.trace_dir);
   }
   mpi.finalize();

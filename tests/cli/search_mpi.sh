@@ -5,22 +5,9 @@
 # Usage: search_mpi.sh TRAINSIM SOURCE_DIR MPIEXEC. An empty MPIEXEC means trainsim was built without
 # MPI: exit 77, which ctest reports as skipped (tests/cli/CMakeLists.txt).
 set -u
-bin=$1
-src=$2
-mpiexec=${3:-}
-if [ -z "$mpiexec" ]; then
-  echo "skipped: trainsim was built without MPI (no libopenmpi-dev when cmake configured)"
-  exit 77
-fi
-# shellcheck source=tests/cli/check_lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
-mpirun=("$mpiexec" --oversubscribe --allow-run-as-root -np 2)
-
-count() {  # count NAME FILE TEXT N: TEXT on exactly N lines of FILE
-  local n
-  n=$(grep -cF -- "$3" "$2")
-  if [ "$n" -eq "$4" ]; then passes=$((passes + 1)); else echo "FAIL $1: '$3' on $n lines of $2, expected $4"; sed 's/^/  /' "$2" | head -20; failures=$((failures + 1)); fi
-}
+# shellcheck source=tests/cli/mpi_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_lib.sh" "$@"
+mpirun+=(-np 2)
 
 # The small search of tests/cli/exit_codes.sh.
 small=("$src/scenarios/gpt3-6.7b-a100-8.json" --set model.layers=8 --set training.global_batch=32 --max-micro-batch 2
