@@ -4,6 +4,8 @@
 #include <deque>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
+#include <queue>
 #include <string>
 #include <unordered_map>
 
@@ -11,6 +13,7 @@
 #include "sim/engine/breakdown.hpp"
 #include "sim/engine/program_plan.hpp"
 #include "sim/engine/rank_table.hpp"
+#include "sim/engine/ready_pool.hpp"
 #include "sim/engine/task_kind_name.hpp"
 
 namespace trainsim::engine {
@@ -20,15 +23,56 @@ using core::Task;
 using core::TaskKind;
 
 constexpr size_t STREAMS = core::STREAM_COUNT;
+constexpr size_t COMPUTE_LANE = static_cast<size_t>(core::Stream::COMPUTE);
+constexpr double NOT_ENDED = -1;  // end_ of a task that has not ended (times are >= 0)
 
 // The progress of one simulated rank (same slot as in RankTable::ranks()).
 struct RankState {
-  std::array<uint32_t, STREAMS> cursor{};     // position of each stream's head task in the stream
-  std::array<double, STREAMS> stream_free{};  // end of each stream's last task
-  uint32_t waiting = 0;  // bit s: stream s's head has joined a call and waits for the others
+  std::array<uint32_t, LANE_COUNT> cursor{};     // tasks of each lane that have run
+  std::array<double, LANE_COUNT> lane_free{};    // end of each lane's last task
+  uint32_t waiting = 0;  // bit l: lane l's head has joined a call and waits for the others
   size_t remaining = 0;
   double finished_at = 0;
   bool queued = false;
+};
+
+// The state of a simulated rank's ready pool (workload.hpp, READY POOL).
+struct PoolState {
+  std::vector<uint32_t> issued;      // blocks, in issue order
+  std::vector<double> issue_time;    // per block
+  std::vector<uint32_t> next;        // per queue: its blocks issued so far
+  // Per stream: the entry of `issued` whose tasks the stream runs, and how many of them have run.
+  std::array<uint32_t, STREAMS> block_pos{};
+  std::array<uint32_t, STREAMS> task_pos{};
+  uint32_t open = 0;                 // blocks opened and not closed (in-flight limit)
+  double opened_at = NOT_ENDED;      // when the COMPUTE stream reached the pool
+  std::vector<uint32_t> call_count;  // per shared group (PoolPlan::shared_groups): calls in issued blocks
+  std::vector<uint32_t> call_base;   // per block and shared group: call_count when it was issued
+  uint32_t team = NO_INDEX;          // index into Executor::teams_
+};
+
+// Simulated ranks that decide their pools together: those calling one communicator from blocks
+// of two queues (PoolPlan::shared_groups), transitively.
+struct Team {
+  std::vector<uint32_t> members;  // slots, ascending
+  uint64_t version = 0;           // bumped when its pending decision changes
+  bool pending = false;           // a DEFER decision is queued
+  uint32_t pending_block = 0;
+  double pending_time = 0;
+};
+
+// A deferred pool decision, issued when the simulated clock reaches `time`.
+struct Decision {
+  double time = 0;
+  uint32_t team = 0;
+  uint64_t version = 0;
+  uint32_t block = 0;
+};
+
+struct LaterDecision {
+  bool operator()(const Decision& a, const Decision& b) const {
+    return a.time != b.time ? a.time > b.time : a.team > b.team;
+  }
 };
 
 struct Waiter {
@@ -85,28 +129,42 @@ class Executor::Impl {
         plans_(plan_programs(w, cluster, profile.device)),
         table_(w, cluster, plans_, options.use_symmetry),
         ranks_(table_.ranks().size()),
-        end_(table_.end_slots(), 0.0),
+        end_(table_.end_slots(), NOT_ENDED),
         open_(table_.meetings().size()) {
     for (size_t s = 0; s < ranks_.size(); ++s) {
       ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
       unfinished_ += ranks_[s].remaining;
     }
     if (launcher_ != nullptr) start_.assign(end_.size(), 0.0);
+    create_pools();
     for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
   }
 
   const RankTable& table() const { return table_; }
   bool finished() const { return unfinished_ == 0; }
 
-  // Runs every task that can run, rank by rank, until none can.
-  void advance() {
-    while (!worklist_.empty()) {
-      current_ = worklist_.back();
-      worklist_.pop_back();
-      ranks_[current_].queued = false;
-      advance(current_);
+  // Runs every task that can run, rank by rank, until none can; then issues the earliest deferred
+  // pool decision whose time is at most `horizon`, and again, until none is left.
+  void advance(double horizon) {
+    for (;;) {
+      while (!worklist_.empty()) {
+        current_ = worklist_.back();
+        worklist_.pop_back();
+        ranks_[current_].queued = false;
+        advance(current_);
+      }
+      current_ = NO_INDEX;
+      if (next_decision() > horizon || decisions_.empty()) return;
+      const Decision d = decisions_.top();
+      decisions_.pop();
+      issue(d.team, d.block, d.time);
     }
-    current_ = NO_INDEX;
+  }
+
+  // The time of the earliest deferred pool decision, or infinity.
+  double next_decision() {
+    while (!decisions_.empty() && decisions_.top().version != teams_[decisions_.top().team].version) decisions_.pop();
+    return decisions_.empty() ? std::numeric_limits<double>::infinity() : decisions_.top().time;
   }
 
   void complete(uint32_t call_index, double end) {
@@ -117,7 +175,7 @@ class Executor::Impl {
   }
 
   // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
-  [[noreturn]] void report_deadlock() const {
+  [[noreturn]] void report_deadlock() {
     for (uint32_t s = 0; s < ranks_.size(); ++s) {
       if (ranks_[s].remaining > 0) report_deadlock(s);
     }
@@ -154,63 +212,244 @@ class Executor::Impl {
     worklist_.push_back(slot);
   }
 
-  // Runs every task of the rank that can run, stream by stream, until none can.
+  // Runs every task of the rank that can run, lane by lane, until none can; at a pool decision,
+  // decides with the rank's team and goes on if that issued a block.
   void advance(uint32_t slot) {
     RankState& st = ranks_[slot];
     const SimulatedRank& sr = info(slot);
     const ProgramPlan& plan = plans_[sr.program];
     const core::Program& prog = w_.programs[sr.program];
-    size_t before = st.remaining + 1;
-    while (st.remaining != before && st.remaining > 0) {
-      before = st.remaining;
-      for (size_t s = 0; s < STREAMS; ++s) {
-        const uint32_t begin = plan.stream_begin[s];
-        const uint32_t length = plan.stream_begin[s + 1] - begin;
-        while ((st.waiting & (1u << s)) == 0 && st.cursor[s] < length) {
-          const uint32_t ti = plan.order[begin + st.cursor[s]];
-          const Task& t = prog.tasks[ti];
-          double ready = st.stream_free[s];
-          if (!dependencies_done(st, sr, plan, prog, t, ready)) break;
-          switch (t.kind) {
-            case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
-            case TaskKind::SEND:
-            case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
-            case TaskKind::COPY:
-              if (launcher_ != nullptr && t.seconds <= 0) {
-                launch_copy(slot, ti, t, ready);
-                break;
-              }
-              finish(slot, ti, ready, ready + plan.duration[ti]);
-              break;
-            case TaskKind::COMPUTE:
-            case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
+    PoolState* pool = plan.pool.empty() ? nullptr : &pools_[slot];
+    for (;;) {
+      size_t before = st.remaining + 1;
+      while (st.remaining != before && st.remaining > 0) {
+        before = st.remaining;
+        for (const uint8_t l : plan.lanes) {
+          while ((st.waiting & (1u << l)) == 0) {
+            uint32_t block = NO_INDEX;
+            const uint32_t ti = head(st, plan, pool, l, block);
+            if (ti == NO_INDEX) break;
+            const Task& t = prog.tasks[ti];
+            double ready = st.lane_free[l];
+            if (block != NO_INDEX) ready = std::max(ready, pool->issue_time[block]);
+            if (!dependencies_done(sr, prog, t, ready)) break;
+            run(slot, sr, plan, ti, t, ready);
           }
         }
       }
+      if (pool == nullptr || !at_decision(slot) || !decide(pool->team)) return;
     }
   }
 
+  // Starts task `ti`, ready at `ready`.
+  void run(uint32_t slot, const SimulatedRank& sr, const ProgramPlan& plan, uint32_t ti, const Task& t, double ready) {
+    switch (t.kind) {
+      case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
+      case TaskKind::SEND:
+      case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
+      case TaskKind::COPY:
+        if (launcher_ != nullptr && t.seconds <= 0) {
+          launch_copy(slot, ti, t, ready);
+          break;
+        }
+        finish(slot, ti, ready, ready + plan.duration[ti]);
+        break;
+      case TaskKind::COMPUTE:
+      case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
+    }
+  }
+
+  // The task at the head of lane `l`, or NO_INDEX when the lane is done or waits for a pool block
+  // to be issued; `block` is set to the head's pool block, if any. A stream lane runs its tasks
+  // before the pool, the issued blocks' tasks on its stream, then its tasks after the pool.
+  uint32_t head(const RankState& st, const ProgramPlan& plan, PoolState* pool, size_t l, uint32_t& block) const {
+    const uint32_t begin = plan.lane_begin[l];
+    const uint32_t length = plan.lane_begin[l + 1] - begin;
+    uint32_t c = st.cursor[l];
+    if (l < STREAMS && c >= plan.pool_at[l]) {
+      if (c < plan.pool_at[l] + plan.pool_tasks[l]) {
+        const PoolPlan& pp = plan.pool;
+        while (pool->block_pos[l] < pool->issued.size()) {
+          const uint32_t b = pool->issued[pool->block_pos[l]];
+          const size_t k = b * STREAMS + l;
+          if (pool->task_pos[l] < pp.at[k + 1] - pp.at[k]) {
+            block = b;
+            return pp.tasks[pp.at[k] + pool->task_pos[l]];
+          }
+          ++pool->block_pos[l];
+          pool->task_pos[l] = 0;
+        }
+        return NO_INDEX;
+      }
+      c -= plan.pool_tasks[l];
+    }
+    return c < length ? plan.order[begin + c] : NO_INDEX;
+  }
+
   // Whether every dependency of `t` has ended; raises `ready` to their latest end.
-  bool dependencies_done(const RankState& st, const SimulatedRank& sr, const ProgramPlan& plan,
-                         const core::Program& prog, const Task& t, double& ready) const {
+  bool dependencies_done(const SimulatedRank& sr, const core::Program& prog, const Task& t, double& ready) const {
     const uint32_t* deps = prog.deps_of(t);
     for (uint32_t i = 0; i < t.dep_count; ++i) {
-      const uint32_t d = deps[i];
-      if (st.cursor[static_cast<size_t>(prog.tasks[d].stream)] <= plan.stream_pos[d]) return false;
-      ready = std::max(ready, end_[sr.end_base + d]);
+      const double end = end_[sr.end_base + deps[i]];
+      if (end == NOT_ENDED) return false;
+      ready = std::max(ready, end);
     }
     return true;
   }
 
+  // Ready pools: each simulated rank's state, and its team: the ranks it shares a communicator
+  // with that blocks of two queues call (union-find over those communicators' meetings).
+  void create_pools() {
+    pools_.resize(ranks_.size());
+    std::vector<uint32_t> parent(ranks_.size());
+    for (uint32_t s = 0; s < parent.size(); ++s) parent[s] = s;
+    auto root = [&](uint32_t s) {
+      while (parent[s] != s) s = parent[s] = parent[parent[s]];
+      return s;
+    };
+    std::unordered_map<uint32_t, uint32_t> first_at_meeting;
+    for (uint32_t s = 0; s < ranks_.size(); ++s) {
+      const PoolPlan& pp = plan_of(s).pool;
+      if (pp.empty()) continue;
+      PoolState& ps = pools_[s];
+      ps.issue_time.assign(pp.blocks, 0.0);
+      ps.next.assign(pp.queues.size(), 0);
+      ps.call_count.assign(pp.shared_groups.size(), 0);
+      ps.call_base.assign(pp.blocks * pp.shared_groups.size(), 0);
+      for (uint16_t g : pp.shared_groups) {
+        const auto [it, added] = first_at_meeting.try_emplace(table_.group_meeting(info(s).group_base + g), s);
+        if (!added) parent[root(s)] = root(it->second);
+      }
+    }
+    std::unordered_map<uint32_t, uint32_t> team_of_root;
+    for (uint32_t s = 0; s < ranks_.size(); ++s) {
+      if (plan_of(s).pool.empty()) continue;
+      const auto [it, added] = team_of_root.try_emplace(root(s), static_cast<uint32_t>(teams_.size()));
+      if (added) teams_.emplace_back();
+      Team& team = teams_[it->second];
+      TRAINSIM_CHECK(team.members.empty() || info(team.members.front()).program == info(s).program,
+                     fmt::format("ranks {} and {} share a communicator from ready pools of different programs",
+                                 info(team.members.front()).rank, info(s).rank));
+      team.members.push_back(s);
+      pools_[s].team = it->second;
+    }
+  }
+
+  // Whether the rank's COMPUTE stream waits for its pool to issue a block; opens the pool when the
+  // stream first reaches it.
+  bool at_decision(uint32_t slot) {
+    RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    PoolState& ps = pools_[slot];
+    const uint32_t c = st.cursor[COMPUTE_LANE];
+    if (c < plan.pool_at[COMPUTE_LANE] || ps.issued.size() == plan.pool.blocks) return false;
+    if (ps.opened_at == NOT_ENDED) ps.opened_at = st.lane_free[COMPUTE_LANE];
+    uint32_t block = NO_INDEX;
+    return (st.waiting & (1u << COMPUTE_LANE)) == 0 && head(st, plan, &ps, COMPUTE_LANE, block) == NO_INDEX;
+  }
+
+  // Decides the team's next block once every member waits for it: issues it when the choice is
+  // final, else queues it as a deferred decision. Returns whether it issued.
+  bool decide(uint32_t team_index) {
+    Team& team = teams_[team_index];
+    const uint32_t lead = team.members.front();
+    for (uint32_t m : team.members) {
+      if (!at_decision(m)) return false;
+    }
+    const core::ReadyPool& pool = program_of(lead).pool;
+    const PoolPlan& pp = plan_of(lead).pool;
+    const PoolState& ps = pools_[lead];
+    double free = 0;
+    double opened = 0;
+    for (uint32_t m : team.members) {
+      free = std::max(free, ranks_[m].lane_free[COMPUTE_LANE]);
+      opened = std::max(opened, pools_[m].opened_at);
+    }
+    candidates_.clear();
+    for (uint32_t q = 0; q < pp.queues.size(); ++q) {
+      if (ps.next[q] == pp.queues[q].size()) continue;
+      const uint32_t b = pp.queues[q][ps.next[q]];
+      const core::PoolBlock& block = pool.blocks[b];
+      if (block.in_flight > 0 && ps.open >= pool.in_flight_limit) continue;
+      PoolCandidate c{b, q, true, opened};
+      if (block.trigger != core::NO_TASK) {
+        c.arrival = 0;
+        for (uint32_t m : team.members) {
+          const double end = end_[info(m).end_base + block.trigger];
+          c.arrived = c.arrived && end != NOT_ENDED;
+          c.arrival = std::max(c.arrival, end);
+        }
+      }
+      candidates_.push_back(c);
+    }
+    const PoolChoice choice = choose_block(candidates_, free);
+    if (choice.kind == PoolChoice::ISSUE) {
+      issue(team_index, choice.block, choice.time);
+      return true;
+    }
+    const bool same = team.pending && choice.kind == PoolChoice::DEFER && team.pending_block == choice.block &&
+                      team.pending_time == choice.time;
+    if (same || (!team.pending && choice.kind == PoolChoice::WAIT)) return false;
+    ++team.version;
+    team.pending = choice.kind == PoolChoice::DEFER;
+    if (team.pending) {
+      team.pending_block = choice.block;
+      team.pending_time = choice.time;
+      decisions_.push({choice.time, team_index, team.version, choice.block});
+    }
+    return false;
+  }
+
+  // Issues `block` on every member of the team at `time`.
+  void issue(uint32_t team_index, uint32_t block, double time) {
+    Team& team = teams_[team_index];
+    ++team.version;
+    team.pending = false;
+    for (uint32_t m : team.members) {
+      PoolState& ps = pools_[m];
+      const core::PoolBlock& b = program_of(m).pool.blocks[block];
+      const PoolPlan& pp = plan_of(m).pool;
+      TRAINSIM_CHECK(pp.queues[b.queue][ps.next[b.queue]] == block, "a pool block issued out of its queue's order");
+      ++ps.next[b.queue];
+      ps.issued.push_back(block);
+      ps.issue_time[block] = time;
+      ps.open = static_cast<uint32_t>(static_cast<int>(ps.open) + b.in_flight);
+      const size_t shared = pp.shared_groups.size();
+      for (size_t k = 0; k < shared; ++k) {
+        ps.call_base[block * shared + k] = ps.call_count[k];
+        ps.call_count[k] += pp.calls[block * shared + k];
+      }
+      enqueue(m);
+    }
+  }
+
+  // The call number of a collective or send/recv: program order, but for a collective on a shared
+  // group inside a pool block, issue order (PoolPlan::shared_groups).
+  uint32_t call_number(uint32_t slot, uint32_t task, const Task& t) const {
+    const ProgramPlan& plan = plan_of(slot);
+    const core::ReadyPool& pool = program_of(slot).pool;
+    if (t.kind != TaskKind::COLLECTIVE || plan.pool.shared_groups.empty() || task < pool.begin || task >= pool.end) {
+      return plan.seq[task];
+    }
+    const PoolPlan& pp = plan.pool;
+    const uint32_t k = pp.shared_of[task - pool.begin];
+    if (k == NO_INDEX) return plan.seq[task];
+    const uint32_t b = pool.block(task);
+    return pp.calls_before[k] + pools_[slot].call_base[b * pp.shared_groups.size() + k] + pp.seq_in_block[task - pool.begin];
+  }
+
   void finish(uint32_t slot, uint32_t task, double start, double end) {
     RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    const size_t l = plan.lane[task];
     const size_t s = static_cast<size_t>(program_of(slot).tasks[task].stream);
     end_[info(slot).end_base + task] = end;
     if (!start_.empty()) start_[info(slot).end_base + task] = start;
     --unfinished_;
-    st.stream_free[s] = end;
-    ++st.cursor[s];
-    st.waiting &= ~(1u << s);
+    st.lane_free[l] = end;
+    ++st.cursor[l];
+    if (!plan.pool.empty() && program_of(slot).pool.block(task) != core::LOOSE_TASK) ++pools_[slot].task_pos[l];
+    st.waiting &= ~(1u << l);
     --st.remaining;
     // The STORAGE stream is background work (a checkpoint flush): it shares links, but the
     // iteration ends with the rest of the rank's tasks.
@@ -237,7 +476,7 @@ class Executor::Impl {
       return;
     }
     OpenCalls& open = open_[meeting];
-    const uint32_t seq = plan_of(slot).seq[task];
+    const uint32_t seq = call_number(slot, task, t);
     TRAINSIM_CHECK(seq >= open.base_seq, "a call was matched twice");
     const size_t index = seq - open.base_seq;
     if (index >= open.calls.size()) open.calls.resize(index + 1, NO_INDEX);
@@ -252,7 +491,7 @@ class Executor::Impl {
     ++call.arrivals;
     call.ready = std::max(call.ready, ready);
     call.waiters.push_back({slot, task});
-    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    ranks_[slot].waiting |= 1u << plan_of(slot).lane[task];
     if (call.arrivals < m.expected) return;
 
     open.calls[index] = NO_INDEX;
@@ -277,7 +516,7 @@ class Executor::Impl {
     call.arrivals = 1;
     call.ready = ready;
     call.waiters.push_back({slot, task});
-    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    ranks_[slot].waiting |= 1u << plan_of(slot).lane[task];
     launcher_->launch_copy(call_index, info(slot).rank, t, ready);
   }
 
@@ -316,7 +555,7 @@ class Executor::Impl {
   }
 
   // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
-  [[noreturn]] void report_deadlock(uint32_t slot) const {
+  [[noreturn]] void report_deadlock(uint32_t slot) {
     size_t stuck_ranks = 0;
     size_t stuck_tasks = 0;
     for (const RankState& other : ranks_) {
@@ -328,27 +567,39 @@ class Executor::Impl {
     const core::Program& prog = program_of(slot);
     const int rank = info(slot).rank;
     std::string heads;
-    for (size_t s = 0; s < STREAMS; ++s) {
-      if (st.cursor[s] >= plan.stream_begin[s + 1] - plan.stream_begin[s]) continue;
-      const uint32_t ti = plan.order[plan.stream_begin[s] + st.cursor[s]];
+    PoolState* pool = plan.pool.empty() ? nullptr : &pools_[slot];
+    for (const uint8_t l : plan.lanes) {
+      const auto stream = static_cast<core::Stream>(l % STREAMS);
+      const std::string lane =
+          fmt::format("stream {}{}", core::to_string(stream), l >= STREAMS ? " (posted receives)" : "");
+      uint32_t block = NO_INDEX;
+      const uint32_t ti = head(st, plan, pool, l, block);
+      if (ti == NO_INDEX) {
+        if (l == COMPUTE_LANE && pool != nullptr && pool->issued.size() < plan.pool.blocks) {
+          heads += fmt::format("; {}: waits for its ready pool to issue a block ({} of {} issued, {} in flight, no next "
+                               "block's input has arrived)",
+                               lane, pool->issued.size(), plan.pool.blocks, pool->open);
+        }
+        continue;
+      }
       const Task& t = prog.tasks[ti];
       std::string reason;
-      if ((st.waiting & (1u << s)) != 0 && t.kind == TaskKind::COLLECTIVE) {
+      if ((st.waiting & (1u << l)) != 0 && t.kind == TaskKind::COLLECTIVE) {
         reason = fmt::format("waits for the other members of its \"{}\" communicator (call {})",
-                             w_.groups[t.group].name, plan.seq[ti]);
-      } else if ((st.waiting & (1u << s)) != 0) {
+                             w_.groups[t.group].name, call_number(slot, ti, t));
+      } else if ((st.waiting & (1u << l)) != 0) {
         reason = fmt::format("waits for rank {} to post the matching {}",
                              w_.layout.peer(rank, t.peer_axis, t.peer_offset), t.kind == TaskKind::SEND ? "recv" : "send");
       } else {
         const uint32_t* deps = prog.deps_of(t);
         for (uint32_t i = 0; i < t.dep_count && reason.empty(); ++i) {
           const core::Stream ds = prog.tasks[deps[i]].stream;
-          if (st.cursor[static_cast<size_t>(ds)] <= plan.stream_pos[deps[i]]) {
+          if (end_[info(slot).end_base + deps[i]] == NOT_ENDED) {
             reason = fmt::format("waits for {} on stream {}", task_label(prog, deps[i]), core::to_string(ds));
           }
         }
       }
-      heads += fmt::format("; stream {}: {} {}", core::to_string(static_cast<core::Stream>(s)), task_label(prog, ti), reason);
+      heads += fmt::format("; {}: {} {}", lane, task_label(prog, ti), reason);
     }
     throw WorkloadStuck(fmt::format(
         "deadlock: no task can run while {} remain on {} simulated ranks; rank {} (program \"{}\"){}", stuck_tasks,
@@ -443,7 +694,7 @@ class Executor::Impl {
   void fill_memory(SimulationResult& result) const {
     struct Change {
       double time;
-      uint32_t task;
+      uint64_t order;  // issue order: program order, but a pool block's tasks where it was issued
       double bytes;
     };
     std::vector<double> peak(w_.programs.size(), 0.0);
@@ -453,13 +704,19 @@ class Executor::Impl {
       std::vector<double>& peaks = space == core::MemorySpace::DEVICE ? peak : host_peak;
       for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
         const core::Program& prog = program_of(slot);
+        const std::vector<uint64_t> issued_at = block_offsets(slot);
         changes.clear();
         for (uint32_t ti : plan_of(slot).memory_tasks) {
           if (prog.tasks[ti].memory_space != space) continue;
-          changes.push_back({end_[info(slot).end_base + ti], ti, prog.tasks[ti].bytes});
+          uint64_t order = uint64_t{ti} << 32;
+          const uint32_t b = prog.pool.block(ti);
+          if (b != core::LOOSE_TASK) {
+            order = (uint64_t{prog.pool.begin} + issued_at[b] + plan_of(slot).pool.index_in_block[ti - prog.pool.begin]) << 32 | ti;
+          }
+          changes.push_back({end_[info(slot).end_base + ti], order, prog.tasks[ti].bytes});
         }
         std::sort(changes.begin(), changes.end(),
-                  [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.task < b.task; });
+                  [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
         double running = 0;
         double& best = peaks[info(slot).program];
         for (const Change& c : changes) {
@@ -473,6 +730,18 @@ class Executor::Impl {
       result.peak_memory_by_program.push_back(w_.programs[p].static_memory + core::Bytes(peak[p]));
       result.peak_host_dynamic_by_program.push_back(core::Bytes(host_peak[p]));
     }
+  }
+
+  // Per pool block of the rank: the tasks of the blocks issued before it.
+  std::vector<uint64_t> block_offsets(uint32_t slot) const {
+    const PoolPlan& pp = plan_of(slot).pool;
+    std::vector<uint64_t> offsets(pp.blocks, 0);
+    uint64_t before = 0;
+    for (uint32_t b : pools_[slot].issued) {
+      offsets[b] = before;
+      before += pp.block_size[b];
+    }
+    return offsets;
   }
 
   void fill_timeline(SimulationResult& result) {
@@ -507,6 +776,10 @@ class Executor::Impl {
   std::vector<uint32_t> worklist_;
   uint32_t current_ = NO_INDEX;
   uint64_t events_ = 0;
+  std::vector<PoolState> pools_;  // by slot (empty state for programs without a pool)
+  std::vector<Team> teams_;
+  std::priority_queue<Decision, std::vector<Decision>, LaterDecision> decisions_;
+  std::vector<PoolCandidate> candidates_;  // scratch of decide()
 };
 
 Executor::Executor(const core::Workload& workload, const network::ClusterConfig& cluster,
@@ -519,7 +792,8 @@ Executor::Executor(const core::Workload& workload, const network::ClusterConfig&
 
 Executor::~Executor() = default;
 
-void Executor::advance() { impl_->advance(); }
+void Executor::advance(double horizon) { impl_->advance(horizon); }
+double Executor::next_decision() { return impl_->next_decision(); }
 void Executor::complete(uint32_t call, double end) { impl_->complete(call, end); }
 bool Executor::finished() const { return impl_->finished(); }
 void Executor::report_deadlock() const { impl_->report_deadlock(); }
@@ -532,7 +806,7 @@ SimulationResult execute(const core::Workload& workload, const network::ClusterC
                  fmt::format("the workload has {} ranks, the cluster {} GPUs", workload.layout.world_size(),
                              cluster.world_size()));
   Executor executor(workload, cluster, profile, options, model);
-  executor.advance();
+  executor.advance(std::numeric_limits<double>::infinity());
   if (!executor.finished()) executor.report_deadlock();
   return executor.result();
 }

@@ -99,6 +99,26 @@ enum class Schedule { GPIPE, ONE_F_ONE_B };
 // Narayanan et al. 2021, Fig. 4).
 core::Workload pipeline_workload(int p, int m, double t_f, double t_b, Schedule schedule, double bytes = 1e6);
 
+// A pipeline with exact pass times (Task::seconds), for hand-drawn timelines: per stage, per
+// micro-batch a forward (receive activations, compute, allocate `activation_memory`, send) and a
+// backward (receive gradients, compute, free, send), in `order` (program order). With `pool`, each
+// stage's passes form a ready pool (workload.hpp, READY POOL; AxoNN's message-driven execution):
+// each pass with its send is a block, the receives are loose; queues backward 0, forward 1; a
+// forward opens a micro-batch and its backward closes it, at most limit[s] open on stage s.
+struct PipelineSpec {
+  int stages = 4;
+  int micro_batches = 8;
+  double forward_s = 1;
+  double backward_s = 2;
+  Schedule order = Schedule::ONE_F_ONE_B;
+  bool pool = false;
+  std::vector<int> limit;        // by stage; default p - s (1F1B's)
+  double bytes = 0;              // payload of every transfer
+  std::vector<std::vector<double>> activation_bytes;  // if given, [stage][mb]: the activations it sends
+  double activation_memory = 0;
+};
+core::Workload timed_pipeline_workload(const PipelineSpec& spec);
+
 // Tensor x data x pipeline job: per micro-batch a forward (compute, tensor all_reduce, send to next
 // stage), a backward (recv from next stage, compute, tensor all_reduce, send to previous stage), and
 // per stage a data-parallel gradient all_reduce overlapped with the last backwards; memory
