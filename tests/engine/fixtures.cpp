@@ -163,6 +163,21 @@ core::Workload timed_pipeline_workload(const PipelineSpec& spec) {
   return w;
 }
 
+std::vector<std::string> draw_passes(const core::Workload& w, const SimulationResult& r) {
+  std::vector<std::string> rows(static_cast<size_t>(w.layout.world_size()),
+                                std::string(static_cast<size_t>(r.iteration_time.value() + 0.5), '.'));
+  for (const TimelineEvent& e : r.timeline) {
+    const core::Task& t = w.program_of(e.rank).tasks[e.task];
+    if (t.kind != TaskKind::COMPUTE) continue;
+    const char c = t.phase == Phase::FORWARD ? static_cast<char>('0' + t.micro_batch) : static_cast<char>('a' + t.micro_batch);
+    std::string& row = rows[static_cast<size_t>(e.rank)];
+    for (auto i = static_cast<size_t>(e.start_s + 0.5); i < static_cast<size_t>(e.end_s + 0.5) && i < row.size(); ++i) {
+      row[i] = c;
+    }
+  }
+  return rows;
+}
+
 core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches) {
   core::Workload w;
   w.layout = core::ParallelLayout({tp, 1, 1, dp, pp});

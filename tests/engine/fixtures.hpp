@@ -3,6 +3,7 @@
 // seconds: with unit_profile() (every efficiency 1, no kernel overhead) a task of t*peak FLOPs takes t.
 
 #include <array>
+#include <string>
 #include <vector>
 
 #include "network/cluster.hpp"
@@ -118,6 +119,11 @@ struct PipelineSpec {
   double activation_memory = 0;
 };
 core::Workload timed_pipeline_workload(const PipelineSpec& spec);
+
+// The compute stream of every rank on a result's timeline, one row per rank and one character per
+// second: the forward of micro-batch k is the digit k, its backward the letter 'a' + k, '.' idle
+// (the notation of tests/models/schedule_test.cpp). REQUIRES: every rank on the timeline.
+std::vector<std::string> draw_passes(const core::Workload& w, const SimulationResult& r);
 
 // Tensor x data x pipeline job: per micro-batch a forward (compute, tensor all_reduce, send to next
 // stage), a backward (recv from next stage, compute, tensor all_reduce, send to previous stage), and

@@ -22,22 +22,6 @@ SimulationResult run(const core::Workload& w, const network::ClusterConfig& c) {
   return make_analytic_backend()->run(w, c, unit_profile(), options);
 }
 
-// One row per stage, one character per second: the forward of micro-batch k is the digit k, its
-// backward the letter 'a' + k, '.' idle (the notation of tests/models/schedule_test.cpp).
-Rows draw(const core::Workload& w, const SimulationResult& r) {
-  Rows rows(static_cast<size_t>(w.layout.world_size()), std::string(static_cast<size_t>(r.iteration_time.value() + 0.5), '.'));
-  for (const TimelineEvent& e : r.timeline) {
-    const core::Task& t = w.program_of(e.rank).tasks[e.task];
-    if (t.kind != core::TaskKind::COMPUTE) continue;
-    const char c = t.phase == core::Phase::FORWARD ? static_cast<char>('0' + t.micro_batch)
-                                                   : static_cast<char>('a' + t.micro_batch);
-    for (auto i = static_cast<size_t>(e.start_s + 0.5); i < static_cast<size_t>(e.end_s + 0.5); ++i) {
-      rows[static_cast<size_t>(e.rank)][i] = c;
-    }
-  }
-  return rows;
-}
-
 // Transfers take bytes / 1 GB/s, no latency: 0-byte transfers are instantaneous.
 network::ClusterConfig one_gb_per_s(int stages) { return make_cluster(stages, 1, 1e9, 1e9, 0); }
 
@@ -67,7 +51,7 @@ TEST(ReadyPool, UncontendedOneFOneBLimitRunsOneFOneB) {
   PipelineSpec spec;
   spec.pool = true;
   const core::Workload w = timed_pipeline_workload(spec);
-  EXPECT_EQ(draw(w, run(w, one_gb_per_s(4))), (Rows{"0123......aa4bb5cc6dd7ee.ff.gg.hh",
+  EXPECT_EQ(draw_passes(w, run(w, one_gb_per_s(4))), (Rows{"0123......aa4bb5cc6dd7ee.ff.gg.hh",
                                                    ".012....aa3bb4cc5dd6ee7ff.gg.hh..",
                                                    "..01..aa2bb3cc4dd5ee6ff7gg.hh....",
                                                    "...0aa1bb2cc3dd4ee5ff6gg7hh......"}));
@@ -82,7 +66,7 @@ TEST(ReadyPool, UncontendedGpipeLimitRunsWhatArrivesFirst) {
   spec.order = Schedule::GPIPE;
   spec.limit = {8, 8, 8, 8};
   const core::Workload w = timed_pipeline_workload(spec);
-  EXPECT_EQ(draw(w, run(w, one_gb_per_s(4))), (Rows{"01234567..aa...bb.ccdd...eeffgghh",
+  EXPECT_EQ(draw_passes(w, run(w, one_gb_per_s(4))), (Rows{"01234567..aa...bb.ccdd...eeffgghh",
                                                    ".0123456aa7..bb.ccdd...eeffgghh..",
                                                    "..0123aa456bb7ccdd...eeffgghh....",
                                                    "...0aa123bbccdd4567eeffgghh......"}));
@@ -115,14 +99,14 @@ TEST(ReadyPool, ASlowLinkMakesAStageRunTheBackwardWhoseGradientCameFirst) {
   spec.activation_bytes = {{3e9, 3e9, 3e9, 3e9}, {0, 0, 0, 0}, {0, 0, 0, 0}};
   const core::Workload fixed = timed_pipeline_workload(spec);
   const SimulationResult f = run(fixed, one_gb_per_s(3));
-  EXPECT_EQ(draw(fixed, f), (Rows{"012........aa3.bb...cc.dd",
+  EXPECT_EQ(draw_passes(fixed, f), (Rows{"012........aa3.bb...cc.dd",
                                   "....0...1aa.2bb..3cc.dd..",
                                   ".....0aa.1bb.2cc..3dd...."}));
   EXPECT_DOUBLE_EQ(f.iteration_time.value(), 25);
   spec.pool = true;
   const core::Workload async = timed_pipeline_workload(spec);
   const SimulationResult a = run(async, one_gb_per_s(3));
-  EXPECT_EQ(draw(async, a), (Rows{"012.......aa3bb.cc....dd",
+  EXPECT_EQ(draw_passes(async, a), (Rows{"012.......aa3bb.cc....dd",
                                   "....0..1aa2bb.cc3...dd..",
                                   ".....0aa1bb2cc...3dd...."}));
   EXPECT_DOUBLE_EQ(a.iteration_time.value(), 24);
