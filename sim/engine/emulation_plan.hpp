@@ -17,6 +17,8 @@
 //    a channel's calls in seq order, which with MPI's non-overtaking rule keeps the IR's FIFO
 //    channels per (sender, receiver, tag).
 //  - bytes are scaled by scale_bytes (rounded up; 0 stays 0).
+//  - A ready pool (workload.hpp, READY POOL) runs in its default order, program order: the plan
+//    has no run-time choice among its blocks (the simulators make it).
 
 #include <cstdint>
 #include <string>

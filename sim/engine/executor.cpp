@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <functional>
 #include <limits>
-#include <queue>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -34,45 +34,6 @@ struct RankState {
   size_t remaining = 0;
   double finished_at = 0;
   bool queued = false;
-};
-
-// The state of a simulated rank's ready pool (workload.hpp, READY POOL).
-struct PoolState {
-  std::vector<uint32_t> issued;      // blocks, in issue order
-  std::vector<double> issue_time;    // per block
-  std::vector<uint32_t> next;        // per queue: its blocks issued so far
-  // Per stream: the entry of `issued` whose tasks the stream runs, and how many of them have run.
-  std::array<uint32_t, STREAMS> block_pos{};
-  std::array<uint32_t, STREAMS> task_pos{};
-  uint32_t open = 0;                 // blocks opened and not closed (in-flight limit)
-  double opened_at = NOT_ENDED;      // when the COMPUTE stream reached the pool
-  std::vector<uint32_t> call_count;  // per shared group (PoolPlan::shared_groups): calls in issued blocks
-  std::vector<uint32_t> call_base;   // per block and shared group: call_count when it was issued
-  uint32_t team = NO_INDEX;          // index into Executor::teams_
-};
-
-// Simulated ranks that decide their pools together: those calling one communicator from blocks
-// of two queues (PoolPlan::shared_groups), transitively.
-struct Team {
-  std::vector<uint32_t> members;  // slots, ascending
-  uint64_t version = 0;           // bumped when its pending decision changes
-  bool pending = false;           // a DEFER decision is queued
-  uint32_t pending_block = 0;
-  double pending_time = 0;
-};
-
-// A deferred pool decision, issued when the simulated clock reaches `time`.
-struct Decision {
-  double time = 0;
-  uint32_t team = 0;
-  uint64_t version = 0;
-  uint32_t block = 0;
-};
-
-struct LaterDecision {
-  bool operator()(const Decision& a, const Decision& b) const {
-    return a.time != b.time ? a.time > b.time : a.team > b.team;
-  }
 };
 
 struct Waiter {
@@ -118,7 +79,7 @@ std::vector<ProgramPlan> plan_programs(const core::Workload& w, const network::C
 
 }  // namespace
 
-class Executor::Impl {
+class Executor::Impl final : public ReadyPools::Host {
  public:
   Impl(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
        const SimulationOptions& options, CommunicationModel* model, CommunicationLauncher* launcher)
@@ -136,7 +97,7 @@ class Executor::Impl {
       unfinished_ += ranks_[s].remaining;
     }
     if (launcher_ != nullptr) start_.assign(end_.size(), 0.0);
-    create_pools();
+    pools_.emplace(w_, table_, plans_, *this);
     for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
   }
 
@@ -154,18 +115,28 @@ class Executor::Impl {
         advance(current_);
       }
       current_ = NO_INDEX;
-      if (next_decision() > horizon || decisions_.empty()) return;
-      const Decision d = decisions_.top();
-      decisions_.pop();
-      issue(d.team, d.block, d.time);
+      const double next = pools_->next_decision();
+      if (next > horizon || next == std::numeric_limits<double>::infinity()) return;
+      pools_->issue_next_decision();
     }
   }
 
   // The time of the earliest deferred pool decision, or infinity.
-  double next_decision() {
-    while (!decisions_.empty() && decisions_.top().version != teams_[decisions_.top().team].version) decisions_.pop();
-    return decisions_.empty() ? std::numeric_limits<double>::infinity() : decisions_.top().time;
+  double next_decision() { return pools_->next_decision(); }
+
+  // ReadyPools::Host.
+  bool waits_for_block(uint32_t slot, double& free) override {
+    const RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    if (st.cursor[COMPUTE_LANE] < plan.pool_at[COMPUTE_LANE] || pools_->all_issued(slot)) return false;
+    if ((st.waiting & (1u << COMPUTE_LANE)) != 0) return false;
+    uint32_t block = NO_INDEX;
+    if (head(slot, st, plan, COMPUTE_LANE, block) != NO_INDEX) return false;
+    free = st.lane_free[COMPUTE_LANE];
+    return true;
   }
+  double end_of(uint32_t slot, uint32_t task) const override { return end_[info(slot).end_base + task]; }
+  void wake(uint32_t slot) override { enqueue(slot); }
 
   void complete(uint32_t call_index, double end) {
     Call& call = calls_.at(call_index);
@@ -219,7 +190,7 @@ class Executor::Impl {
     const SimulatedRank& sr = info(slot);
     const ProgramPlan& plan = plans_[sr.program];
     const core::Program& prog = w_.programs[sr.program];
-    PoolState* pool = plan.pool.empty() ? nullptr : &pools_[slot];
+    const bool pool = !plan.pool.empty();
     for (;;) {
       size_t before = st.remaining + 1;
       while (st.remaining != before && st.remaining > 0) {
@@ -227,17 +198,17 @@ class Executor::Impl {
         for (const uint8_t l : plan.lanes) {
           while ((st.waiting & (1u << l)) == 0) {
             uint32_t block = NO_INDEX;
-            const uint32_t ti = head(st, plan, pool, l, block);
+            const uint32_t ti = head(slot, st, plan, l, block);
             if (ti == NO_INDEX) break;
             const Task& t = prog.tasks[ti];
             double ready = st.lane_free[l];
-            if (block != NO_INDEX) ready = std::max(ready, pool->issue_time[block]);
+            if (block != NO_INDEX) ready = std::max(ready, pools_->issue_time(slot, block));
             if (!dependencies_done(sr, prog, t, ready)) break;
             run(slot, sr, plan, ti, t, ready);
           }
         }
       }
-      if (pool == nullptr || !at_decision(slot) || !decide(pool->team)) return;
+      if (!pool || !pools_->decide(slot)) return;
     }
   }
 
@@ -262,25 +233,12 @@ class Executor::Impl {
   // The task at the head of lane `l`, or NO_INDEX when the lane is done or waits for a pool block
   // to be issued; `block` is set to the head's pool block, if any. A stream lane runs its tasks
   // before the pool, the issued blocks' tasks on its stream, then its tasks after the pool.
-  uint32_t head(const RankState& st, const ProgramPlan& plan, PoolState* pool, size_t l, uint32_t& block) const {
+  uint32_t head(uint32_t slot, const RankState& st, const ProgramPlan& plan, size_t l, uint32_t& block) {
     const uint32_t begin = plan.lane_begin[l];
     const uint32_t length = plan.lane_begin[l + 1] - begin;
     uint32_t c = st.cursor[l];
     if (l < STREAMS && c >= plan.pool_at[l]) {
-      if (c < plan.pool_at[l] + plan.pool_tasks[l]) {
-        const PoolPlan& pp = plan.pool;
-        while (pool->block_pos[l] < pool->issued.size()) {
-          const uint32_t b = pool->issued[pool->block_pos[l]];
-          const size_t k = b * STREAMS + l;
-          if (pool->task_pos[l] < pp.at[k + 1] - pp.at[k]) {
-            block = b;
-            return pp.tasks[pp.at[k] + pool->task_pos[l]];
-          }
-          ++pool->block_pos[l];
-          pool->task_pos[l] = 0;
-        }
-        return NO_INDEX;
-      }
+      if (c < plan.pool_at[l] + plan.pool_tasks[l]) return pools_->head(slot, l, block);
       c -= plan.pool_tasks[l];
     }
     return c < length ? plan.order[begin + c] : NO_INDEX;
@@ -297,145 +255,10 @@ class Executor::Impl {
     return true;
   }
 
-  // Ready pools: each simulated rank's state, and its team: the ranks it shares a communicator
-  // with that blocks of two queues call (union-find over those communicators' meetings).
-  void create_pools() {
-    pools_.resize(ranks_.size());
-    std::vector<uint32_t> parent(ranks_.size());
-    for (uint32_t s = 0; s < parent.size(); ++s) parent[s] = s;
-    auto root = [&](uint32_t s) {
-      while (parent[s] != s) s = parent[s] = parent[parent[s]];
-      return s;
-    };
-    std::unordered_map<uint32_t, uint32_t> first_at_meeting;
-    for (uint32_t s = 0; s < ranks_.size(); ++s) {
-      const PoolPlan& pp = plan_of(s).pool;
-      if (pp.empty()) continue;
-      PoolState& ps = pools_[s];
-      ps.issue_time.assign(pp.blocks, 0.0);
-      ps.next.assign(pp.queues.size(), 0);
-      ps.call_count.assign(pp.shared_groups.size(), 0);
-      ps.call_base.assign(pp.blocks * pp.shared_groups.size(), 0);
-      for (uint16_t g : pp.shared_groups) {
-        const auto [it, added] = first_at_meeting.try_emplace(table_.group_meeting(info(s).group_base + g), s);
-        if (!added) parent[root(s)] = root(it->second);
-      }
-    }
-    std::unordered_map<uint32_t, uint32_t> team_of_root;
-    for (uint32_t s = 0; s < ranks_.size(); ++s) {
-      if (plan_of(s).pool.empty()) continue;
-      const auto [it, added] = team_of_root.try_emplace(root(s), static_cast<uint32_t>(teams_.size()));
-      if (added) teams_.emplace_back();
-      Team& team = teams_[it->second];
-      TRAINSIM_CHECK(team.members.empty() || info(team.members.front()).program == info(s).program,
-                     fmt::format("ranks {} and {} share a communicator from ready pools of different programs",
-                                 info(team.members.front()).rank, info(s).rank));
-      team.members.push_back(s);
-      pools_[s].team = it->second;
-    }
-  }
-
-  // Whether the rank's COMPUTE stream waits for its pool to issue a block; opens the pool when the
-  // stream first reaches it.
-  bool at_decision(uint32_t slot) {
-    RankState& st = ranks_[slot];
-    const ProgramPlan& plan = plan_of(slot);
-    PoolState& ps = pools_[slot];
-    const uint32_t c = st.cursor[COMPUTE_LANE];
-    if (c < plan.pool_at[COMPUTE_LANE] || ps.issued.size() == plan.pool.blocks) return false;
-    if (ps.opened_at == NOT_ENDED) ps.opened_at = st.lane_free[COMPUTE_LANE];
-    uint32_t block = NO_INDEX;
-    return (st.waiting & (1u << COMPUTE_LANE)) == 0 && head(st, plan, &ps, COMPUTE_LANE, block) == NO_INDEX;
-  }
-
-  // Decides the team's next block once every member waits for it: issues it when the choice is
-  // final, else queues it as a deferred decision. Returns whether it issued.
-  bool decide(uint32_t team_index) {
-    Team& team = teams_[team_index];
-    const uint32_t lead = team.members.front();
-    for (uint32_t m : team.members) {
-      if (!at_decision(m)) return false;
-    }
-    const core::ReadyPool& pool = program_of(lead).pool;
-    const PoolPlan& pp = plan_of(lead).pool;
-    const PoolState& ps = pools_[lead];
-    double free = 0;
-    double opened = 0;
-    for (uint32_t m : team.members) {
-      free = std::max(free, ranks_[m].lane_free[COMPUTE_LANE]);
-      opened = std::max(opened, pools_[m].opened_at);
-    }
-    candidates_.clear();
-    for (uint32_t q = 0; q < pp.queues.size(); ++q) {
-      if (ps.next[q] == pp.queues[q].size()) continue;
-      const uint32_t b = pp.queues[q][ps.next[q]];
-      const core::PoolBlock& block = pool.blocks[b];
-      if (block.in_flight > 0 && ps.open >= pool.in_flight_limit) continue;
-      PoolCandidate c{b, q, true, opened};
-      if (block.trigger != core::NO_TASK) {
-        c.arrival = 0;
-        for (uint32_t m : team.members) {
-          const double end = end_[info(m).end_base + block.trigger];
-          c.arrived = c.arrived && end != NOT_ENDED;
-          c.arrival = std::max(c.arrival, end);
-        }
-      }
-      candidates_.push_back(c);
-    }
-    const PoolChoice choice = choose_block(candidates_, free);
-    if (choice.kind == PoolChoice::ISSUE) {
-      issue(team_index, choice.block, choice.time);
-      return true;
-    }
-    const bool same = team.pending && choice.kind == PoolChoice::DEFER && team.pending_block == choice.block &&
-                      team.pending_time == choice.time;
-    if (same || (!team.pending && choice.kind == PoolChoice::WAIT)) return false;
-    ++team.version;
-    team.pending = choice.kind == PoolChoice::DEFER;
-    if (team.pending) {
-      team.pending_block = choice.block;
-      team.pending_time = choice.time;
-      decisions_.push({choice.time, team_index, team.version, choice.block});
-    }
-    return false;
-  }
-
-  // Issues `block` on every member of the team at `time`.
-  void issue(uint32_t team_index, uint32_t block, double time) {
-    Team& team = teams_[team_index];
-    ++team.version;
-    team.pending = false;
-    for (uint32_t m : team.members) {
-      PoolState& ps = pools_[m];
-      const core::PoolBlock& b = program_of(m).pool.blocks[block];
-      const PoolPlan& pp = plan_of(m).pool;
-      TRAINSIM_CHECK(pp.queues[b.queue][ps.next[b.queue]] == block, "a pool block issued out of its queue's order");
-      ++ps.next[b.queue];
-      ps.issued.push_back(block);
-      ps.issue_time[block] = time;
-      ps.open = static_cast<uint32_t>(static_cast<int>(ps.open) + b.in_flight);
-      const size_t shared = pp.shared_groups.size();
-      for (size_t k = 0; k < shared; ++k) {
-        ps.call_base[block * shared + k] = ps.call_count[k];
-        ps.call_count[k] += pp.calls[block * shared + k];
-      }
-      enqueue(m);
-    }
-  }
-
-  // The call number of a collective or send/recv: program order, but for a collective on a shared
-  // group inside a pool block, issue order (PoolPlan::shared_groups).
+  // The call number of a collective or send/recv (ReadyPools::call_number).
   uint32_t call_number(uint32_t slot, uint32_t task, const Task& t) const {
-    const ProgramPlan& plan = plan_of(slot);
-    const core::ReadyPool& pool = program_of(slot).pool;
-    if (t.kind != TaskKind::COLLECTIVE || plan.pool.shared_groups.empty() || task < pool.begin || task >= pool.end) {
-      return plan.seq[task];
-    }
-    const PoolPlan& pp = plan.pool;
-    const uint32_t k = pp.shared_of[task - pool.begin];
-    if (k == NO_INDEX) return plan.seq[task];
-    const uint32_t b = pool.block(task);
-    return pp.calls_before[k] + pools_[slot].call_base[b * pp.shared_groups.size() + k] + pp.seq_in_block[task - pool.begin];
+    const uint32_t number = plan_of(slot).seq[task];
+    return t.kind == TaskKind::COLLECTIVE && !plan_of(slot).pool.empty() ? pools_->call_number(slot, task, number) : number;
   }
 
   void finish(uint32_t slot, uint32_t task, double start, double end) {
@@ -448,7 +271,7 @@ class Executor::Impl {
     --unfinished_;
     st.lane_free[l] = end;
     ++st.cursor[l];
-    if (!plan.pool.empty() && program_of(slot).pool.block(task) != core::LOOSE_TASK) ++pools_[slot].task_pos[l];
+    if (!plan.pool.empty() && program_of(slot).pool.block(task) != core::LOOSE_TASK) pools_->ran(slot, l);
     st.waiting &= ~(1u << l);
     --st.remaining;
     // The STORAGE stream is background work (a checkpoint flush): it shares links, but the
@@ -567,18 +390,17 @@ class Executor::Impl {
     const core::Program& prog = program_of(slot);
     const int rank = info(slot).rank;
     std::string heads;
-    PoolState* pool = plan.pool.empty() ? nullptr : &pools_[slot];
+    const bool pool = !plan.pool.empty();
     for (const uint8_t l : plan.lanes) {
       const auto stream = static_cast<core::Stream>(l % STREAMS);
       const std::string lane =
           fmt::format("stream {}{}", core::to_string(stream), l >= STREAMS ? " (posted receives)" : "");
       uint32_t block = NO_INDEX;
-      const uint32_t ti = head(st, plan, pool, l, block);
+      const uint32_t ti = head(slot, st, plan, l, block);
       if (ti == NO_INDEX) {
-        if (l == COMPUTE_LANE && pool != nullptr && pool->issued.size() < plan.pool.blocks) {
-          heads += fmt::format("; {}: waits for its ready pool to issue a block ({} of {} issued, {} in flight, no next "
-                               "block's input has arrived)",
-                               lane, pool->issued.size(), plan.pool.blocks, pool->open);
+        if (l == COMPUTE_LANE && pool && !pools_->all_issued(slot)) {
+          heads += fmt::format("; {}: waits for its ready pool to issue a block ({}; no next block's input has arrived)",
+                               lane, pools_->describe(slot));
         }
         continue;
       }
@@ -704,15 +526,12 @@ class Executor::Impl {
       std::vector<double>& peaks = space == core::MemorySpace::DEVICE ? peak : host_peak;
       for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
         const core::Program& prog = program_of(slot);
-        const std::vector<uint64_t> issued_at = block_offsets(slot);
+        const bool pool = !plan_of(slot).pool.empty();
+        const std::vector<uint64_t> offsets = pool ? pools_->issue_offsets(slot) : std::vector<uint64_t>{};
         changes.clear();
         for (uint32_t ti : plan_of(slot).memory_tasks) {
           if (prog.tasks[ti].memory_space != space) continue;
-          uint64_t order = uint64_t{ti} << 32;
-          const uint32_t b = prog.pool.block(ti);
-          if (b != core::LOOSE_TASK) {
-            order = (uint64_t{prog.pool.begin} + issued_at[b] + plan_of(slot).pool.index_in_block[ti - prog.pool.begin]) << 32 | ti;
-          }
+          const uint64_t order = pool ? pools_->issue_position(slot, ti, offsets) : uint64_t{ti} << 32;
           changes.push_back({end_[info(slot).end_base + ti], order, prog.tasks[ti].bytes});
         }
         std::sort(changes.begin(), changes.end(),
@@ -730,18 +549,6 @@ class Executor::Impl {
       result.peak_memory_by_program.push_back(w_.programs[p].static_memory + core::Bytes(peak[p]));
       result.peak_host_dynamic_by_program.push_back(core::Bytes(host_peak[p]));
     }
-  }
-
-  // Per pool block of the rank: the tasks of the blocks issued before it.
-  std::vector<uint64_t> block_offsets(uint32_t slot) const {
-    const PoolPlan& pp = plan_of(slot).pool;
-    std::vector<uint64_t> offsets(pp.blocks, 0);
-    uint64_t before = 0;
-    for (uint32_t b : pools_[slot].issued) {
-      offsets[b] = before;
-      before += pp.block_size[b];
-    }
-    return offsets;
   }
 
   void fill_timeline(SimulationResult& result) {
@@ -776,10 +583,7 @@ class Executor::Impl {
   std::vector<uint32_t> worklist_;
   uint32_t current_ = NO_INDEX;
   uint64_t events_ = 0;
-  std::vector<PoolState> pools_;  // by slot (empty state for programs without a pool)
-  std::vector<Team> teams_;
-  std::priority_queue<Decision, std::vector<Decision>, LaterDecision> decisions_;
-  std::vector<PoolCandidate> candidates_;  // scratch of decide()
+  std::optional<ReadyPools> pools_;  // built once table_ is
 };
 
 Executor::Executor(const core::Workload& workload, const network::ClusterConfig& cluster,
