@@ -63,7 +63,9 @@ int in_flight_limit(PipelineSchedule schedule, int stages, int stage, int micro_
 // free, the pass whose input arrived first (ties: backward passes, then W, then forward), forward
 // passes only while fewer than in_flight_limit() micro-batches are in flight. The order comes from
 // an event simulation with these pass costs (by stage; weight_cost empty unless the schedule splits
-// the backward). REQUIRES: a schedule without chunks, other than PIPEDREAM and PIPEDREAM_2BW.
+// the backward) and instantaneous transfers. The engine applies the same rule to the arrivals it
+// simulates (sim/core/workload.hpp, READY POOL); this order is the ready pools' default order.
+// REQUIRES: a schedule without chunks, other than PIPEDREAM and PIPEDREAM_2BW.
 std::vector<std::vector<PassSlot>> async_pipeline_order(PipelineSchedule schedule, int stages, int micro_batches,
                                                         const std::vector<double>& forward_cost,
                                                         const std::vector<double>& backward_cost,

@@ -1,6 +1,7 @@
 #include "models/stage_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -120,6 +121,76 @@ struct Event {
   int sender = 0;
   Type type = PASS;
   size_t slot = 0;
+};
+
+constexpr size_t NO_SLOT = SIZE_MAX;
+
+// Builds a stage's ready pool (pipeline_execution "async") while the schedule is emitted in its ideal
+// order: each pass and its send form a block; receives are loose tasks.
+class PoolEmitter {
+ public:
+  PoolEmitter(core::Program& program, bool active) : program_(program), active_(active) {
+    if (active_) program_.pool.begin = static_cast<uint32_t>(program_.tasks.size());
+  }
+
+  // Assigns the tasks emitted since the last call to `block` (LOOSE_TASK: loose).
+  void mark(uint32_t block) {
+    if (!active_) return;
+    core::ReadyPool& pool = program_.pool;
+    const size_t emitted = program_.tasks.size() - pool.begin;
+    if (pool.block_of.size() < emitted) pool.block_of.resize(emitted, pending_block_);
+    pending_block_ = block;
+  }
+
+  // Starts the block of timed slot `slot`. Queues: B 0, W 1, F 2 (backward first on ties, as
+  // schedule.hpp's async_pipeline_order); a forward opens a micro-batch, the pass that frees its
+  // activations (B, or W when the backward is split) closes it.
+  void open_block(size_t slot, const PassSlot& s, uint32_t trigger) {
+    core::PoolBlock b;
+    b.trigger = trigger;
+    b.queue = s.pass == Pass::BACKWARD ? 0 : s.pass == Pass::BACKWARD_WEIGHT ? 1 : 2;
+    split_ = split_ || s.pass == Pass::BACKWARD_WEIGHT;
+    b.in_flight = s.pass == Pass::FORWARD ? 1 : 0;
+    if (block_of_slot_.size() <= slot) block_of_slot_.resize(slot + 1, core::LOOSE_TASK);
+    block_of_slot_[slot] = static_cast<uint32_t>(program_.pool.blocks.size());
+    program_.pool.blocks.push_back(b);
+    passes_.push_back(s);
+    std::vector<size_t>& slots = slots_[static_cast<size_t>(s.pass)];
+    if (slots.size() <= static_cast<size_t>(s.micro_batch)) slots.resize(static_cast<size_t>(s.micro_batch) + 1, NO_SLOT);
+    slots[static_cast<size_t>(s.micro_batch)] = slot;
+    mark(block_of_slot_[slot]);
+  }
+
+  uint32_t block_of_slot(size_t slot) const {
+    return slot < block_of_slot_.size() ? block_of_slot_[slot] : core::LOOSE_TASK;
+  }
+
+  // The timed slot of the pass `pass` of micro-batch `mb` emitted so far, or NO_SLOT.
+  size_t slot_of(Pass pass, int mb) const {
+    const std::vector<size_t>& slots = slots_[static_cast<size_t>(pass)];
+    return static_cast<size_t>(mb) < slots.size() ? slots[static_cast<size_t>(mb)] : NO_SLOT;
+  }
+
+  void close(int in_flight_limit) {
+    if (!active_) return;
+    mark(core::LOOSE_TASK);
+    core::ReadyPool& pool = program_.pool;
+    pool.end = static_cast<uint32_t>(program_.tasks.size());
+    pool.in_flight_limit = static_cast<uint32_t>(in_flight_limit);
+    for (size_t b = 0; b < pool.blocks.size(); ++b) {
+      const Pass closing = split_ ? Pass::BACKWARD_WEIGHT : Pass::BACKWARD;
+      if (passes_[b].pass == closing) pool.blocks[b].in_flight = -1;
+    }
+  }
+
+ private:
+  core::Program& program_;
+  bool active_;
+  bool split_ = false;
+  uint32_t pending_block_ = core::LOOSE_TASK;  // the block of the tasks emitted since the last mark
+  std::vector<uint32_t> block_of_slot_;
+  std::vector<PassSlot> passes_;                 // by block
+  std::array<std::vector<size_t>, 3> slots_;     // by pass, by micro-batch: its timed slot
 };
 
 class StageEmitter {
@@ -1025,6 +1096,8 @@ class StageEmitter {
     // The first pass of a pair is emitted with the second, at the second's place; its send waits
     // until then.
     const std::vector<int> pair = overlap_pairs(timed);
+    TRAINSIM_CHECK(!plan_.async || std::all_of(pair.begin(), pair.end(), [](int x) { return x < 0; }),
+                   "merged passes in a ready pool");
     std::vector<int> paired_with(timed.size(), -1);  // by second pass: the first
     for (size_t i = 0; i < pair.size(); ++i) {
       if (pair[i] >= 0) paired_with[static_cast<size_t>(pair[i])] = static_cast<int>(i);
@@ -1032,7 +1105,9 @@ class StageEmitter {
     int deferred_send = -1;  // the slot whose send waits for its pair, or -1
     std::vector<std::optional<uint32_t>> recv_of(timed.size());
     std::vector<uint32_t> last_compute_of(timed.size(), 0);
+    PoolEmitter pool(prog(), plan_.async);
     for (const Event& e : schedule_events()) {
+      pool.mark(e.type == Event::RECV ? core::LOOSE_TASK : pool.block_of_slot(e.slot));
       const PassSlot& s = timed[e.slot].slot;
       const int pos = position(s.chunk);
       const bool forward = s.pass == Pass::FORWARD;
@@ -1069,7 +1144,17 @@ class StageEmitter {
             deferred_send = -1;
             break;
           }
-          if (recv_of[e.slot]) pending_.push_back(*recv_of[e.slot]);
+          if (plan_.async) {
+            // A block starts from its input alone: whatever ran before it on this stage is another
+            // micro-batch's (the executor starts it after the blocks issued before it).
+            pending_.clear();
+            last_compute_.reset();
+            const uint32_t trigger = pool_trigger(s, recv_of[e.slot], pool, last_compute_of);
+            if (trigger != core::NO_TASK) pending_.push_back(trigger);
+            pool.open_block(e.slot, s, trigger);
+          } else if (recv_of[e.slot]) {
+            pending_.push_back(*recv_of[e.slot]);
+          }
           if (forward) {
             forward_pass(s.chunk, s.micro_batch);
           } else if (s.pass == Pass::BACKWARD_WEIGHT) {
@@ -1078,6 +1163,7 @@ class StageEmitter {
             backward_pass(s.chunk, s.micro_batch, !plan_.split_backward && final_after(e.slot));
           }
           last_compute_of[e.slot] = *last_compute_;
+          if (plan_.async && !pending_.empty()) pass_end();
           break;
         case Event::SEND:
           if (pair[e.slot] >= 0) {
@@ -1088,6 +1174,27 @@ class StageEmitter {
           break;
       }
     }
+    pool.close(in_flight_limit(par_.schedule, plan_.stages, stage_, plan_.micro_batches));
+  }
+
+  // The task whose end brings a pass's input under pipeline_execution "async": its receive, the
+  // last stage's own forward (for its backward) or B (for W), none for the first stage's forwards.
+  static uint32_t pool_trigger(const PassSlot& s, std::optional<uint32_t> recv, const PoolEmitter& pool,
+                               const std::vector<uint32_t>& last_compute_of) {
+    if (recv) return *recv;
+    if (s.pass == Pass::FORWARD) return core::NO_TASK;
+    const size_t source = pool.slot_of(s.pass == Pass::BACKWARD ? Pass::FORWARD : Pass::BACKWARD, s.micro_batch);
+    TRAINSIM_CHECK(source != NO_SLOT, "a pass whose input pass has not been emitted");
+    return last_compute_of[source];
+  }
+
+  // The end of a block whose last tasks (a tensor-parallel collective, a blocking copy) the next
+  // pass would wait for: a zero-byte memory task on the compute stream after them, so that the next
+  // block, whichever it is, starts after them as it would in a fixed order.
+  void pass_end() {
+    Task t = make(TaskKind::MEMORY, Stream::COMPUTE, Phase::FORWARD, 0, 0, "pass end");
+    prog().add(t, pending_);
+    pending_.clear();
   }
 
   void emit_send(const PassSlot& s, uint32_t after) {

@@ -73,6 +73,7 @@ struct BuildPlan {
   bool split_backward = false;   // zero-bubble: backward passes are B, with separate W passes
   bool update_every_micro_batch = false;  // PipeDream: gradients reduced and weights updated per micro-batch
   bool steady_state = false;     // Workload::steady_state (models/strategy.hpp steady_state_schedule)
+  bool async = false;            // pipeline_execution "async": each stage's passes form a ready pool
 
   ParameterCount embedding_params;
   ParameterCount head_params;

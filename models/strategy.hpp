@@ -109,8 +109,9 @@ bool steady_state_schedule(PipelineSchedule s);
 // How the pipeline passes of a stage are issued (parallelism.pipeline_execution):
 //   ORDERED  in the schedule's fixed order (Megatron-LM, DeepSpeed, the published schedules)
 //   ASYNC    AxoNN's message-driven order (Singh & Bhatele 2022): whichever pass has its input first,
-//            backward passes first on ties, with at most the schedule's in-flight micro-batches
-//            (schedule.hpp's async_pipeline_order)
+//            backward passes first on ties, with at most the schedule's in-flight micro-batches;
+//            decided by the engine as the inputs arrive in the simulation (workload_builder.hpp,
+//            docs/schedules.md), schedule.hpp's async_pipeline_order giving the default order
 enum class PipelineExecution { ORDERED, ASYNC };
 std::string to_string(PipelineExecution e);  // "ordered", "async"
 std::string to_string(Recompute r);         // "none", "selective", "full"

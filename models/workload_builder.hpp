@@ -44,6 +44,14 @@
 // That is one global order of all transfers, so the sends and receives of every link are issued in
 // the same order on both ends and no rank's FIFO stream can wait on a transfer that itself waits on
 // a later one, including around the interleaved wrap-around.
+// pipeline_execution "async": each stage's passes form a ready pool (sim/core/workload.hpp, READY
+// POOL) whose order the engine picks as inputs arrive: a block per pass (its tasks on every stream
+// and its send), queues B 0, W 1, F 2, forwards opening a micro-batch of the schedule's in-flight
+// limit and the pass that frees its activations (B, or W) closing it; the receives are loose tasks
+// that trigger their blocks, the last stage's backward is triggered by its own forward and a W by
+// its B. Blocks start from their input alone (no dependency on the previous pass); a block whose
+// last tasks the next pass would wait for in a fixed order (a trailing collective or blocking copy)
+// ends with a zero-byte MEMORY task "pass end" after them. Program order is the order above.
 //
 // Memory. MEMORY tasks (stream COMPUTE) allocate each layer's stored activations
 // (activation_bytes_per_layer) after its forward and free them after its backward; under full

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
+#include <tuple>
 
 #include "sim/core/error.hpp"
 
@@ -262,6 +264,7 @@ std::vector<uint32_t> Program::reorder_tail(uint32_t first, const std::vector<ui
   const size_t n = tasks.size();
   TRAINSIM_CHECK(first <= n && order.size() == n - first, fmt::format("{}: reorder of {} tasks from {} of {}", name,
                                                                       order.size(), first, n));
+  TRAINSIM_CHECK(pool.empty() || pool.end <= first, fmt::format("{}: reorder of a ready pool's tasks", name));
   std::vector<uint32_t> moved(order.size(), UINT32_MAX);
   for (size_t k = 0; k < order.size(); ++k) {
     TRAINSIM_CHECK(order[k] >= first && order[k] < n && moved[order[k] - first] == UINT32_MAX,
@@ -314,6 +317,42 @@ class Fnv1a {
 
 }  // namespace
 
+namespace {
+
+void validate_pool(const Program& prog) {
+  const ReadyPool& pool = prog.pool;
+  if (pool.empty()) return;
+  TRAINSIM_CHECK(pool.begin <= pool.end && pool.end <= prog.tasks.size() && pool.block_of.size() == pool.end - pool.begin,
+                 fmt::format("{}: the ready pool's range does not fit its tasks", prog.name));
+  TRAINSIM_CHECK(pool.in_flight_limit >= 1, fmt::format("{}: a ready pool's in-flight limit must be at least 1", prog.name));
+  std::vector<bool> computes(pool.blocks.size(), false);
+  // A send/recv channel as the program spells it, and the queue of the blocks using it (-1: loose).
+  std::map<std::tuple<TaskKind, Axis, int16_t, uint8_t>, int> channels;
+  for (uint32_t i = pool.begin; i < pool.end; ++i) {
+    const uint32_t b = pool.block(i);
+    TRAINSIM_CHECK(b == LOOSE_TASK || b < pool.blocks.size(), fmt::format("{}: task {} names block {}", prog.name, i, b));
+    const Task& t = prog.tasks[i];
+    if (b != LOOSE_TASK && t.stream == Stream::COMPUTE) computes[b] = true;
+    if (t.kind != TaskKind::SEND && t.kind != TaskKind::RECV) continue;
+    const int queue = b == LOOSE_TASK ? -1 : pool.blocks[b].queue;
+    const auto [it, added] = channels.emplace(std::make_tuple(t.kind, t.peer_axis, t.peer_offset, t.tag), queue);
+    TRAINSIM_CHECK(added || it->second == queue,
+                   fmt::format("{}: task {}: a send/recv channel used by two queues of a ready pool, or by a block "
+                               "and a loose task",
+                               prog.name, i));
+  }
+  for (size_t b = 0; b < pool.blocks.size(); ++b) {
+    const PoolBlock& block = pool.blocks[b];
+    TRAINSIM_CHECK(computes[b], fmt::format("{}: block {} of the ready pool has no COMPUTE-stream task", prog.name, b));
+    TRAINSIM_CHECK(block.in_flight >= -1 && block.in_flight <= 1,
+                   fmt::format("{}: block {} changes the in-flight count by {}", prog.name, b, block.in_flight));
+    TRAINSIM_CHECK(block.trigger == NO_TASK || (block.trigger < prog.tasks.size() && pool.block(block.trigger) != b),
+                   fmt::format("{}: block {} has trigger {}", prog.name, b, block.trigger));
+  }
+}
+
+}  // namespace
+
 uint64_t Workload::timing_fingerprint() const {
   static_assert(sizeof(Task) == 80, "Task changed: add its new timing fields to timing_fingerprint");
   Fnv1a h;
@@ -362,6 +401,16 @@ uint64_t Workload::timing_fingerprint() const {
     }
     h.add(p.deps.size());
     for (uint32_t d : p.deps) h.add(d);
+    h.add(p.pool.begin);
+    h.add(p.pool.end);
+    for (uint32_t b : p.pool.block_of) h.add(b);
+    h.add(p.pool.blocks.size());
+    for (const PoolBlock& b : p.pool.blocks) {
+      h.add(b.trigger);
+      h.add(b.queue);
+      h.add(b.in_flight);
+    }
+    h.add(p.pool.in_flight_limit);
   }
   return h.value();
 }
@@ -387,6 +436,7 @@ void Workload::validate() const {
       TRAINSIM_CHECK(t.flops >= 0, "negative FLOP count");
       TRAINSIM_CHECK(t.seconds >= 0, "negative measured duration");
     }
+    validate_pool(prog);
   }
 }
 

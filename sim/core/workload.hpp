@@ -31,6 +31,27 @@
 //    backend, crosses the GPU's rail NIC and its node's storage link (network/topology.hpp).
 //  - A COMPUTE task on stream HOST runs on the node's CPUs (a CPU optimizer step): its `bytes` are
 //    host-memory traffic and its `flops` CPU work, timed from the cluster's host description.
+//  - READY POOL (Program::pool; message-driven execution, AxoNN: Singh & Bhatele 2022): the blocks
+//    of a pool (a pipeline stage's passes) run in an order the executor picks at run time, not in
+//    program order. Each stream runs its tasks before the pool, then the tasks on it of each issued
+//    block in issue order (program order within a block), then its tasks after the pool. The pool's
+//    loose tasks (in its range but in no block: the receives that bring the blocks' inputs) run in
+//    program order among themselves, beside the other tasks of their stream (receives posted
+//    ahead, like MPI_Irecv), from the start of the iteration.
+//    The pool opens when the COMPUTE stream reaches it, at time `open`; a block is issued once the
+//    COMPUTE stream has run the COMPUTE-stream tasks of every block issued before. The candidates
+//    are the first unissued block of each queue (PoolBlock::queue) whose trigger has ended (its
+//    input has arrived, at the trigger's end; a block without trigger at `open`), and that, if it
+//    opens a unit of the in-flight limit, finds fewer than in_flight_limit open. With `free` the
+//    end of the COMPUTE stream's last task, the block issued is, at time
+//    t = max(free, earliest arrival of a candidate), the candidate that arrived first among those
+//    arrived by t, lower queue first on ties. No task of a block starts before its block's issue.
+//    Whatever arrives later than t cannot change the choice, so the order is decided as the
+//    simulated clock reaches t: by arrivals, contention included. A communicator that blocks of two
+//    queues call has its calls numbered in issue order; the ranks of such a communicator decide
+//    together (their candidates' arrivals and their COMPUTE streams' ends are the latest among
+//    them), so that they issue the same blocks. Program order is the pool's default order: a
+//    valid fixed order, which a backend without pools (the emulator) runs as is.
 
 #include <array>
 #include <cstdint>
@@ -226,12 +247,42 @@ struct Task {
   float density = 1;                            // sparsity != NONE: kept fraction of the weight, in (0, 1]
 };
 
+inline constexpr uint32_t NO_TASK = UINT32_MAX;
+inline constexpr uint32_t LOOSE_TASK = UINT32_MAX;  // ReadyPool::block_of: in no block
+
+// A block of a ready pool (the READY POOL semantics above): one pipeline pass.
+struct PoolBlock {
+  uint32_t trigger = NO_TASK;  // the task whose end is the block's input arrival (a loose receive, or a task
+                               // of another block); NO_TASK: its input is there when the pool opens
+  uint8_t queue = 0;           // blocks of one queue are issued in program order; ties: lower queue first
+  int8_t in_flight = 0;        // +1: opens a unit of the pool's in-flight limit; -1: closes one; 0: neither
+};
+
+// The tasks of a program whose order the executor picks at run time (see READY POOL above).
+// E.g. a pipeline stage under AxoNN's execution: a block per forward and per backward pass (queues:
+// backward 0, forward 1), forwards opening a micro-batch in flight and backwards closing it, each
+// triggered by the loose receive of its activations or gradients.
+struct ReadyPool {
+  uint32_t begin = 0;              // the pool is Program::tasks[begin, end)
+  uint32_t end = 0;
+  std::vector<uint32_t> block_of;  // per task of [begin, end): its index into `blocks`, or LOOSE_TASK
+  std::vector<PoolBlock> blocks;   // each holds at least one task on stream COMPUTE
+  uint32_t in_flight_limit = 1;    // most blocks opened and not yet closed at once, >= 1
+
+  bool empty() const { return blocks.empty(); }
+  // Index into `blocks` of task `task`, or LOOSE_TASK (also for tasks outside [begin, end)).
+  uint32_t block(uint32_t task) const {
+    return task >= begin && task < end ? block_of[task - begin] : LOOSE_TASK;
+  }
+};
+
 struct Program {
   std::string name;            // e.g. "stage 3"
   std::vector<Task> tasks;
   std::vector<uint32_t> deps;  // flattened dependency lists of the tasks
   Bytes static_memory;         // resident for the whole iteration (weights, gradients, optimizer states, buffers)
   Bytes static_host_memory;    // host memory one rank holds for the whole iteration (offloaded model states)
+  ReadyPool pool;              // empty: every task in program order
 
   // Appends a task with the given dependencies (indices of earlier tasks); returns its index.
   uint32_t add(Task task, std::initializer_list<uint32_t> depends_on = {});
@@ -240,7 +291,8 @@ struct Program {
   // Puts the tasks from `first` on in a new issue order: order[k] is the old index of the task that
   // takes index first + k. Dependencies are renumbered; returns new_index[old - first].
   // REQUIRES: order is a permutation of [first, tasks.size()) that keeps every dependency earlier
-  // than its task (checked: InternalError otherwise); no task before `first` depends on the tail.
+  // than its task (checked: InternalError otherwise); no task before `first` depends on the tail;
+  // the tail holds no ready pool's tasks (checked).
   std::vector<uint32_t> reorder_tail(uint32_t first, const std::vector<uint32_t>& order);
 };
 
@@ -270,8 +322,11 @@ struct Workload {
   // workloads with equal fingerprints simulate to the same time on the same cluster, whatever
   // their memory (search re-checks one of them with SimGrid).
   uint64_t timing_fingerprint() const;
-  // Throws InternalError if a dependency points forward, a group index or peer is invalid, or
-  // program_of_rank does not cover the layout. Builders call it; tests rely on it.
+  // Throws InternalError if a dependency points forward, a group index or peer is invalid,
+  // program_of_rank does not cover the layout, or a ready pool is malformed: a block without a
+  // COMPUTE-stream task, a trigger in its own block, a send/recv channel (kind, peer, tag) that
+  // loose tasks and blocks share or that blocks of two queues share (its order would depend on the
+  // issue order on one side only). Builders call it; tests rely on it.
   void validate() const;
 };
 

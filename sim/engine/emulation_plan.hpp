@@ -38,6 +38,8 @@
 //    (`not_before`: the latest of their predicted ready times, PredictedTimes::ready, for their
 //    matching call: the same group kind and call number, or the same channel and message number).
 //    Stood-in members arrive with their stand-ins, so a call with only those waits for no prediction.
+//  - A ready pool (workload.hpp, READY POOL) runs in its default order, program order: the plan
+//    has no run-time choice among its blocks (the simulators make it).
 
 #include <cstdint>
 #include <string>

@@ -4,6 +4,8 @@
 #include <deque>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -11,6 +13,7 @@
 #include "sim/engine/breakdown.hpp"
 #include "sim/engine/program_plan.hpp"
 #include "sim/engine/rank_table.hpp"
+#include "sim/engine/ready_pool.hpp"
 #include "sim/engine/task_kind_name.hpp"
 
 namespace trainsim::engine {
@@ -20,12 +23,14 @@ using core::Task;
 using core::TaskKind;
 
 constexpr size_t STREAMS = core::STREAM_COUNT;
+constexpr size_t COMPUTE_LANE = static_cast<size_t>(core::Stream::COMPUTE);
+constexpr double NOT_ENDED = -1;  // end_ of a task that has not ended (times are >= 0)
 
 // The progress of one simulated rank (same slot as in RankTable::ranks()).
 struct RankState {
-  std::array<uint32_t, STREAMS> cursor{};     // position of each stream's head task in the stream
-  std::array<double, STREAMS> stream_free{};  // end of each stream's last task
-  uint32_t waiting = 0;  // bit s: stream s's head has joined a call and waits for the others
+  std::array<uint32_t, LANE_COUNT> cursor{};     // tasks of each lane that have run
+  std::array<double, LANE_COUNT> lane_free{};    // end of each lane's last task
+  uint32_t waiting = 0;  // bit l: lane l's head has joined a call and waits for the others
   size_t remaining = 0;
   double finished_at = 0;
   bool queued = false;
@@ -74,7 +79,7 @@ std::vector<ProgramPlan> plan_programs(const core::Workload& w, const network::C
 
 }  // namespace
 
-class Executor::Impl {
+class Executor::Impl final : public ReadyPools::Host {
  public:
   Impl(const core::Workload& w, const network::ClusterConfig& cluster, const core::Profile& profile,
        const SimulationOptions& options, CommunicationModel* model, CommunicationLauncher* launcher)
@@ -85,29 +90,53 @@ class Executor::Impl {
         plans_(plan_programs(w, cluster, profile.device)),
         table_(w, cluster, plans_, options.use_symmetry),
         ranks_(table_.ranks().size()),
-        end_(table_.end_slots(), 0.0),
+        end_(table_.end_slots(), NOT_ENDED),
         open_(table_.meetings().size()) {
     for (size_t s = 0; s < ranks_.size(); ++s) {
       ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
       unfinished_ += ranks_[s].remaining;
     }
     if (launcher_ != nullptr) start_.assign(end_.size(), 0.0);
+    pools_.emplace(w_, table_, plans_, *this);
     for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
   }
 
   const RankTable& table() const { return table_; }
   bool finished() const { return unfinished_ == 0; }
 
-  // Runs every task that can run, rank by rank, until none can.
-  void advance() {
-    while (!worklist_.empty()) {
-      current_ = worklist_.back();
-      worklist_.pop_back();
-      ranks_[current_].queued = false;
-      advance(current_);
+  // Runs every task that can run, rank by rank, until none can; then issues the earliest deferred
+  // pool decision whose time is at most `horizon`, and again, until none is left.
+  void advance(double horizon) {
+    for (;;) {
+      while (!worklist_.empty()) {
+        current_ = worklist_.back();
+        worklist_.pop_back();
+        ranks_[current_].queued = false;
+        advance(current_);
+      }
+      current_ = NO_INDEX;
+      const double next = pools_->next_decision();
+      if (next > horizon || next == std::numeric_limits<double>::infinity()) return;
+      pools_->issue_next_decision();
     }
-    current_ = NO_INDEX;
   }
+
+  // The time of the earliest deferred pool decision, or infinity.
+  double next_decision() { return pools_->next_decision(); }
+
+  // ReadyPools::Host.
+  bool waits_for_block(uint32_t slot, double& free) override {
+    const RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    if (st.cursor[COMPUTE_LANE] < plan.pool_at[COMPUTE_LANE] || pools_->all_issued(slot)) return false;
+    if ((st.waiting & (1u << COMPUTE_LANE)) != 0) return false;
+    uint32_t block = NO_INDEX;
+    if (head(slot, st, plan, COMPUTE_LANE, block) != NO_INDEX) return false;
+    free = st.lane_free[COMPUTE_LANE];
+    return true;
+  }
+  double end_of(uint32_t slot, uint32_t task) const override { return end_[info(slot).end_base + task]; }
+  void wake(uint32_t slot) override { enqueue(slot); }
 
   void complete(uint32_t call_index, double end) {
     Call& call = calls_.at(call_index);
@@ -117,7 +146,7 @@ class Executor::Impl {
   }
 
   // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
-  [[noreturn]] void report_deadlock() const {
+  [[noreturn]] void report_deadlock() {
     for (uint32_t s = 0; s < ranks_.size(); ++s) {
       if (ranks_[s].remaining > 0) report_deadlock(s);
     }
@@ -154,63 +183,96 @@ class Executor::Impl {
     worklist_.push_back(slot);
   }
 
-  // Runs every task of the rank that can run, stream by stream, until none can.
+  // Runs every task of the rank that can run, lane by lane, until none can; at a pool decision,
+  // decides with the rank's team and goes on if that issued a block.
   void advance(uint32_t slot) {
     RankState& st = ranks_[slot];
     const SimulatedRank& sr = info(slot);
     const ProgramPlan& plan = plans_[sr.program];
     const core::Program& prog = w_.programs[sr.program];
-    size_t before = st.remaining + 1;
-    while (st.remaining != before && st.remaining > 0) {
-      before = st.remaining;
-      for (size_t s = 0; s < STREAMS; ++s) {
-        const uint32_t begin = plan.stream_begin[s];
-        const uint32_t length = plan.stream_begin[s + 1] - begin;
-        while ((st.waiting & (1u << s)) == 0 && st.cursor[s] < length) {
-          const uint32_t ti = plan.order[begin + st.cursor[s]];
-          const Task& t = prog.tasks[ti];
-          double ready = st.stream_free[s];
-          if (!dependencies_done(st, sr, plan, prog, t, ready)) break;
-          switch (t.kind) {
-            case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
-            case TaskKind::SEND:
-            case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
-            case TaskKind::COPY:
-              if (launcher_ != nullptr && t.seconds <= 0) {
-                launch_copy(slot, ti, t, ready);
-                break;
-              }
-              finish(slot, ti, ready, ready + plan.duration[ti]);
-              break;
-            case TaskKind::COMPUTE:
-            case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
+    const bool pool = !plan.pool.empty();
+    for (;;) {
+      size_t before = st.remaining + 1;
+      while (st.remaining != before && st.remaining > 0) {
+        before = st.remaining;
+        for (const uint8_t l : plan.lanes) {
+          while ((st.waiting & (1u << l)) == 0) {
+            uint32_t block = NO_INDEX;
+            const uint32_t ti = head(slot, st, plan, l, block);
+            if (ti == NO_INDEX) break;
+            const Task& t = prog.tasks[ti];
+            double ready = st.lane_free[l];
+            if (block != NO_INDEX) ready = std::max(ready, pools_->issue_time(slot, block));
+            if (!dependencies_done(sr, prog, t, ready)) break;
+            run(slot, sr, plan, ti, t, ready);
           }
         }
       }
+      if (!pool || !pools_->decide(slot)) return;
     }
   }
 
+  // Starts task `ti`, ready at `ready`.
+  void run(uint32_t slot, const SimulatedRank& sr, const ProgramPlan& plan, uint32_t ti, const Task& t, double ready) {
+    switch (t.kind) {
+      case TaskKind::COLLECTIVE: arrive(slot, ti, t, ready, table_.group_meeting(sr.group_base + t.group)); break;
+      case TaskKind::SEND:
+      case TaskKind::RECV: arrive(slot, ti, t, ready, table_.port_meeting(sr.port_base + plan.port[ti])); break;
+      case TaskKind::COPY:
+        if (launcher_ != nullptr && t.seconds <= 0) {
+          launch_copy(slot, ti, t, ready);
+          break;
+        }
+        finish(slot, ti, ready, ready + plan.duration[ti]);
+        break;
+      case TaskKind::COMPUTE:
+      case TaskKind::MEMORY: finish(slot, ti, ready, ready + plan.duration[ti]); break;
+    }
+  }
+
+  // The task at the head of lane `l`, or NO_INDEX when the lane is done or waits for a pool block
+  // to be issued; `block` is set to the head's pool block, if any. A stream lane runs its tasks
+  // before the pool, the issued blocks' tasks on its stream, then its tasks after the pool.
+  uint32_t head(uint32_t slot, const RankState& st, const ProgramPlan& plan, size_t l, uint32_t& block) {
+    const uint32_t begin = plan.lane_begin[l];
+    const uint32_t length = plan.lane_begin[l + 1] - begin;
+    uint32_t c = st.cursor[l];
+    if (l < STREAMS && c >= plan.pool_at[l]) {
+      if (c < plan.pool_at[l] + plan.pool_tasks[l]) return pools_->head(slot, l, block);
+      c -= plan.pool_tasks[l];
+    }
+    return c < length ? plan.order[begin + c] : NO_INDEX;
+  }
+
   // Whether every dependency of `t` has ended; raises `ready` to their latest end.
-  bool dependencies_done(const RankState& st, const SimulatedRank& sr, const ProgramPlan& plan,
-                         const core::Program& prog, const Task& t, double& ready) const {
+  bool dependencies_done(const SimulatedRank& sr, const core::Program& prog, const Task& t, double& ready) const {
     const uint32_t* deps = prog.deps_of(t);
     for (uint32_t i = 0; i < t.dep_count; ++i) {
-      const uint32_t d = deps[i];
-      if (st.cursor[static_cast<size_t>(prog.tasks[d].stream)] <= plan.stream_pos[d]) return false;
-      ready = std::max(ready, end_[sr.end_base + d]);
+      const double end = end_[sr.end_base + deps[i]];
+      if (end == NOT_ENDED) return false;
+      ready = std::max(ready, end);
     }
     return true;
   }
 
+  // The call number of a collective or send/recv (ReadyPools::call_number).
+  uint32_t call_number(uint32_t slot, uint32_t task, const Task& t) const {
+    const uint32_t number = plan_of(slot).seq[task];
+    return t.kind == TaskKind::COLLECTIVE && !plan_of(slot).pool.empty() ? pools_->call_number(slot, task, number) : number;
+  }
+
   void finish(uint32_t slot, uint32_t task, double start, double end) {
     RankState& st = ranks_[slot];
+    const ProgramPlan& plan = plan_of(slot);
+    const size_t l = plan.lane[task];
     const size_t s = static_cast<size_t>(program_of(slot).tasks[task].stream);
     end_[info(slot).end_base + task] = end;
     if (!start_.empty()) start_[info(slot).end_base + task] = start;
     --unfinished_;
-    st.stream_free[s] = end;
-    ++st.cursor[s];
-    st.waiting &= ~(1u << s);
+    st.lane_free[l] = end;
+    ++st.cursor[l];
+    if (!plan.pool.empty() && program_of(slot).pool.block(task) != core::LOOSE_TASK) pools_->ran(slot, l);
+    st.waiting &= ~(1u << l);
     --st.remaining;
     // The STORAGE stream is background work (a checkpoint flush): it shares links, but the
     // iteration ends with the rest of the rank's tasks.
@@ -237,7 +299,7 @@ class Executor::Impl {
       return;
     }
     OpenCalls& open = open_[meeting];
-    const uint32_t seq = plan_of(slot).seq[task];
+    const uint32_t seq = call_number(slot, task, t);
     TRAINSIM_CHECK(seq >= open.base_seq, "a call was matched twice");
     const size_t index = seq - open.base_seq;
     if (index >= open.calls.size()) open.calls.resize(index + 1, NO_INDEX);
@@ -252,7 +314,7 @@ class Executor::Impl {
     ++call.arrivals;
     call.ready = std::max(call.ready, ready);
     call.waiters.push_back({slot, task});
-    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    ranks_[slot].waiting |= 1u << plan_of(slot).lane[task];
     if (call.arrivals < m.expected) return;
 
     open.calls[index] = NO_INDEX;
@@ -277,7 +339,7 @@ class Executor::Impl {
     call.arrivals = 1;
     call.ready = ready;
     call.waiters.push_back({slot, task});
-    ranks_[slot].waiting |= 1u << static_cast<unsigned>(t.stream);
+    ranks_[slot].waiting |= 1u << plan_of(slot).lane[task];
     launcher_->launch_copy(call_index, info(slot).rank, t, ready);
   }
 
@@ -316,7 +378,7 @@ class Executor::Impl {
   }
 
   // Names the head task of every unfinished stream of the lowest stuck rank, and why it cannot run.
-  [[noreturn]] void report_deadlock(uint32_t slot) const {
+  [[noreturn]] void report_deadlock(uint32_t slot) {
     size_t stuck_ranks = 0;
     size_t stuck_tasks = 0;
     for (const RankState& other : ranks_) {
@@ -328,27 +390,38 @@ class Executor::Impl {
     const core::Program& prog = program_of(slot);
     const int rank = info(slot).rank;
     std::string heads;
-    for (size_t s = 0; s < STREAMS; ++s) {
-      if (st.cursor[s] >= plan.stream_begin[s + 1] - plan.stream_begin[s]) continue;
-      const uint32_t ti = plan.order[plan.stream_begin[s] + st.cursor[s]];
+    const bool pool = !plan.pool.empty();
+    for (const uint8_t l : plan.lanes) {
+      const auto stream = static_cast<core::Stream>(l % STREAMS);
+      const std::string lane =
+          fmt::format("stream {}{}", core::to_string(stream), l >= STREAMS ? " (posted receives)" : "");
+      uint32_t block = NO_INDEX;
+      const uint32_t ti = head(slot, st, plan, l, block);
+      if (ti == NO_INDEX) {
+        if (l == COMPUTE_LANE && pool && !pools_->all_issued(slot)) {
+          heads += fmt::format("; {}: waits for its ready pool to issue a block ({}; no next block's input has arrived)",
+                               lane, pools_->describe(slot));
+        }
+        continue;
+      }
       const Task& t = prog.tasks[ti];
       std::string reason;
-      if ((st.waiting & (1u << s)) != 0 && t.kind == TaskKind::COLLECTIVE) {
+      if ((st.waiting & (1u << l)) != 0 && t.kind == TaskKind::COLLECTIVE) {
         reason = fmt::format("waits for the other members of its \"{}\" communicator (call {})",
-                             w_.groups[t.group].name, plan.seq[ti]);
-      } else if ((st.waiting & (1u << s)) != 0) {
+                             w_.groups[t.group].name, call_number(slot, ti, t));
+      } else if ((st.waiting & (1u << l)) != 0) {
         reason = fmt::format("waits for rank {} to post the matching {}",
                              w_.layout.peer(rank, t.peer_axis, t.peer_offset), t.kind == TaskKind::SEND ? "recv" : "send");
       } else {
         const uint32_t* deps = prog.deps_of(t);
         for (uint32_t i = 0; i < t.dep_count && reason.empty(); ++i) {
           const core::Stream ds = prog.tasks[deps[i]].stream;
-          if (st.cursor[static_cast<size_t>(ds)] <= plan.stream_pos[deps[i]]) {
+          if (end_[info(slot).end_base + deps[i]] == NOT_ENDED) {
             reason = fmt::format("waits for {} on stream {}", task_label(prog, deps[i]), core::to_string(ds));
           }
         }
       }
-      heads += fmt::format("; stream {}: {} {}", core::to_string(static_cast<core::Stream>(s)), task_label(prog, ti), reason);
+      heads += fmt::format("; {}: {} {}", lane, task_label(prog, ti), reason);
     }
     throw WorkloadStuck(fmt::format(
         "deadlock: no task can run while {} remain on {} simulated ranks; rank {} (program \"{}\"){}", stuck_tasks,
@@ -443,7 +516,7 @@ class Executor::Impl {
   void fill_memory(SimulationResult& result) const {
     struct Change {
       double time;
-      uint32_t task;
+      uint64_t order;  // issue order: program order, but a pool block's tasks where it was issued
       double bytes;
     };
     std::vector<double> peak(w_.programs.size(), 0.0);
@@ -453,13 +526,16 @@ class Executor::Impl {
       std::vector<double>& peaks = space == core::MemorySpace::DEVICE ? peak : host_peak;
       for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
         const core::Program& prog = program_of(slot);
+        const bool pool = !plan_of(slot).pool.empty();
+        const std::vector<uint64_t> offsets = pool ? pools_->issue_offsets(slot) : std::vector<uint64_t>{};
         changes.clear();
         for (uint32_t ti : plan_of(slot).memory_tasks) {
           if (prog.tasks[ti].memory_space != space) continue;
-          changes.push_back({end_[info(slot).end_base + ti], ti, prog.tasks[ti].bytes});
+          const uint64_t order = pool ? pools_->issue_position(slot, ti, offsets) : uint64_t{ti} << 32;
+          changes.push_back({end_[info(slot).end_base + ti], order, prog.tasks[ti].bytes});
         }
         std::sort(changes.begin(), changes.end(),
-                  [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.task < b.task; });
+                  [](const Change& a, const Change& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; });
         double running = 0;
         double& best = peaks[info(slot).program];
         for (const Change& c : changes) {
@@ -507,6 +583,7 @@ class Executor::Impl {
   std::vector<uint32_t> worklist_;
   uint32_t current_ = NO_INDEX;
   uint64_t events_ = 0;
+  std::optional<ReadyPools> pools_;  // built once table_ is
 };
 
 Executor::Executor(const core::Workload& workload, const network::ClusterConfig& cluster,
@@ -519,7 +596,8 @@ Executor::Executor(const core::Workload& workload, const network::ClusterConfig&
 
 Executor::~Executor() = default;
 
-void Executor::advance() { impl_->advance(); }
+void Executor::advance(double horizon) { impl_->advance(horizon); }
+double Executor::next_decision() { return impl_->next_decision(); }
 void Executor::complete(uint32_t call, double end) { impl_->complete(call, end); }
 bool Executor::finished() const { return impl_->finished(); }
 void Executor::report_deadlock() const { impl_->report_deadlock(); }
@@ -532,7 +610,7 @@ SimulationResult execute(const core::Workload& workload, const network::ClusterC
                  fmt::format("the workload has {} ranks, the cluster {} GPUs", workload.layout.world_size(),
                              cluster.world_size()));
   Executor executor(workload, cluster, profile, options, model);
-  executor.advance();
+  executor.advance(std::numeric_limits<double>::infinity());
   if (!executor.finished()) executor.report_deadlock();
   return executor.result();
 }

@@ -3,11 +3,11 @@
 // communication through a CommunicationModel.
 //
 // How it runs. Task durations do not depend on what else runs at the same time (contention is the
-// communication model's business), and each stream's order is fixed by its program, so the start of
-// every task is a max-plus function of earlier ends: no event queue is needed. A ready-queue sweep
-// advances each simulated rank's streams as far as their dependencies allow; a rank blocked at a
-// collective or a send/recv is resumed when the last member arrives, which also completes the call
-// for every member:
+// communication model's business), and each stream's order is fixed by its program (but for ready
+// pools, below), so the start of every task is a max-plus function of earlier ends: no event queue
+// is needed. A ready-queue sweep advances each simulated rank's streams as far as their dependencies
+// allow; a rank blocked at a collective or a send/recv is resumed when the last member arrives,
+// which also completes the call for every member:
 //   compute   ends at ready + compute_time (sim/engine/compute_model.hpp)
 //   copy      ends at ready + its uncontended time (host_model.hpp: bytes over the bottleneck of its
 //             route between GPU, host memory and NVMe), or its measured duration (Task::seconds)
@@ -23,6 +23,21 @@
 // work: they run and share links, but a rank's iteration ends with its other tasks and the breakdown
 // leaves them out. The sweep touches every task once: O(tasks + dependencies) per simulated
 // rank, with one cached cost lookup per collective call.
+//
+// Ready pools (workload.hpp, READY POOL: AxoNN's message-driven execution). The order of a pool's
+// blocks depends on when inputs arrive, and the sweep computes ends out of time order, so a choice
+// is made only when no input can still arrive before its time t. When a rank's COMPUTE stream
+// waits for a block, it decides with its team (the ranks sharing a communicator that blocks of
+// two queues call: they must issue the same blocks): when every candidate's input has arrived, the
+// choice is final and the block is issued at once; otherwise it is deferred at its time t. Once
+// the sweep can run nothing else, the earliest deferred decision is issued: anything not run yet
+// waits, directly or not, for a deferred decision, so every input still unknown arrives at or after
+// the earliest time t (ties at t go to the known input), and the sweep resumes. With a launcher,
+// a deferred decision waits until the simulated clock reaches t (advance's horizon): calls in flight
+// may deliver inputs before then, contention included. A block's tasks start no earlier than its
+// issue, the loose tasks (posted receives) run on lanes of their own, a shared communicator's
+// calls are numbered in issue order, and memory events at one instant apply in issue order. Cost:
+// O(log blocks) per block on top of the sweep.
 //
 // Symmetry. With options.use_symmetry, an axis counts as symmetric when the workload says so
 // (Workload::symmetric_axes) and translating ranks along it maps nodes onto nodes (gpus_per_node
@@ -49,9 +64,9 @@
 // Asynchronous communication. With a CommunicationLauncher instead of a model (the SimGrid
 // backend), a call whose members have all arrived is handed to the launcher with its start time, and
 // its members wait until the launcher reports its end through Executor::complete(); advance() then
-// runs what that unblocked. Every start handed out is >= every end reported before it (the call's
-// start is the last member's ready time, which follows what unblocked it), so a launcher can
-// schedule calls in start order on a simulated clock. Communication tasks are busy from their
+// runs what that unblocked, and the pool decisions due by the clock. Every start handed out is >=
+// every end reported before it (the call's start is the last member's ready time, which follows
+// what unblocked it), so a launcher can schedule calls in start order on a simulated clock. Communication tasks are busy from their
 // call's start to its end. Copies go to the launcher too (launch_copy), as calls of one member, so
 // that the copies of a node's GPUs can share its host links; a copy with a measured duration (trace
 // replay: the contention it met is in the measurement) takes that duration in both backends.
@@ -98,8 +113,13 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs every task that can run now.
-  void advance();
+  // Runs every task that can run now, and issues the deferred ready-pool decisions due at or before
+  // `horizon`, earliest first (with a launcher: the simulated clock, after every completion up to
+  // it has been reported; with a model: infinity).
+  void advance(double horizon);
+  // The time of the earliest deferred ready-pool decision, or infinity: a launcher must call
+  // advance() again when its clock reaches it, even if no call completes.
+  double next_decision();
   // Ends a launched call for all its members at `end`; call advance() afterwards.
   void complete(uint32_t call, double end);
   // Whether every task of every simulated rank has run.

@@ -13,6 +13,8 @@
 
 namespace trainsim::engine {
 
+inline constexpr uint32_t NO_INDEX = UINT32_MAX;
+
 // A send or receive endpoint of a program: direction, peer and tag, the peer offset normalized to
 // [0, size(axis)) so that every spelling of one peer is one port. The tag is part of the port:
 // sends and receives match in order per (sender, receiver, tag) channel (workload.hpp), which
@@ -25,12 +27,47 @@ struct Port {
   uint8_t tag = 0;
 };
 
+// What the executor advances one task at a time: lane s < STREAM_COUNT is stream s; lane
+// STREAM_COUNT + s holds the loose tasks of a ready pool on stream s (workload.hpp, READY POOL).
+inline constexpr size_t LANE_COUNT = 2 * core::STREAM_COUNT;
+
+// A program's ready pool as the executor runs it (empty without one).
+struct PoolPlan {
+  size_t blocks = 0;
+  // The tasks of block b on stream s, program order: tasks[at[b * STREAM_COUNT + s], at[b * STREAM_COUNT + s + 1]).
+  std::vector<uint32_t> at;
+  std::vector<uint32_t> tasks;
+  std::vector<std::vector<uint32_t>> queues;  // per queue: its blocks, program order
+  std::vector<uint32_t> block_size;           // per block: its tasks
+  std::vector<uint32_t> index_in_block;       // per task of the pool's range: its place in its block
+  // Group kinds called by blocks of more than one queue, ascending: their calls in blocks are
+  // numbered in issue order, and their members decide together.
+  std::vector<uint16_t> shared_groups;
+  // calls[b * shared_groups.size() + k]: block b's calls on shared_groups[k].
+  std::vector<uint32_t> calls;
+  std::vector<uint32_t> calls_before;  // per shared group: its calls before the pool
+  // Per task of the pool's range, for calls on a shared group: k (else NO_INDEX) and the call's
+  // number among its block's calls on that group.
+  std::vector<uint32_t> shared_of;
+  std::vector<uint32_t> seq_in_block;
+
+  bool empty() const { return blocks == 0; }
+};
+
 struct ProgramPlan {
-  // Tasks grouped by stream, program order within: stream s owns order[stream_begin[s], stream_begin[s+1]).
-  std::array<uint32_t, core::STREAM_COUNT + 1> stream_begin{};
+  // Tasks grouped by lane, program order within: lane l owns order[lane_begin[l], lane_begin[l+1]).
+  // A stream lane of a program with a ready pool holds the tasks before the pool (the first
+  // pool_at[s]) and after it; the executor runs the issued blocks' tasks between them.
+  std::array<uint32_t, LANE_COUNT + 1> lane_begin{};
   std::vector<uint32_t> order;
-  std::vector<uint32_t> stream_pos;  // per task: its position within its stream
-  // Per task: COLLECTIVE, its call number on its group kind; SEND/RECV, its call number on its port.
+  std::vector<uint8_t> lane;       // per task
+  std::vector<uint8_t> lanes;      // the lanes that hold tasks, ascending
+  std::array<uint32_t, core::STREAM_COUNT> pool_at{};     // per stream: its tasks before the pool
+  std::array<uint32_t, core::STREAM_COUNT> pool_tasks{};  // per stream: its tasks in the pool's blocks
+  PoolPlan pool;
+  // Per task: COLLECTIVE, its call number on its group kind; SEND/RECV, its call number on its port
+  // (program order: in a ready pool, the order of its default order; PoolPlan has the issue-order
+  // numbers of shared groups).
   std::vector<uint32_t> seq;
   std::vector<uint16_t> port;        // per task: SEND/RECV port index into `ports`
   std::vector<Port> ports;

@@ -14,8 +14,6 @@
 
 namespace trainsim::engine {
 
-inline constexpr uint32_t NO_INDEX = UINT32_MAX;
-
 struct SimulatedRank {
   int rank = 0;
   uint32_t program = 0;

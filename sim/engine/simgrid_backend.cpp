@@ -99,7 +99,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   double advance(double now) override {
     bool progressed = true;
     while (progressed) {
-      executor_.advance();
+      executor_.advance(now);
       progressed = false;
       while (!launches_.empty() && launches_.top().start <= now) {
         const Launch l = launches_.top();
@@ -108,7 +108,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       }
     }
     if (executor_.finished()) return FINISHED;
-    return launches_.empty() ? NEVER : launches_.top().start;
+    // A deferred pool decision is due when the clock reaches it, whether or not a call completes.
+    return std::min(launches_.empty() ? NEVER : launches_.top().start, executor_.next_decision());
   }
 
   void batch_done(uint32_t id, const std::vector<core::Seconds>& done) override {

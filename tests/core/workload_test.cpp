@@ -77,6 +77,61 @@ TEST(Workload, ValidateRejectsForwardDependency) {
   EXPECT_THROW(w.validate(), InternalError);
 }
 
+// A ready pool of two blocks, each a compute task and a send to the next pipeline stage, and a loose
+// receive that triggers the second; every malformation validate() names is refused.
+TEST(Workload, ValidateChecksReadyPools) {
+  auto make = [] {
+    Workload w;
+    w.layout = ParallelLayout({1, 1, 1, 1, 2});
+    Program p;
+    p.name = "stage 0";
+    Task send;
+    send.kind = TaskKind::SEND;
+    send.stream = Stream::PIPELINE_FORWARD;
+    send.peer_offset = 1;
+    Task recv = send;
+    recv.kind = TaskKind::RECV;
+    recv.stream = Stream::PIPELINE_BACKWARD;
+    const uint32_t f = p.add(Task{});
+    p.add(send, {f});
+    const uint32_t r = p.add(recv);
+    const uint32_t b = p.add(Task{}, {r});
+    p.add(send, {b});
+    p.pool.begin = 0;
+    p.pool.end = 5;
+    p.pool.block_of = {0, 0, LOOSE_TASK, 1, 1};
+    p.pool.blocks = {PoolBlock{NO_TASK, 1, 1}, PoolBlock{r, 1, -1}};
+    w.programs = {p, p};
+    w.program_of_rank = {0, 1};
+    return w;
+  };
+  EXPECT_NO_THROW(make().validate());
+  Workload w = make();
+  w.programs[0].pool.blocks[1].queue = 0;  // block 1's send on the channel of a block of queue 1
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].tasks[4].kind = TaskKind::RECV;  // a loose receive and a block's on one channel
+  w.programs[0].tasks[4].stream = Stream::PIPELINE_BACKWARD;
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].tasks[0].stream = Stream::TENSOR_COMM;  // block 0 without a COMPUTE-stream task
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].pool.blocks[1].trigger = 3;  // its own task
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].pool.block_of[1] = 2;  // no block 2
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].pool.in_flight_limit = 0;
+  EXPECT_THROW(w.validate(), InternalError);
+  w = make();
+  w.programs[0].pool.block_of.pop_back();  // does not cover its range
+  EXPECT_THROW(w.validate(), InternalError);
+  // A ready pool's tasks are never reordered.
+  EXPECT_THROW(make().programs[0].reorder_tail(3, {3, 4}), InternalError);
+}
+
 }  // namespace
 }  // namespace trainsim::core
 

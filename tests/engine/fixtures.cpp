@@ -82,6 +82,102 @@ core::Workload pipeline_workload(int p, int m, double t_f, double t_b, Schedule 
   return w;
 }
 
+core::Workload timed_pipeline_workload(const PipelineSpec& spec) {
+  const int p = spec.stages;
+  const int m = spec.micro_batches;
+  std::vector<core::Program> programs;
+  for (int s = 0; s < p; ++s) {
+    core::Program prog;
+    prog.name = fmt::format("stage {}", s);
+    core::ReadyPool& pool = prog.pool;
+    std::vector<uint32_t> forward_of(static_cast<size_t>(m), 0);
+    // Tasks [from, end) belong to `block` (LOOSE_TASK: loose).
+    auto mark = [&](uint32_t from, uint32_t block) {
+      pool.block_of.resize(prog.tasks.size(), core::LOOSE_TASK);
+      for (uint32_t i = from; i < prog.tasks.size(); ++i) pool.block_of[i] = block;
+    };
+    auto pass = [&](bool forward, int mb) {
+      const bool receives = forward ? s > 0 : s < p - 1;
+      const bool sends = forward ? s < p - 1 : s > 0;
+      const Stream stream = forward ? Stream::PIPELINE_FORWARD : Stream::PIPELINE_BACKWARD;
+      std::vector<uint32_t> deps;
+      core::PoolBlock block;
+      if (receives) {
+        const double bytes = forward && !spec.activation_bytes.empty()
+                                 ? spec.activation_bytes[static_cast<size_t>(s - 1)][static_cast<size_t>(mb)]
+                                 : spec.bytes;
+        core::Task recv = p2p(TaskKind::RECV, Axis::PIPELINE, forward ? -1 : +1, bytes, stream);
+        recv.micro_batch = static_cast<uint32_t>(mb);
+        block.trigger = prog.add(recv);
+        deps.push_back(block.trigger);
+        mark(block.trigger, core::LOOSE_TASK);
+      } else if (!forward) {
+        block.trigger = forward_of[static_cast<size_t>(mb)];
+        deps.push_back(block.trigger);
+      }
+      const uint32_t first = static_cast<uint32_t>(prog.tasks.size());
+      core::Task c = compute(0, forward ? Phase::FORWARD : Phase::BACKWARD);
+      c.seconds = forward ? spec.forward_s : spec.backward_s;
+      c.micro_batch = static_cast<uint32_t>(mb);
+      c.name = forward ? 0 : 1;
+      const uint32_t ci = prog.add(c, deps);
+      if (forward) forward_of[static_cast<size_t>(mb)] = ci;
+      if (spec.activation_memory > 0) prog.add(memory(forward ? spec.activation_memory : -spec.activation_memory), {ci});
+      if (sends) {
+        const double bytes = forward && !spec.activation_bytes.empty()
+                                 ? spec.activation_bytes[static_cast<size_t>(s)][static_cast<size_t>(mb)]
+                                 : spec.bytes;
+        core::Task send = p2p(TaskKind::SEND, Axis::PIPELINE, forward ? +1 : -1, bytes, stream);
+        send.micro_batch = static_cast<uint32_t>(mb);
+        prog.add(send, {ci});
+      }
+      block.queue = forward ? 1 : 0;
+      block.in_flight = forward ? 1 : -1;
+      mark(first, static_cast<uint32_t>(pool.blocks.size()));
+      pool.blocks.push_back(block);
+    };
+    if (spec.order == Schedule::GPIPE) {
+      for (int mb = 0; mb < m; ++mb) pass(true, mb);
+      for (int mb = 0; mb < m; ++mb) pass(false, mb);
+    } else {
+      const int warmup = std::min(p - s - 1, m);
+      int f = 0, b = 0;
+      for (; f < warmup; ++f) pass(true, f);
+      while (f < m) {
+        pass(true, f++);
+        pass(false, b++);
+      }
+      while (b < m) pass(false, b++);
+    }
+    pool.end = static_cast<uint32_t>(prog.tasks.size());
+    pool.in_flight_limit = static_cast<uint32_t>(spec.limit.empty() ? p - s : spec.limit[static_cast<size_t>(s)]);
+    if (!spec.pool) pool = core::ReadyPool{};
+    programs.push_back(std::move(prog));
+  }
+  std::vector<uint32_t> program_of_rank;
+  for (int s = 0; s < p; ++s) program_of_rank.push_back(static_cast<uint32_t>(s));
+  core::Workload w = make_workload({1, 1, 1, 1, p}, std::move(programs), std::move(program_of_rank));
+  w.intern("forward");
+  w.intern("backward");
+  w.validate();
+  return w;
+}
+
+std::vector<std::string> draw_passes(const core::Workload& w, const SimulationResult& r) {
+  std::vector<std::string> rows(static_cast<size_t>(w.layout.world_size()),
+                                std::string(static_cast<size_t>(r.iteration_time.value() + 0.5), '.'));
+  for (const TimelineEvent& e : r.timeline) {
+    const core::Task& t = w.program_of(e.rank).tasks[e.task];
+    if (t.kind != TaskKind::COMPUTE) continue;
+    const char c = t.phase == Phase::FORWARD ? static_cast<char>('0' + t.micro_batch) : static_cast<char>('a' + t.micro_batch);
+    std::string& row = rows[static_cast<size_t>(e.rank)];
+    for (auto i = static_cast<size_t>(e.start_s + 0.5); i < static_cast<size_t>(e.end_s + 0.5) && i < row.size(); ++i) {
+      row[i] = c;
+    }
+  }
+  return rows;
+}
+
 core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches) {
   core::Workload w;
   w.layout = core::ParallelLayout({tp, 1, 1, dp, pp});

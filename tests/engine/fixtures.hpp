@@ -3,6 +3,7 @@
 // seconds: with unit_profile() (every efficiency 1, no kernel overhead) a task of t*peak FLOPs takes t.
 
 #include <array>
+#include <string>
 #include <vector>
 
 #include "network/cluster.hpp"
@@ -98,6 +99,31 @@ enum class Schedule { GPIPE, ONE_F_ONE_B };
 // (p - s - 1 warm-up forwards, then one forward one backward, then the remaining backwards;
 // Narayanan et al. 2021, Fig. 4).
 core::Workload pipeline_workload(int p, int m, double t_f, double t_b, Schedule schedule, double bytes = 1e6);
+
+// A pipeline with exact pass times (Task::seconds), for hand-drawn timelines: per stage, per
+// micro-batch a forward (receive activations, compute, allocate `activation_memory`, send) and a
+// backward (receive gradients, compute, free, send), in `order` (program order). With `pool`, each
+// stage's passes form a ready pool (workload.hpp, READY POOL; AxoNN's message-driven execution):
+// each pass with its send is a block, the receives are loose; queues backward 0, forward 1; a
+// forward opens a micro-batch and its backward closes it, at most limit[s] open on stage s.
+struct PipelineSpec {
+  int stages = 4;
+  int micro_batches = 8;
+  double forward_s = 1;
+  double backward_s = 2;
+  Schedule order = Schedule::ONE_F_ONE_B;
+  bool pool = false;
+  std::vector<int> limit;        // by stage; default p - s (1F1B's)
+  double bytes = 0;              // payload of every transfer
+  std::vector<std::vector<double>> activation_bytes;  // if given, [stage][mb]: the activations it sends
+  double activation_memory = 0;
+};
+core::Workload timed_pipeline_workload(const PipelineSpec& spec);
+
+// The compute stream of every rank on a result's timeline, one row per rank and one character per
+// second: the forward of micro-batch k is the digit k, its backward the letter 'a' + k, '.' idle
+// (the notation of tests/models/schedule_test.cpp). REQUIRES: every rank on the timeline.
+std::vector<std::string> draw_passes(const core::Workload& w, const SimulationResult& r);
 
 // Tensor x data x pipeline job: per micro-batch a forward (compute, tensor all_reduce, send to next
 // stage), a backward (recv from next stage, compute, tensor all_reduce, send to previous stage), and

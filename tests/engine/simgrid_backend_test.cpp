@@ -414,5 +414,75 @@ TEST(SimgridBackend, Deterministic) {
   }
 }
 
+// Ready pools (workload.hpp, READY POOL; tests/engine/ready_pool_test.cpp has the timelines drawn
+// by hand): p = 3, m = 4, forward 1 s, backward 2 s, 1 GB/s NICs, one GPU per node.
+SimulationOptions all_ranks_traced(int ranks) {
+  SimulationOptions o;
+  o.use_symmetry = false;
+  for (int r = 0; r < ranks; ++r) o.timeline_ranks.push_back(r);
+  return o;
+}
+
+testing::PipelineSpec three_stages(double activation_bytes) {
+  testing::PipelineSpec spec;
+  spec.stages = 3;
+  spec.micro_batches = 4;
+  spec.activation_bytes = {std::vector<double>(4, activation_bytes), {0, 0, 0, 0}, {0, 0, 0, 0}};
+  return spec;
+}
+
+// (c) Without contention both backends pick the same order: the slow link of
+// ReadyPool.ASlowLinkMakesAStageRunTheBackwardWhoseGradientCameFirst (3 GB activations from stage 0,
+// one transfer at a time on its link) gives the same timelines.
+TEST(SimgridBackend, AsyncPipelineWithoutContentionMatchesAnalytic) {
+  testing::PipelineSpec spec = three_stages(3e9);
+  spec.pool = true;
+  const core::Workload w = testing::timed_pipeline_workload(spec);
+  const SimulationResult sim =
+      run_both(w, testing::make_cluster(3, 1, 1e9, 1e9, 0), testing::unit_profile(), all_ranks_traced(3), 1e-12);
+  EXPECT_EQ(testing::draw_passes(w, sim), (std::vector<std::string>{"012.......aa3bb.cc....dd",
+                                                                     "....0..1aa2bb.cc3...dd..",
+                                                                     ".....0aa1bb2cc...3dd...."}));
+}
+
+// Contention reorders: activations of 1.5 GB (1.5 s alone) share stage 0's link with a background
+// transfer of 20 GB from stage 0 to stage 1 (stream STORAGE: background work, outside the
+// iteration), running from 0 to past the last activation. The analytic backend sees no contention:
+// the activations land at 2.5, 4, 5.5 and (async) 13, and stage 1 runs F0 F1 B0 F2 B1 B2 F3 B3
+// (1F1B's order but for B2 first: its gradient at 12.5 beats F3's activations at 13), 22.5 s
+// against 21 for fixed 1F1B. SimGrid shares the link fairly: each activation gets 0.5 GB/s and takes
+// 3 s, which is the 3-second slow link drawn by hand in ready_pool_test.cpp: fixed 1F1B takes 25 s,
+// async 24 s, with the async order of that timeline (stage 1 runs B2 before F3, 14-16).
+TEST(SimgridBackend, ContentionReordersAnAsyncPipeline) {
+  auto workload = [](bool pool) {
+    testing::PipelineSpec spec = three_stages(1.5e9);
+    spec.pool = pool;
+    core::Workload w = testing::timed_pipeline_workload(spec);
+    core::Task send = testing::p2p(TaskKind::SEND, Axis::PIPELINE, +1, 20e9, Stream::STORAGE);
+    core::Task recv = testing::p2p(TaskKind::RECV, Axis::PIPELINE, -1, 20e9, Stream::STORAGE);
+    send.tag = recv.tag = 7;
+    w.programs[0].add(send);
+    w.programs[1].add(recv);
+    w.validate();
+    return w;
+  };
+  const network::ClusterConfig cluster = testing::make_cluster(3, 1, 1e9, 1e9, 0);
+  const SimulationOptions options = all_ranks_traced(3);
+  const core::Workload fixed = workload(false);
+  const core::Workload async = workload(true);
+  EXPECT_DOUBLE_EQ(make_analytic_backend()->run(fixed, cluster, testing::unit_profile(), options).iteration_time.value(), 21);
+  EXPECT_DOUBLE_EQ(make_analytic_backend()->run(async, cluster, testing::unit_profile(), options).iteration_time.value(), 22.5);
+  const SimulationResult f = make_simgrid_backend()->run(fixed, cluster, testing::unit_profile(), options);
+  EXPECT_NEAR(f.iteration_time.value(), 25, 1e-9);
+  EXPECT_EQ(testing::draw_passes(fixed, f), (std::vector<std::string>{"012........aa3.bb...cc.dd",
+                                                                        "....0...1aa.2bb..3cc.dd..",
+                                                                        ".....0aa.1bb.2cc..3dd...."}));
+  const SimulationResult a = make_simgrid_backend()->run(async, cluster, testing::unit_profile(), options);
+  EXPECT_NEAR(a.iteration_time.value(), 24, 1e-9);
+  EXPECT_EQ(testing::draw_passes(async, a), (std::vector<std::string>{"012.......aa3bb.cc....dd",
+                                                                        "....0..1aa2bb.cc3...dd..",
+                                                                        ".....0aa1bb2cc...3dd...."}));
+}
+
 }  // namespace
 }  // namespace trainsim::engine

@@ -3,7 +3,8 @@
 // task taking zero time: per-stream FIFO issue, explicit dependencies, collectives that start when
 // every member of the group has reached them, and rendezvous SEND/RECV where the k-th SEND from A
 // to B with tag T meets B's k-th RECV from A with tag T. Timing cannot create or remove a deadlock under these rules
-// (readiness is monotone), so a program set that completes here completes on any backend.
+// (readiness is monotone), so a program set that completes here completes on any backend. A ready
+// pool runs in its default (program) order here, which its builder must keep a valid fixed order.
 
 #include <array>
 #include <cstdint>

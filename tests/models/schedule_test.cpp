@@ -194,6 +194,44 @@ TEST(HandDrawn, ZeroBubbleH2HasNoBubble) {
   EXPECT_EQ(s.peak_in_flight, (std::vector<int>{7, 7, 7, 7}));
 }
 
+TEST(HandDrawn, AsyncRunsWhatArrivesFirst) {
+  // pipeline_execution "async" (AxoNN): a free stage runs the pass whose input arrived first,
+  // backward (then W) first on ties, forwards only below the schedule's in-flight limit. The engine
+  // makes the same choices at run time (tests/engine/ready_pool_test.cpp draws the first two rows
+  // from a simulation; tests/integration/pipeline_oracle_test.cpp compares them pass by pass).
+  auto timed = [](PipelineSchedule s, double f, double b, double w) {
+    const std::vector<double> fwd(4, f), bwd(4, b), wgt(4, w);
+    const std::vector<double> weights = splits_backward(s) ? wgt : std::vector<double>{};
+    return time_pipeline(async_pipeline_order(s, 4, 8, fwd, bwd, weights), 4, fwd, bwd, weights);
+  };
+  // 1F1B's limit (p - stage): 1F1B's own timeline.
+  const auto ofob = timed(PipelineSchedule::ONE_F_ONE_B, 1, 2, 0);
+  EXPECT_EQ(draw(ofob), draw(timed_4x8(PipelineSchedule::ONE_F_ONE_B, 1, 2, 0)));
+  // GPipe's limit (m): forwards while activations keep coming; the last stage's F0 ends at 4 when
+  // F1's activations arrive: a tie, B0 first. Stage 2 ends F3 at 6, when both B0's gradient and
+  // F4's activations arrive: B0 first again. Stage 3 then runs F1-F3, which arrived during its B0.
+  const auto gpipe = timed(PipelineSchedule::GPIPE, 1, 2, 0);
+  EXPECT_EQ(draw(gpipe), (Rows{"01234567..aa...bb.ccdd...eeffgghh",
+                               ".0123456aa7..bb.ccdd...eeffgghh..",
+                               "..0123aa456bb7ccdd...eeffgghh....",
+                               "...0aa123bbccdd4567eeffgghh......"}));
+  EXPECT_EQ(schedule_stats(gpipe, false).peak_in_flight, (std::vector<int>{8, 7, 6, 4}));
+  // Zero-bubble limits (F = B = W): what arrives first is not what the hand-made schedules run, and
+  // the bubble is larger than theirs (27): 30 under ZB-H1's limit p, 29 under ZB-H2's 2p - 1.
+  const auto h1 = timed(PipelineSchedule::ZERO_BUBBLE_H1, 1, 1, 1);
+  EXPECT_EQ(draw(h1), (Rows{"0123...aA4.bB5cC6dD7eE.fFgG.hH",
+                            ".0123.aA..b4BcC5dD6eE7fFgG.hH.",
+                            "..012a3A.bBcC4dD5eE6fF7gG.hH..",
+                            "...0a1A2b3cBdCD4eE5fF6gG7hH..."}));
+  EXPECT_EQ(schedule_stats(h1, false).peak_in_flight, (std::vector<int>{4, 4, 4, 3}));
+  const auto h2 = timed(PipelineSchedule::ZERO_BUBBLE_H2, 1, 1, 1);
+  EXPECT_EQ(draw(h2), (Rows{"0123456aA7..bBcC..dDeEfFgG.hH",
+                            ".01234a5A67bBcC..dDeEfFgG.hH.",
+                            "..012a3A45b6cB7CdDeEfFgG.hH..",
+                            "...0a1A2b3cB4d5C6eDf7gEFhGH.."}));
+  EXPECT_EQ(schedule_stats(h2, false).peak_in_flight, (std::vector<int>{7, 7, 6, 4}));
+}
+
 TEST(HandDrawn, ZeroBubbleBubblesAtOtherSizes) {
   // The closed forms hold beyond 4 x 8: ZB-H1 (p-1)(F+B-W), ZB-H2 zero once m >= 2p.
   for (auto [p, m] : {std::pair{8, 16}, std::pair{16, 32}, std::pair{16, 64}}) {

@@ -675,6 +675,61 @@ TEST(PipelineSchedules, NewSchedulesKeepLinksAgreeingAndRunToCompletion) {
   }
 }
 
+// pipeline_execution "async": each stage's passes form a ready pool (workload_builder.hpp): one block
+// per pass holding its compute and its send, the receives loose and triggering their passes, the
+// schedule's in-flight limit, forwards opening and the pass that frees the activations closing.
+TEST(PipelineSchedules, AsyncStagesAreReadyPools) {
+  for (PipelineSchedule s : {PipelineSchedule::ONE_F_ONE_B, PipelineSchedule::ZERO_BUBBLE_H1}) {
+    SCOPED_TRACE(to_string(s));
+    Config c;
+    c.par.pipeline = 4;
+    c.par.tensor = 2;
+    c.par.schedule = s;
+    c.par.execution = PipelineExecution::ASYNC;
+    const BuiltWorkload w = c.build(8);
+    const bool split = splits_backward(s);
+    for (int stage = 0; stage < 4; ++stage) {
+      const Program& prog = w.workload.programs[static_cast<size_t>(stage)];
+      const core::ReadyPool& pool = prog.pool;
+      ASSERT_EQ(pool.blocks.size(), split ? 24u : 16u);
+      EXPECT_EQ(pool.in_flight_limit, static_cast<uint32_t>(in_flight_limit(s, 4, stage, 8)));
+      int opens = 0, closes = 0;
+      for (const core::PoolBlock& b : pool.blocks) {
+        opens += b.in_flight > 0 ? 1 : 0;
+        closes += b.in_flight < 0 ? 1 : 0;
+        EXPECT_LE(b.queue, 2);
+        if (b.trigger == core::NO_TASK) {
+          EXPECT_EQ(stage, 0) << "only the first stage's forwards have their input from the start";
+          EXPECT_EQ(b.queue, 2);
+          continue;
+        }
+        const Task& trigger = prog.tasks[b.trigger];
+        const bool received = pool.block(b.trigger) == core::LOOSE_TASK;
+        EXPECT_EQ(received, trigger.kind == TaskKind::RECV);
+        if (!received) {
+          // The last stage's backward waits for its own forward, a W for its B: their last compute.
+          EXPECT_EQ(trigger.kind, TaskKind::COMPUTE);
+          EXPECT_TRUE(stage == 3 || b.queue == 1);
+        }
+      }
+      EXPECT_EQ(opens, 8);
+      EXPECT_EQ(closes, 8);
+      size_t loose = 0, sends = 0;
+      for (uint32_t i = pool.begin; i < pool.end; ++i) {
+        const bool in_block = pool.block(i) != core::LOOSE_TASK;
+        loose += in_block ? 0 : 1;
+        sends += in_block && prog.tasks[i].kind == TaskKind::SEND ? 1 : 0;
+        if (!in_block) {
+          EXPECT_EQ(prog.tasks[i].kind, TaskKind::RECV);
+        }
+      }
+      // Activations from the previous stage and gradients from the next, one per micro-batch each.
+      EXPECT_EQ(loose, static_cast<size_t>(8 * ((stage > 0 ? 1 : 0) + (stage < 3 ? 1 : 0))));
+      EXPECT_EQ(sends, loose);
+    }
+  }
+}
+
 TEST(PipelineSchedules, ZeroBubbleSplitsEachGemmBackwardIntoDataAndWeightGradients) {
   Config ref;
   ref.par.pipeline = 4;
