@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <fmt/format.h>
 #include <regex>
 #include <thread>
@@ -133,18 +135,32 @@ Estimate exact_estimate(const Scenario& sc) {
   return {report["iteration_time_s"].get<double>(), report["memory"]["peak_bytes_per_gpu"].get<double>()};
 }
 
-// Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time).
+// Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time). The first
+// exception any call throws stops the handing out and is thrown again here once every thread has
+// ended (an exception leaving a thread would terminate the process: a SimGrid re-check refused by
+// the step-fidelity budget did).
 template <class Fn>
 void parallel_for(size_t n, int jobs, Fn fn) {
   std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
   auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        fn(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+    }
   };
   const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(n)));
   std::vector<std::thread> pool;
   for (int j = 1; j < threads; ++j) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace

@@ -264,6 +264,30 @@ TEST(Search, TimeToTrainWithCheckpointsRanksOnTheExpectedRunWithFailures) {
   EXPECT_EQ(search.objective_value(r.ranked[0].layout, 1.0, 0.0), std::numeric_limits<double>::infinity());
 }
 
+// A SimGrid re-check that the scenario's settings refuse (step fidelity above its flow budget, an
+// InputError thrown by a worker thread of the re-check) fails the search with that error instead of
+// terminating the process (it aborted with exit 134).
+TEST(Search, AnInputErrorInAReCheckThreadIsThrownToTheCaller) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + "gpt3-175b-a100-1024.json";
+  o.overrides = {"simulation.fidelity=step"};
+  o.max_micro_batch = 1;
+  o.refine = 4;
+  o.top = 4;
+  o.jobs = 2;
+  o.quiet = true;
+  const Search search(o);
+  SearchResult r = search.evaluate();
+  search.rank(r);
+  try {
+    search.recheck(r);
+    FAIL() << "expected the step-fidelity budget's InputError";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(e.problems().front().message.find("step-fidelity simulation of at most"), std::string::npos)
+        << e.problems().front().message;
+  }
+}
+
 // A layer-graph model (docs/cnn.md) is searched over what it runs: spatial x data = 8 GPUs and the
 // micro-batches of each replica's share of the 16 samples. By hand: spatial 1, 2, 4, 8 leave data
 // 8, 4, 2, 1, so 2, 4, 8, 16 samples per replica and 2 + 3 + 4 + 5 = 14 candidates. Spatial 8 splits
