@@ -138,7 +138,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   if (p.backend == "simgrid" && options.fidelity == engine::Fidelity::STEP) {
     // Step fidelity turns every collective into all of its algorithm's transfers: refuse a run that
     // would not end in minutes before it starts (the collective command's budget).
-    const double flows = engine::step_flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
+    const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
     if (flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
       throw core::InputError::expected(
           scenario.file, "/simulation/fidelity",

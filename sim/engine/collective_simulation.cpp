@@ -220,8 +220,10 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
   return most;
 }
 
-double step_flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
-                              const core::Profile& profile, const SimulationOptions& options) {
+double flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
+                         const core::Profile& profile, const SimulationOptions& options) {
+  TRAINSIM_CHECK(options.fidelity != Fidelity::ANALYTIC, "the analytic fidelity runs no flows");
+  const bool step = options.fidelity == Fidelity::STEP;
   std::vector<ProgramPlan> plans;
   for (const core::Program& p : workload.programs) plans.push_back(plan_program(p, workload, cluster, profile.device));
   const RankTable table(workload, cluster, plans, options.use_symmetry);
@@ -230,6 +232,8 @@ double step_flows_lower_bound(const core::Workload& workload, const network::Clu
   double total = 0;
   for (const SimulatedRank& sr : table.ranks()) {
     for (const core::Task& t : workload.programs[sr.program].tasks) {
+      // A send is one flow (its receive is the same flow); a copy one more (SimGrid runs copies).
+      if (t.kind == core::TaskKind::SEND || t.kind == core::TaskKind::COPY) total += 1;
       if (t.kind != core::TaskKind::COLLECTIVE) continue;
       const uint32_t meeting = table.group_meeting(sr.group_base + t.group);
       const auto key = std::make_tuple(meeting, t.collective, t.bytes);
@@ -242,7 +246,10 @@ double step_flows_lower_bound(const core::Workload& workload, const network::Clu
         if (a == network::Algorithm::AUTO || std::find(usable.begin(), usable.end(), a) == usable.end()) {
           a = network::choose_algorithm(t.collective, Bytes(t.bytes), group, cluster, profile.network);
         }
-        it = per_call.emplace(key, call_step_flows(t.collective, a, Bytes(t.bytes), group, cluster)).first;
+        const double flows = group.size() <= 1 ? 0.0
+                             : step        ? call_step_flows(t.collective, a, Bytes(t.bytes), group, cluster)
+                                           : static_cast<double>(network::flow_edges(t.collective, a, Bytes(t.bytes), group).size());
+        it = per_call.emplace(key, flows).first;
       }
       // Each simulated member of the call arrives once: the call's flows, shared among them.
       total += it->second / table.meetings()[meeting].expected;

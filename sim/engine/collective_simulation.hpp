@@ -63,13 +63,17 @@ struct CollectiveRequest {
 // finish: SimGrid runs 0.05-0.5 million flows per CPU-second.
 uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network::ClusterConfig& cluster,
                                 const core::Profile& profile);
-// The same for one iteration of a workload on the SimGrid backend at step fidelity: over the calls of
-// the ranks it simulates (options.use_symmetry applied as the backend applies it), each collective
-// call's bound for its group, op, size and algorithm (options.algorithm where it applies, else the
-// tuner's), counted once per call. Mirror images of calls, sends and copies only add to it. Builds
-// no flow: cheap next to the simulation it guards (sim/cli refuses `run` above STEP_FLOW_BUDGET).
-double step_flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
-                              const core::Profile& profile, const SimulationOptions& options);
+// The same for one iteration of a workload on the SimGrid backend at options.fidelity (step or flow):
+// over the calls of the ranks it simulates (options.use_symmetry applied as the backend applies it),
+// each collective call's flows for its group, op, size and algorithm (options.algorithm where it
+// applies, else the tuner's), counted once per call: at step fidelity the bound above, at flow
+// fidelity one flow per algorithm edge (network::flow_edges); plus one flow per send and per copy.
+// Mirror images of calls (the traffic of ranks symmetry does not simulate) only add to it. Builds no
+// flow: cheap next to the simulation it guards (sim/cli refuses `run` above STEP_FLOW_BUDGET at step
+// fidelity, above simulation.max_flows at flow fidelity).
+// REQUIRES: options.fidelity is not ANALYTIC.
+double flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
+                         const core::Profile& profile, const SimulationOptions& options);
 
 // The most flows a step-fidelity simulation may run: about a minute of SimGrid at its best rate, and
 // a few GB (../shared/SIMGRID-NOTES.md: budget ~1e7 flows per simulation).

@@ -279,23 +279,30 @@ TEST(SimgridBackend, PeriodicSymmetryGivesTheFullResult) {
   }
 }
 
-// The step-fidelity bound `run` checks before simulating (sim/cli refuses above STEP_FLOW_BUDGET) is a
-// lower bound: on a hybrid job, with and without symmetry, the flows simulated are at least it, and
-// the collectives' share of them (the job sends little else) not far above. Sends and mirror images
-// are what it leaves out.
-TEST(SimgridBackend, StepFlowBoundIsALowerBoundOfTheFlowsSimulated) {
+// The bounds `run` checks before simulating (sim/cli refuses step fidelity above STEP_FLOW_BUDGET,
+// flow fidelity above simulation.max_flows) are lower bounds: on a hybrid job, with and without
+// symmetry, the flows simulated are at least them. At step fidelity the collectives' share (the job
+// sends little else) is not far above it. At flow fidelity every rank simulated, no call has a
+// mirror image, and the bound is exactly the flows: one per algorithm edge of each collective call,
+// one per send.
+TEST(SimgridBackend, FlowBoundsAreLowerBoundsOfTheFlowsSimulated) {
   const network::ClusterConfig cluster = testing::make_cluster(4, 4, 300e9, 25e9, 2e-6);
   const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
-  for (bool symmetry : {false, true}) {
-    SCOPED_TRACE(symmetry ? "symmetry" : "every rank");
-    SimulationOptions o = ring_options(Fidelity::STEP);
-    o.use_symmetry = symmetry;
-    const double bound = step_flows_lower_bound(w, cluster, core::Profile{}, o);
-    const SimulationResult r = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
-    EXPECT_GT(bound, 0);
-    EXPECT_LE(bound, static_cast<double>(r.network_flows));
-    if (!symmetry) {
-      EXPECT_GT(bound, 0.5 * static_cast<double>(r.network_flows)) << "every call counted once";
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    for (bool symmetry : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(f)) + (symmetry ? ", symmetry" : ", every rank"));
+      SimulationOptions o = ring_options(f);
+      o.use_symmetry = symmetry;
+      const double bound = flows_lower_bound(w, cluster, core::Profile{}, o);
+      const SimulationResult r = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
+      EXPECT_GT(bound, 0);
+      EXPECT_LE(bound, static_cast<double>(r.network_flows));
+      if (!symmetry && f == Fidelity::STEP) {
+        EXPECT_GT(bound, 0.5 * static_cast<double>(r.network_flows)) << "every call counted once";
+      }
+      if (!symmetry && f == Fidelity::FLOW) {
+        EXPECT_EQ(bound, static_cast<double>(r.network_flows));
+      }
     }
   }
 }
