@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,23 @@ namespace {
 using core::InputError;
 using core::Json;
 
+// Bounds of an event's times (EventReader::interval): ts up to year 2096 in epoch microseconds, so
+// that ts + dur in nanoseconds stays below 2^63.
+constexpr double MAX_TS_US = 4e15;
+constexpr double MAX_DUR_US = 1e12;
+
+// A JSON number as an integer: a float must be finite and within int64 (a cast outside is undefined
+// behaviour); anything else is an input error at `pointer`.
+int64_t integer_value(const Json& v, const std::string& origin, const std::string& pointer) {
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  throw InputError::expected(origin, pointer, "an integer within 64 bits", core::describe_json(v));
+}
+
 // Reading one event: every accessor names the event's JSON pointer in its errors.
 class EventReader {
  public:
@@ -43,6 +61,13 @@ class EventReader {
     if (ts < 0 || dur < 0) {
       throw InputError(origin_, pointer_, fmt::format("negative time: ts {} dur {}", ts, dur));
     }
+    // Kineto's clock is microseconds since the epoch or since the process started; beyond these
+    // bounds the nanosecond conversion would overflow (a header is never trusted).
+    if (ts > MAX_TS_US || dur > MAX_DUR_US) {
+      throw InputError(origin_, pointer_,
+                       fmt::format("expected ts at most {:.0e} us and dur at most {:.0e} us (11.6 days), found ts {} dur {}",
+                                   MAX_TS_US, MAX_DUR_US, ts, dur));
+    }
     const uint64_t start = base_ns_ + static_cast<uint64_t>(std::llround(ts * 1000.0));
     return {start, start + static_cast<uint64_t>(std::llround(dur * 1000.0))};
   }
@@ -50,7 +75,7 @@ class EventReader {
     const Json& a = args();
     const auto it = a.find(key);
     if (it == a.end() || !it->is_number()) return fallback;
-    return it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
+    return integer_value(*it, origin_, core::append_pointer(core::append_pointer(pointer_, "args"), key));
   }
   std::string arg_string(const char* key) const { return string_at(args(), key); }
 
@@ -219,7 +244,10 @@ void read_header(const Json& doc, const std::string& origin, trace::Header& h) {
     for (const Json& p : *it) {
       if (!p.is_object()) continue;
       trace::Device* d = h.add_devices();
-      auto num = [&p](const char* key) { return p.contains(key) && p[key].is_number() ? p[key].get<int64_t>() : 0; };
+      const std::string device_pointer = core::append_pointer("/deviceProperties", static_cast<size_t>(h.devices_size() - 1));
+      auto num = [&](const char* key) -> int64_t {
+        return p.contains(key) && p[key].is_number() ? integer_value(p[key], origin, core::append_pointer(device_pointer, key)) : 0;
+      };
       d->set_id(u32(num("id")));
       if (p.contains("name") && p["name"].is_string()) d->set_name(p["name"].get<std::string>());
       d->set_sm_count(u32(num("numSms")));
@@ -499,6 +527,9 @@ KinetoImport import_kineto_json(const Json& doc, const std::string& origin) {
   uint64_t base_ns = 0;
   if (const auto it = doc.find("baseTimeNanoseconds"); it != doc.end() && it->is_number_unsigned()) {
     base_ns = it->get<uint64_t>();
+    if (base_ns > (uint64_t{1} << 62)) {
+      throw InputError::expected(origin, "/baseTimeNanoseconds", "nanoseconds below 2^62 (year 2116)", core::describe_json(*it));
+    }
     t.header.mutable_clock_anchor()->set_trace_clock_ns(base_ns);
     t.header.mutable_clock_anchor()->set_realtime_ns(base_ns);
   }

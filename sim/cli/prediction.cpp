@@ -140,7 +140,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
     // would not end in minutes before it starts (the collective command's budget).
     const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
     if (flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
-      throw core::InputError::expected(
+      throw ImpossibleScenario(core::InputError::expected(
           scenario.file, "/simulation/fidelity",
           fmt::format("a step-fidelity simulation of at most {:.0e} flows (SimGrid runs 0.05-0.5 million flows per "
                       "CPU-second): use \"flow\" (the default: contention at one flow per algorithm edge) or a "
@@ -148,7 +148,23 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
                       static_cast<double>(engine::STEP_FLOW_BUDGET)),
           fmt::format("\"step\" for {} GPUs, at least {:.3g} flows per iteration ({:.0f} to {:.0f} CPU-minutes at "
                       "those rates)",
-                      scenario.cluster.world_size(), flows, std::ceil(flows / 0.5e6 / 60), std::ceil(flows / 0.05e6 / 60)));
+                      scenario.cluster.world_size(), flows, std::ceil(flows / 0.5e6 / 60), std::ceil(flows / 0.05e6 / 60)))
+                                   .problems());
+    }
+  } else if (p.backend == "simgrid" && options.fidelity == engine::Fidelity::FLOW) {
+    // The same at flow fidelity, against the scenario's budget (an MoE job's all-to-alls over
+    // thousands of GPUs can need hundreds of millions of flows).
+    const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
+    if (flows > static_cast<double>(scenario.simulation.max_flows)) {
+      throw ImpossibleScenario(core::InputError::expected(
+          scenario.file, "/simulation/max_flows",
+          fmt::format("a SimGrid simulation of at most {} flows (simulation.max_flows; SimGrid runs 0.05-0.5 "
+                      "million flows per CPU-second): use --backend analytic (closed forms, no contention), "
+                      "a smaller job, or raise simulation.max_flows",
+                      scenario.simulation.max_flows),
+          fmt::format("at least {:.3g} flows per iteration for {} GPUs ({:.3g} to {:.3g} CPU-minutes at those rates)",
+                      flows, scenario.cluster.world_size(), flows / 0.5e6 / 60, flows / 0.05e6 / 60))
+                                   .problems());
     }
   }
   p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);

@@ -9,7 +9,7 @@
 namespace trainsim::cli {
 namespace {
 
-// The largest simulation.max_tasks accepted: 2^40 tasks would need over 100 TB.
+// The largest simulation.max_tasks (and max_flows) accepted: 2^40 tasks would need over 100 TB.
 constexpr int64_t MAX_TASKS_LIMIT = int64_t{1} << 40;
 
 const std::vector<std::string> BACKENDS = {"analytic", "simgrid"};
@@ -30,6 +30,7 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   s.symmetry = r.boolean("symmetry", s.symmetry);
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
   s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
+  s.max_flows = r.integer("max_flows", s.max_flows, 1, MAX_TASKS_LIMIT);
   r.finish();
   return s;
 }
@@ -231,6 +232,7 @@ core::Json SimulationConfig::to_json() const {
   j["algorithm"] = network::to_string(algorithm);
   j["fidelity"] = std::string(engine::to_string(fidelity));
   j["max_tasks"] = max_tasks;
+  j["max_flows"] = max_flows;
   return j;
 }
 
@@ -269,6 +271,9 @@ void apply_override(core::Json& doc, const std::string& assignment) {
   core::Json value;
   try {
     value = core::Json::parse(text);
+  } catch (const core::Json::out_of_range&) {
+    // Valid JSON syntax for a number beyond a double (1e309): a value no field accepts.
+    throw core::InputError("--set", "", fmt::format("{}: expected a number within a double's range, found {}", path, text));
   } catch (const core::Json::parse_error&) {
     value = text;
   }

@@ -28,6 +28,11 @@ namespace trainsim::cli {
 // validation case has 2.7 million tasks (docs/scenario.md).
 inline constexpr int64_t DEFAULT_MAX_TASKS = 12'000'000;
 inline constexpr double TASK_BYTES = 170;
+// Default of simulation.max_flows: the most network flows (engine::flows_lower_bound) one SimGrid
+// flow-fidelity simulation may run. SimGrid runs 0.05-0.5 million flows per CPU-second
+// (../shared/SIMGRID-NOTES.md), so the default bounds a run to about 1-7 minutes; the largest bundled
+// scenario or validation case that finishes in useful time needs 4.3 million (docs/scenario.md).
+inline constexpr int64_t DEFAULT_MAX_FLOWS = 20'000'000;
 
 // The "simulation" section.
 struct SimulationConfig {
@@ -37,6 +42,7 @@ struct SimulationConfig {
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
   int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)
+  int64_t max_flows = DEFAULT_MAX_FLOWS;  // simgrid at flow fidelity: budget of flows (predict refuses above)
 
   core::Json to_json() const;
 };

@@ -840,13 +840,23 @@ void Search::recheck(SearchResult& result) const {
   }
   result.simgrid_runs = simulated.size();
   Progress bar("search: SimGrid re-check", simulated.size(), !options_.quiet);
+  std::mutex refused_mutex;
   // predict_report runs each SimGrid simulation in a child process (one SimGrid engine per process),
   // so several can run at once.
   parallel_for(simulated.size(), options_.jobs, [&](size_t k) {
     if (StopOnInterrupt::requested()) return;
     const size_t i = simulated[k];
     const Scenario sc = scenario_of(result.ranked[i].layout);
-    result.ranked[i].simgrid = figures_of(predict_report(sc, "simgrid"));
+    try {
+      result.ranked[i].simgrid = figures_of(predict_report(sc, "simgrid"));
+    } catch (const core::InputError& e) {
+      // A layout whose simulation would exceed simulation.max_flows keeps its analytic figures (a
+      // larger layout of the same job can need far more flows than the scenario's own). Any other
+      // input error ends the search: the step fidelity's budget, asked for every layout, included.
+      if (e.problems().front().pointer != "/simulation/max_flows") throw;
+      const std::lock_guard<std::mutex> lock(refused_mutex);
+      ++result.recheck_refused["above simulation.max_flows"];
+    }
     bar.advance();
   });
   bar.finish();

@@ -127,6 +127,9 @@ struct SearchResult {
   bool interrupted = false;
   double capacity_bytes = 0;
   size_t simgrid_runs = 0;                   // SimGrid simulations of the re-check (distinct workloads)
+  // Re-checks the SimGrid backend refused before simulating (above simulation.max_flows), by reason:
+  // those layouts keep their analytic figures.
+  std::map<std::string, uint64_t> recheck_refused;
   double first_pass_s = 0;  // wall time of stages 1-3 (logged, never in the output)
   double refine_s = 0;      // wall time of stage 4
 };

@@ -99,6 +99,7 @@ core::Json result_json(const Search& s, const SearchResult& r) {
   j["interrupted"] = r.interrupted;
   j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
   j["simgrid_runs"] = r.simgrid_runs;
+  if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;
   core::Json ranked = core::Json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
@@ -156,6 +157,11 @@ std::string result_table(const Search& s, const SearchResult& r) {
                    rechecked > r.simgrid_runs && r.simgrid_runs > 0
                        ? fmt::format(" ({} simulations: layouts with the same workload timing share one)", r.simgrid_runs)
                        : ""));
+  for (const auto& [reason, n] : r.recheck_refused) {
+    line(fmt::format("not re-checked: {} simulation(s) {} (analytic figures kept; --backend analytic or a larger "
+                     "simulation.max_flows)",
+                     n, reason));
+  }
   line("");
   const bool many_types = o.gpu_types.size() > 1;
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(o.top));
@@ -342,36 +348,51 @@ int merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, c
   std::vector<SearchResult> shards;
   core::Json options;
   std::vector<bool> seen;
-  for (const auto& [j, file] : files) {
-    shards.push_back(shard_from_json(j, file));
-    if (options.is_null()) {
-      options = j["options"];
-      seen.assign(j["shard"][1].get<size_t>(), false);
-    } else if (j["options"] != options || j["shard"][1].get<size_t>() != seen.size()) {
-      throw core::InputError(file, "/options",
-                             fmt::format("this shard comes from another search than {} (its options or shard count differ)",
-                                         files.front().second));
-    }
-    const size_t index = j["shard"][0].get<size_t>();
-    if (index >= seen.size() || seen[index]) {
-      throw core::InputError(file, "/shard", fmt::format("shard {} given twice", index));
-    }
-    seen[index] = true;
-  }
-  for (size_t i = 0; i < seen.size(); ++i) {
-    if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
-  }
   SearchOptions o = args.options;
-  o.scenario = options["scenario"].get<std::string>();
-  o.overrides = options["overrides"].get<std::vector<std::string>>();
-  o.gpus = options["gpus"].get<std::vector<int>>();
-  o.gpu_types = options["gpu_types"].get<std::vector<std::string>>();
-  o.objective = objective_names().at(options["objective"].get<std::string>());
-  o.refine = options["refine"].get<int>();
-  if (!options["max_gpus"].is_null()) o.max_gpus = options["max_gpus"].get<int>();
-  if (!options["min_mfu"].is_null()) o.min_mfu = options["min_mfu"].get<double>();
-  o.fits = options["fits"].get<bool>();
-  o.max_micro_batch = options["max_micro_batch"].get<int>();
+  // Shard files are input: a field of the wrong type or out of range is an input error naming the
+  // file, never a library exception.
+  std::string reading = files.empty() ? "search merge" : files.front().second;
+  try {
+    for (const auto& [j, file] : files) {
+      reading = file;
+      shards.push_back(shard_from_json(j, file));
+      const size_t count = j.at("shard").at(1).get<size_t>();
+      if (count == 0 || count > 1'000'000) {
+        throw core::InputError(file, "/shard/1", fmt::format("expected a shard count from 1 to 1000000, got {}", count));
+      }
+      if (options.is_null()) {
+        options = j.at("options");
+        seen.assign(count, false);
+      } else if (j.at("options") != options || count != seen.size()) {
+        throw core::InputError(file, "/options",
+                               fmt::format("this shard comes from another search than {} (its options or shard count differ)",
+                                           files.front().second));
+      }
+      const size_t index = j.at("shard").at(0).get<size_t>();
+      if (index >= seen.size() || seen[index]) {
+        throw core::InputError(file, "/shard", fmt::format("shard {} given twice or out of range", index));
+      }
+      seen[index] = true;
+    }
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
+    }
+    reading = files.front().second;
+    o.scenario = options.at("scenario").get<std::string>();
+    o.overrides = options.at("overrides").get<std::vector<std::string>>();
+    o.gpus = options.at("gpus").get<std::vector<int>>();
+    o.gpu_types = options.at("gpu_types").get<std::vector<std::string>>();
+    const auto objective = objective_names().find(options.at("objective").get<std::string>());
+    if (objective == objective_names().end()) throw core::InputError(reading, "/options/objective", "expected an objective of `search`");
+    o.objective = objective->second;
+    o.refine = options.at("refine").get<int>();
+    if (!options.at("max_gpus").is_null()) o.max_gpus = options["max_gpus"].get<int>();
+    if (!options.at("min_mfu").is_null()) o.min_mfu = options["min_mfu"].get<double>();
+    o.fits = options.at("fits").get<bool>();
+    o.max_micro_batch = options.at("max_micro_batch").get<int>();
+  } catch (const core::Json::exception& e) {
+    throw core::InputError(reading, "", fmt::format("malformed shard file: {}", e.what()));
+  }
   const Search search(o);
   SearchResult result = search.merge(shards);
   return finish(search, result, args, out);

@@ -314,6 +314,8 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
       if (item.empty()) bad_range(assignment, "empty value in the list");
       try {
         r.values.push_back(core::Json::parse(item));
+      } catch (const core::Json::out_of_range&) {
+        bad_range(assignment, fmt::format("{} is beyond a double's range", item));
       } catch (const core::Json::parse_error&) {
         r.values.push_back(item);
       }

@@ -242,6 +242,16 @@ expect task-budget 2 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json
 contains task-budget "$tmp/err" "/simulation/max_tasks: the workload would have about"
 expect task-budget-raised 0 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" --set training.global_batch=8000000 \
   --set simulation.max_tasks=1000000000000
+# A --set number beyond a double's range is the flag's input error (it was a bare library message, exit 1).
+expect set-beyond-double 2 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" --set training.global_batch=1e309
+contains set-beyond-double "$tmp/err" "--set: training.global_batch: expected a number within a double's range, found 1e309"
+expect sweep-beyond-double 2 "$bin" sweep "$src/scenarios/gpt3-6.7b-a100-8.json" --set-range training.global_batch=1e309,2
+contains sweep-beyond-double "$tmp/err" "1e309 is beyond a double's range"
+# simulation.max_flows: a SimGrid run whose flows (a lower bound, counted before simulating) exceed
+# the budget is refused with the bound and its CPU time, and the analytic backend is suggested.
+expect flow-budget 2 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --set simulation.max_flows=10
+contains flow-budget "$tmp/err" "/simulation/max_flows: expected a SimGrid simulation of at most 10 flows"
+contains flow-budget "$tmp/err" "use --backend analytic"
 
 # replay of ranks whose traces disagree on a collective: an input error naming the rank and the call,
 # not "this is a bug".

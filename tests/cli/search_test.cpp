@@ -288,6 +288,29 @@ TEST(Search, AnInputErrorInAReCheckThreadIsThrownToTheCaller) {
   }
 }
 
+// A re-check the SimGrid backend refuses for its flows (simulation.max_flows) leaves the layout
+// with its analytic figures, counted in recheck_refused, and the search goes on.
+TEST(Search, ReChecksAboveTheFlowBudgetKeepTheirAnalyticFigures) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + "gpt3-6.7b-a100-8.json";
+  o.overrides = {"simulation.max_flows=10"};
+  o.max_micro_batch = 1;
+  o.refine = 3;
+  o.top = 3;
+  o.jobs = 2;
+  o.quiet = true;
+  const Search search(o);
+  SearchResult r = search.evaluate();
+  search.rank(r);
+  search.recheck(r);
+  ASSERT_GE(r.ranked.size(), 3U);
+  EXPECT_EQ(r.recheck_refused.at("above simulation.max_flows"), r.simgrid_runs);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(r.ranked[i].analytic.has_value());
+    EXPECT_FALSE(r.ranked[i].simgrid.has_value());
+  }
+}
+
 // A layer-graph model (docs/cnn.md) is searched over what it runs: spatial x data = 8 GPUs and the
 // micro-batches of each replica's share of the 16 samples. By hand: spatial 1, 2, 4, 8 leave data
 // 8, 4, 2, 1, so 2, 4, 8, 16 samples per replica and 2 + 3 + 4 + 5 = 14 candidates. Spatial 8 splits
