@@ -28,26 +28,35 @@ fi
 "$repo/scripts/setup.sh" "$build" -DCMAKE_CXX_COMPILER=clang++-16 -DTRAINSIM_FUZZ=ON -DTRAINSIM_BUILD_TESTS=OFF \
   -DTRAINSIM_MPI=OFF -DTRAINSIM_TRACER=OFF -DTRAINSIM_EMULATE_GPU=OFF
 
-# Seeds: every input of the given kind the repository holds, good and bad.
+# Seeds: every input of the given kind the repository holds, good and bad. Files are copied under a
+# name made from their path, so that two with the same base name both go in.
+copy_seeds() {  # copy_seeds DIR FILE...
+  local dir=$1 f
+  shift
+  for f in "$@"; do cp "$f" "$dir/seed-$(echo "$f" | md5sum | cut -c1-12)-$(basename "$f")"; done
+}
 seed() {
   local target=$1 dir=$fuzz_dir/$1
   mkdir -p "$dir"
   case $target in
-    scenario) find "$repo/scenarios" "$repo/tests/data/bad" "$repo/tests/data/validation" -name '*.json' \
-                -size -64k -exec cp -t "$dir" {} + ;;
-    kineto) find "$repo/tests/data/traces" -name '*.json' -size -256k -exec cp -t "$dir" {} + ;;
+    scenario) mapfile -t files < <(find "$repo/scenarios" "$repo/tests/data/bad" "$repo/tests/data/validation" \
+                                     -name '*.json' -size -64k) ;;
+    kineto) mapfile -t files < <(find "$repo/tests/data/traces" -name '*.json' -size -256k) ;;
     trace)
-      find "$repo/tests/data/traces" -name '*.trace' -exec sh -c 'for f; do cp "$f" "$0/seed-$(echo "$f" | md5sum | cut -c1-12).trace"; done' "$dir" {} +
-      local tmp
+      mapfile -t files < <(find "$repo/tests/data/traces" -name '*.trace')
+      local tmp k
       tmp=$(mktemp -d)
       for k in "$repo"/tests/data/traces/kineto_rank*.json "$repo"/tests/data/traces/kineto-shapes/*.json; do
         "$build/sim/cli/trainsim" trace import-kineto "$k" --out "$tmp" >/dev/null 2>&1 || true
       done
-      find "$tmp" -name '*.trace' -exec sh -c 'for f; do cp "$f" "$0/import-$(basename "$f")"; done' "$dir" {} +
-      rm -rf "$tmp" ;;
-    nccl_tests) find "$repo/tests/data/nccl-tests" -name '*.txt' -exec cp -t "$dir" {} + ;;
+      mapfile -t -O "${#files[@]}" files < <(find "$tmp" -name '*.trace')
+      copy_seeds "$dir" "${files[@]}"
+      rm -rf "$tmp"
+      return ;;
+    nccl_tests) mapfile -t files < <(find "$repo/tests/data/nccl-tests" -name '*.txt') ;;
     *) echo "fuzz: unknown target '$target' (expected scenario, kineto, trace or nccl_tests)" >&2; exit 2 ;;
   esac
+  copy_seeds "$dir" "${files[@]}"
 }
 
 pids=()
