@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <google/protobuf/stubs/logging.h>
+#include <mutex>
 
 #include "sim/core/error.hpp"
 
@@ -67,6 +69,10 @@ void TraceWriter::flush() {
 // TraceReader
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
+  // A record that does not parse is reported as a corrupt record naming the file and offset;
+  // protobuf's own log lines ("[libprotobuf ERROR ...] invalid UTF-8") would only come before it.
+  static std::once_flag quiet_protobuf;
+  std::call_once(quiet_protobuf, [] { google::protobuf::SetLogHandler(nullptr); });
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path_, ec)) {
     throw InputError(path_, "", "cannot read the trace file: not a regular file");
