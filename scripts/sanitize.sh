@@ -4,11 +4,14 @@
 # ASan aborts), so "100% tests passed" means the suite is clean under both.
 # Usage: scripts/sanitize.sh [ctest arguments...]   (e.g. -R Scenario to run a part)
 # Environment: BUILD (default REPO/build-asan), SANITIZE (default address,undefined).
+# Warnings are not errors here even under CI=true: GCC 12 with -fsanitize=address reports
+# -Wmaybe-uninitialized inside libstdc++'s std::function (false positives); the normal build polices
+# warnings.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-"$repo/build-asan"}
 "$repo/scripts/setup.sh" "$build" -DTRAINSIM_BUILD_TESTS=ON -DTRAINSIM_SANITIZE="${SANITIZE:-address,undefined}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSIM_WERROR=OFF
 # detect_leaks: SimGrid keeps its platform until exit by design; a leak is not a memory error.
 # detect_stack_use_after_return=0: SimGrid switches its actors' stacks itself, which ASan's fake
 # stacks do not follow.

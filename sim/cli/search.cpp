@@ -135,6 +135,21 @@ Estimate exact_estimate(const Scenario& sc) {
   return {report["iteration_time_s"].get<double>(), report["memory"]["peak_bytes_per_gpu"].get<double>()};
 }
 
+// ASan's allocator (GCC 12's libasan) is not fork-safe: a child forked while another thread holds
+// the allocator's lock waits for it forever. A sanitized build (scripts/sanitize.sh) re-checks one
+// layout at a time; glibc's malloc, in every other build, is fork-safe.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool FORK_FROM_ONE_THREAD = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool FORK_FROM_ONE_THREAD = true;
+#else
+constexpr bool FORK_FROM_ONE_THREAD = false;
+#endif
+#else
+constexpr bool FORK_FROM_ONE_THREAD = false;
+#endif
+
 // Runs fn(i) for i in [0, n) on `jobs` threads (work handed out one index at a time). The first
 // exception any call throws stops the handing out and is thrown again here once every thread has
 // ended (an exception leaving a thread would terminate the process: a SimGrid re-check refused by
@@ -843,7 +858,7 @@ void Search::recheck(SearchResult& result) const {
   std::mutex refused_mutex;
   // predict_report runs each SimGrid simulation in a child process (one SimGrid engine per process),
   // so several can run at once.
-  parallel_for(simulated.size(), options_.jobs, [&](size_t k) {
+  parallel_for(simulated.size(), FORK_FROM_ONE_THREAD ? 1 : options_.jobs, [&](size_t k) {
     if (StopOnInterrupt::requested()) return;
     const size_t i = simulated[k];
     const Scenario sc = scenario_of(result.ranked[i].layout);

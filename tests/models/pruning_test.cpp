@@ -198,7 +198,9 @@ TEST(Pruning, OnlyTheLinearLayersGemmsRunTheSparseKernel) {
   // Unstructured pruning multiplies dense unless the scenario says a sparse kernel is used.
   Job dense_kernels;
   dense_kernels.pruning = magnitude(SparseFormat::CSR);
-  for (const Task& t : dense_kernels.build().workload.programs[0].tasks) EXPECT_EQ(t.sparsity, core::GemmSparsity::NONE);
+  // Held by name: a range-for over a member of build()'s temporary would read freed memory (ASan).
+  const BuiltWorkload built = dense_kernels.build();
+  for (const Task& t : built.workload.programs[0].tasks) EXPECT_EQ(t.sparsity, core::GemmSparsity::NONE);
 }
 
 TEST(Pruning, EmbeddingsArePrunedOnlyWhenAsked) {
