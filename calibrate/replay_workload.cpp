@@ -388,7 +388,11 @@ ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions
       w.end = 0;
       for (const Event& e : events) w.end = std::max(w.end, e.end);
     }
-    out.measured = std::max(out.measured, core::Seconds(static_cast<double>(w.end - w.start) * NS));
+    // A rank with no timed event and no marker keeps the open window; a reversed marker span (end
+    // before start) measures nothing: neither is a duration (replay refuses what has none).
+    if (w.end != UINT64_MAX && w.end > w.start) {
+      out.measured = std::max(out.measured, core::Seconds(static_cast<double>(w.end - w.start) * NS));
+    }
     wl.programs.push_back(build_program(events, w, r.rank, out));
   }
 

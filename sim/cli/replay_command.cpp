@@ -134,6 +134,16 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   Replay r;
   r.scale_data = args.scale_data;
   r.built = calibrate::build_replay_workload(traces, calibrate::ReplayOptions{args.scale_data});
+  const std::string files = fmt::format("{}", fmt::join(args.paths, ", "));
+  if (r.built.compute_tasks + r.built.collective_tasks + r.built.copy_tasks == 0 || !(r.built.measured.value() > 0)) {
+    // Traces without timed work (all records dropped as corrupt, or only markers): an input problem.
+    throw core::InputError(files, "",
+                           fmt::format("nothing to replay: the traces hold {} kernels, {} collectives and {} copies, "
+                                       "spanning {:.6g} s (a corrupt or truncated file is read up to its last "
+                                       "complete record: see the warnings above)",
+                                       r.built.compute_tasks, r.built.collective_tasks, r.built.copy_tasks,
+                                       r.built.measured.value()));
+  }
   r.traced = load_traced_cluster(args.scenario, args.overrides, traces.device_name(), r.built.gpus_per_node, r.built.nodes);
   engine::SimulationOptions options;
   options.use_symmetry = false;  // every rank runs its own measured program
@@ -145,12 +155,16 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   } catch (const engine::WorkloadStuck& e) {
     // A workload built from traces runs what was measured: if it cannot run to its end, the traces
     // do not describe one consistent run.
-    throw core::InputError(fmt::format("{}", fmt::join(args.paths, ", ")), "",
+    throw core::InputError(files, "",
                            fmt::format("the traces do not replay as one run ({}); the likely cause is ranks whose "
                                        "traces disagree on their collective sequence (another call, size or order) "
                                        "or a truncated trace: check that every rank's trace is complete and from "
                                        "the same run",
                                        e.what()));
+  }
+  if (r.result.iteration_time.value() == 0) {
+    throw core::InputError(files, "", "nothing to replay: every traced kernel, copy and collective takes no time "
+                                      "(each record's end equals its start)");
   }
   TRAINSIM_CHECK(std::isfinite(r.result.iteration_time.value()) && r.result.iteration_time.value() > 0,
                  fmt::format("a non-finite or non-positive replayed iteration time ({})", r.result.iteration_time.value()));
