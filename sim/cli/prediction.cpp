@@ -135,11 +135,13 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
-  if (p.backend == "simgrid" && options.fidelity == engine::Fidelity::STEP) {
-    // Step fidelity turns every collective into all of its algorithm's transfers: refuse a run that
-    // would not end in minutes before it starts (the collective command's budget).
+  if (p.backend == "simgrid" && options.fidelity != engine::Fidelity::ANALYTIC) {
+    // Refuse a simulation that would not end in minutes before it starts: step fidelity turns every
+    // collective into all of its algorithm's transfers (the collective command's budget); at flow
+    // fidelity the scenario's budget (an MoE job's all-to-alls over thousands of GPUs can need
+    // hundreds of millions of flows).
     const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
-    if (flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
+    if (options.fidelity == engine::Fidelity::STEP && flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
       throw ImpossibleScenario(core::InputError::expected(
           scenario.file, "/simulation/fidelity",
           fmt::format("a step-fidelity simulation of at most {:.0e} flows (SimGrid runs 0.05-0.5 million flows per "
@@ -151,11 +153,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
                       scenario.cluster.world_size(), flows, std::ceil(flows / 0.5e6 / 60), std::ceil(flows / 0.05e6 / 60)))
                                    .problems());
     }
-  } else if (p.backend == "simgrid" && options.fidelity == engine::Fidelity::FLOW) {
-    // The same at flow fidelity, against the scenario's budget (an MoE job's all-to-alls over
-    // thousands of GPUs can need hundreds of millions of flows).
-    const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
-    if (flows > static_cast<double>(scenario.simulation.max_flows)) {
+    if (options.fidelity == engine::Fidelity::FLOW && flows > static_cast<double>(scenario.simulation.max_flows)) {
       throw ImpossibleScenario(core::InputError::expected(
           scenario.file, "/simulation/max_flows",
           fmt::format("a SimGrid simulation of at most {} flows (simulation.max_flows; SimGrid runs 0.05-0.5 "

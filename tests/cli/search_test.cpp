@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/search_command.hpp"
@@ -264,23 +266,31 @@ TEST(Search, TimeToTrainWithCheckpointsRanksOnTheExpectedRunWithFailures) {
   EXPECT_EQ(search.objective_value(r.ranked[0].layout, 1.0, 0.0), std::numeric_limits<double>::infinity());
 }
 
+// A search of `scenario` with one override whose `top` best layouts (micro-batch 1) are refined and
+// ranked, ready for the SimGrid re-check on two threads.
+std::pair<std::unique_ptr<Search>, SearchResult> ranked_for_recheck(const std::string& scenario,
+                                                                    const std::string& override, int top) {
+  SearchOptions o;
+  o.scenario = SCENARIOS + scenario;
+  o.overrides = {override};
+  o.max_micro_batch = 1;
+  o.refine = top;
+  o.top = top;
+  o.jobs = 2;
+  o.quiet = true;
+  auto search = std::make_unique<Search>(o);
+  SearchResult r = search->evaluate();
+  search->rank(r);
+  return {std::move(search), std::move(r)};
+}
+
 // A SimGrid re-check that the scenario's settings refuse (step fidelity above its flow budget, an
 // InputError thrown by a worker thread of the re-check) fails the search with that error instead of
 // terminating the process (it aborted with exit 134).
 TEST(Search, AnInputErrorInAReCheckThreadIsThrownToTheCaller) {
-  SearchOptions o;
-  o.scenario = SCENARIOS + "gpt3-175b-a100-1024.json";
-  o.overrides = {"simulation.fidelity=step"};
-  o.max_micro_batch = 1;
-  o.refine = 4;
-  o.top = 4;
-  o.jobs = 2;
-  o.quiet = true;
-  const Search search(o);
-  SearchResult r = search.evaluate();
-  search.rank(r);
+  auto [search, r] = ranked_for_recheck("gpt3-175b-a100-1024.json", "simulation.fidelity=step", 4);
   try {
-    search.recheck(r);
+    search->recheck(r);
     FAIL() << "expected the step-fidelity budget's InputError";
   } catch (const core::InputError& e) {
     EXPECT_NE(e.problems().front().message.find("step-fidelity simulation of at most"), std::string::npos)
@@ -291,18 +301,8 @@ TEST(Search, AnInputErrorInAReCheckThreadIsThrownToTheCaller) {
 // A re-check the SimGrid backend refuses for its flows (simulation.max_flows) leaves the layout
 // with its analytic figures, counted in recheck_refused, and the search goes on.
 TEST(Search, ReChecksAboveTheFlowBudgetKeepTheirAnalyticFigures) {
-  SearchOptions o;
-  o.scenario = SCENARIOS + "gpt3-6.7b-a100-8.json";
-  o.overrides = {"simulation.max_flows=10"};
-  o.max_micro_batch = 1;
-  o.refine = 3;
-  o.top = 3;
-  o.jobs = 2;
-  o.quiet = true;
-  const Search search(o);
-  SearchResult r = search.evaluate();
-  search.rank(r);
-  search.recheck(r);
+  auto [search, r] = ranked_for_recheck("gpt3-6.7b-a100-8.json", "simulation.max_flows=10", 3);
+  search->recheck(r);
   ASSERT_GE(r.ranked.size(), 3U);
   EXPECT_EQ(r.recheck_refused.at("above simulation.max_flows"), r.simgrid_runs);
   for (size_t i = 0; i < 3; ++i) {
