@@ -180,16 +180,21 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   // Symmetric axes whose mirror images run on rails of their own. On a fabric with separate rails
-  // (one NIC per GPU), inter-node traffic of a node's k-th GPU crosses only rail k's switches and
-  // links. A translation along an axis that stays inside the node moves a call to other GPUs of the
-  // same nodes, hence to other rails. When no communicator spanning such an axis leaves the node,
-  // and every translate along these axes (alone or combined) of every simulated rank lands on a rail
-  // that no simulated rank uses, the images of a call across nodes along them carry the same traffic
-  // as the call on rails of their own: simulating the simulated ranks' rails gives every rail's times,
-  // and those images can be left out (the Llama 3 405B scenario: 8x fewer pipeline and data-parallel
-  // images; TP4 CP8 on nodes of 8, whose simulated ranks sit on rails 0 and 4: 4x fewer). Every other
-  // symmetric axis must keep a rank's rail (its shifts move whole nodes), so that the images kept stay
-  // on the simulated rails too.
+  // (one NIC per GPU), inter-node traffic toward a node's k-th GPU crosses only rail k's switches
+  // and links. Take the symmetric axes along which every shift of a simulated rank stays in its node
+  // and every communicator spanning them too (tensor parallelism inside the node): a rank's
+  // coordinates on them are a function of its GPU's place in the node, hence of its rail. A call
+  // whose communicator does not span them joins ranks of equal coordinates, so it runs on the rails
+  // of one class; only the calls spanning them (inside the node, over NVLink) join two classes. The
+  // translates of a call across nodes along these axes then run on other classes' rails, shared with
+  // nothing simulated: simulating the simulated ranks' class gives every class's times, and those
+  // images are left out (the Llama 3 405B scenario: 8x fewer pipeline and data-parallel images; TP4
+  // CP8 on nodes of 8: 4x fewer; GPT-3 175B with TP2 CP2 and ZeRO-3 over DP256 x CP2, whose sharded
+  // group also spans the context shifts that change rails: 2x fewer flows, 5x less CPU). What this
+  // leaves out is the other classes' share of the NVLink ports that the in-node calls spanning
+  // these axes cross: such a call ends with its slowest flow, through the ports of the simulated
+  // class, which carry the full load (tests/engine/simgrid_backend_test.cpp holds the results to the
+  // full simulation's). The other symmetric axes keep the class: their images stay in it.
   void choose_rail_axes() {
     if (!options_.use_symmetry || !topology_.separate_rails()) return;
     const RankTable& table = executor_.table();
@@ -201,12 +206,10 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       const core::Axis axis = static_cast<core::Axis>(a);
       if (!table.symmetric(axis)) continue;
       bool inside = true;
-      bool keeps_rail = true;
       for (const SimulatedRank& sr : table.ranks()) {
         for (int c = table.period(axis); c < w_.layout.size(axis); c += table.period(axis)) {
           const int peer = w_.layout.peer(sr.rank, axis, c);
           inside = inside && cluster_.node_of(peer) == cluster_.node_of(sr.rank);
-          keeps_rail = keeps_rail && topology_.rail_of(peer) == topology_.rail_of(sr.rank);
         }
         for (const core::GroupKind& kind : w_.groups) {
           const bool spans = kind.axis == axis || std::find(kind.extra_axes.begin(), kind.extra_axes.end(), axis) !=
@@ -217,11 +220,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
           }
         }
       }
-      if (inside) {
-        candidates.push_back(axis);
-      } else if (!keeps_rail) {
-        return;  // its kept images would run on other rails
-      }
+      if (inside) candidates.push_back(axis);
     }
     if (candidates.empty()) return;
     for (const SimulatedRank& sr : table.ranks()) {

@@ -234,4 +234,42 @@ core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches) {
   return w;
 }
 
+core::Workload sharded_workload(int tp, int cp, int dp, int layers) {
+  core::Workload w;
+  w.layout = core::ParallelLayout({tp, cp, 1, dp, 1});
+  w.groups = {{"tensor", Axis::TENSOR, {}, {}}, {"context", Axis::CONTEXT, {}, {}}, {"sharded", Axis::DATA, {}, {Axis::CONTEXT}}};
+  constexpr double PARAMETERS = 4e8;   // a layer's parameters: all_gathered, gradients reduce_scattered
+  constexpr double ACTIVATIONS = 2e8;
+  constexpr uint32_t NONE = UINT32_MAX;
+  core::Program prog;
+  prog.name = "sharded";
+  uint32_t gathered = NONE;  // the data stream's previous call: one at a time
+  uint32_t last = NONE;      // the previous pass's last task
+  auto after = [](std::initializer_list<uint32_t> tasks) {
+    std::vector<uint32_t> deps;
+    for (uint32_t t : tasks) {
+      if (t != NONE) deps.push_back(t);
+    }
+    return deps;
+  };
+  for (int pass = 0; pass < 2 * layers; ++pass) {
+    const bool forward = pass < layers;
+    gathered = prog.add(collective(core::CollectiveOp::ALL_GATHER, 2, PARAMETERS, Stream::DATA_COMM), after({gathered}));
+    const double seconds = 1e-3 * (forward ? 1 : 2);
+    const uint32_t c = prog.add(compute(seconds, forward ? Phase::FORWARD : Phase::BACKWARD), after({gathered, last}));
+    last = prog.add(collective(core::CollectiveOp::ALL_REDUCE, 0, 4 * ACTIVATIONS, Stream::TENSOR_COMM), {c});
+    if (forward) {
+      last = prog.add(collective(core::CollectiveOp::ALL_GATHER, 1, ACTIVATIONS, Stream::CONTEXT_COMM), {last});
+    } else {
+      gathered = prog.add(collective(core::CollectiveOp::REDUCE_SCATTER, 2, PARAMETERS, Stream::DATA_COMM),
+                          after({gathered, c}));
+    }
+  }
+  w.programs.push_back(std::move(prog));
+  w.program_of_rank.assign(static_cast<size_t>(w.layout.world_size()), 0);
+  for (Axis axis : {Axis::TENSOR, Axis::CONTEXT, Axis::DATA}) w.symmetric_axes[static_cast<size_t>(axis)] = true;
+  w.validate();
+  return w;
+}
+
 }  // namespace trainsim::engine::testing

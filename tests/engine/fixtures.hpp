@@ -131,4 +131,12 @@ std::vector<std::string> draw_passes(const core::Workload& w, const SimulationRe
 // allocations per micro-batch. Every stage runs a different amount of work.
 core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches);
 
+// Fully sharded data parallelism (ZeRO-3) with tensor and context parallelism: the parameters are
+// sharded over the data x context group (group 2, spanning both axes, as FSDP shards them). Per
+// layer a forward (all_gather of the layer's parameters over that group, prefetched on the data
+// stream while the previous layer computes; compute; tensor all_reduce; context all_gather) and a
+// backward (all_gather again; compute; tensor all_reduce; reduce_scatter of the gradients). The
+// tensor all_reduces cross the NVLink ports that the sharded group's ring also uses.
+core::Workload sharded_workload(int tp, int cp, int dp, int layers);
+
 }  // namespace trainsim::engine::testing
