@@ -209,6 +209,13 @@ TEST(SimgridBackend, TwoAllReducesSharingAnOversubscribedUplinkTakeTwiceTheAnaly
   }
 }
 
+// Nodes of g GPUs on a rail-optimized fabric (one NIC per GPU, rail k joining the k-th GPUs).
+network::ClusterConfig rail_optimized_cluster(int nodes, int g) {
+  network::ClusterConfig cluster = testing::make_cluster(nodes, g, 300e9, 25e9, 2e-6);
+  cluster.network.topology = network::TopologyKind::RAIL_OPTIMIZED;
+  return cluster;
+}
+
 // Symmetry (TP2 DP2 PP4 on 8 nodes of 2 GPUs): one representative per stage is simulated, and each
 // of its calls starts its mirror images' flows too, so the contention between a stage's pipeline
 // sends and the data-parallel rings that share their NICs is still there. On this symmetric,
@@ -313,8 +320,7 @@ TEST(SimgridBackend, FlowBoundsAreLowerBoundsOfTheFlowsSimulated) {
 // exactly half of its flows: one rail of pipeline and data-parallel traffic instead of two, and the
 // tensor rings of one node per stage instead of two.
 TEST(SimgridBackend, SymmetryOnRailsSimulatesOneRail) {
-  network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
-  cluster.network.topology = network::TopologyKind::RAIL_OPTIMIZED;
+  const network::ClusterConfig cluster = rail_optimized_cluster(8, 2);
   const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
   SimulationOptions full = ring_options(Fidelity::FLOW);
   SimulationOptions mirrored = full;
@@ -337,8 +343,7 @@ TEST(SimgridBackend, SymmetryOnRailsSimulatesOneRail) {
 // rails (0 and 2). The tensor-parallel mirrors of their inter-node calls run on rails 1 and 3, which
 // no simulated rank uses: they are left out, and the result is still the full simulation's.
 TEST(SimgridBackend, SymmetryOnRailsWithAPeriodLeavesOutTheOtherRails) {
-  network::ClusterConfig cluster = testing::make_cluster(4, 4, 300e9, 25e9, 2e-6);
-  cluster.network.topology = network::TopologyKind::RAIL_OPTIMIZED;
+  const network::ClusterConfig cluster = rail_optimized_cluster(4, 4);
   const core::Workload w = testing::hybrid_workload(2, 4, 2, 4);
   const auto [a, b] = full_and_mirrored(w, cluster, Fidelity::FLOW);
   EXPECT_EQ(b.simulated_ranks, 4);
@@ -356,8 +361,7 @@ TEST(SimgridBackend, SymmetryOnRailsWithAPeriodLeavesOutTheOtherRails) {
 // sharded call (odd GPUs) is left out; the tensor all_reduces still cross the odd GPUs' NVLink ports,
 // and the result is still the full simulation's.
 TEST(SimgridBackend, SymmetryOnRailsLeavesOutTheTensorMirrorsOfShardedGroups) {
-  network::ClusterConfig cluster = testing::make_cluster(4, 8, 300e9, 25e9, 2e-6);
-  cluster.network.topology = network::TopologyKind::RAIL_OPTIMIZED;
+  const network::ClusterConfig cluster = rail_optimized_cluster(4, 8);
   const core::Workload w = testing::sharded_workload(2, 2, 8, 3);
   const auto [a, b] = full_and_mirrored(w, cluster, Fidelity::FLOW);
   EXPECT_EQ(b.simulated_ranks, 2);
