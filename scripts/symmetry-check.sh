@@ -12,8 +12,9 @@ bin=${1:-$repo/build/sim/cli/trainsim}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# figures FILE: "iteration_time flows" of a JSON report
-figures() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(repr(d["iteration_time_s"]), d["network"]["flows_simulated"])' "$1"; }
+# json_number FILE KEY: the first number after "KEY": in FILE, as written (the shortest text that
+# reads back as the same double, so equal texts are equal times). The same helper as scripts/bench.sh.
+json_number() { { grep -o "\"$2\": *[-0-9.e+]*" "$1" || true; } | head -1 | sed 's/.*: *//'; }
 
 printf '%-15s %-52s %-44s %20s %20s %10s %9s %9s\n' fabric layout option symmetric_s full_s diff flows full_flows
 same=0
@@ -30,9 +31,11 @@ while read -r fabric tp cp pp zero impl extra; do
   [ -n "${extra:-}" ] && args+=(--set "$extra")
   "$bin" "${args[@]}" >"$tmp/sym.json"
   "$bin" "${args[@]}" --set simulation.symmetry=false >"$tmp/full.json"
-  read -r t_sym flows_sym < <(figures "$tmp/sym.json")
-  read -r t_full flows_full < <(figures "$tmp/full.json")
-  diff=$(python3 -c "print(f'{($t_sym - $t_full) / $t_full:+.2e}')")
+  t_sym=$(json_number "$tmp/sym.json" iteration_time_s)
+  t_full=$(json_number "$tmp/full.json" iteration_time_s)
+  flows_sym=$(json_number "$tmp/sym.json" flows_simulated)
+  flows_full=$(json_number "$tmp/full.json" flows_simulated)
+  diff=$(awk -v a="$t_sym" -v b="$t_full" 'BEGIN { printf "%+.2e", (a - b) / b }')
   total=$((total + 1))
   [ "$t_sym" = "$t_full" ] && same=$((same + 1))
   layout="TP$tp CP$cp PP$pp DP$dp ZeRO-$zero"
