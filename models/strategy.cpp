@@ -280,26 +280,28 @@ core::Stack implied_stack(const ParallelismConfig& p) {
 core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p) { return t.stack.value_or(implied_stack(p)); }
 
 std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
-  const std::string name = core::to_string(stack);
   const bool sharded = p.zero_stage >= 1;
-  const std::string zero = sharded ? fmt::format("zero_stage {} with zero_impl \"{}\"", p.zero_stage, to_string(p.zero_impl))
-                                   : "zero_stage 0";
-  auto no = [&](const std::string& what) { return fmt::format("stack \"{}\" runs {}", name, what); };
+  // Formatted only for a layout the stack refuses: search calls this for every candidate.
+  auto zero_of = [&] {
+    return sharded ? fmt::format("zero_stage {} with zero_impl \"{}\"", p.zero_stage, to_string(p.zero_impl))
+                   : std::string("zero_stage 0");
+  };
+  auto no = [&](const std::string& what) { return fmt::format("stack \"{}\" runs {}", core::to_string(stack), what); };
   switch (stack) {
     case core::Stack::MEGATRON:
       if (p.zero_stage == 3 || (sharded && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER)) {
-        return no(fmt::format("ZeRO stages one and two with its distributed optimizer only, found {}", zero));
+        return no(fmt::format("ZeRO stages one and two with its distributed optimizer only, found {}", zero_of()));
       }
       return "";
     case core::Stack::TORCHTITAN:
       if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2)) {
-        return no(fmt::format("fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding, found {}", zero));
+        return no(fmt::format("fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding, found {}", zero_of()));
       }
       if (p.expert > 1 || p.folded()) return no("FSDP x TP x PP x CP: expert parallelism is not available");
       return "";
     case core::Stack::COMPOSER:
       if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
-        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero));
+        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
       }
       if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
         return no("data parallelism only (FSDP or DDP): tensor, pipeline, context and expert parallelism are not available");
@@ -307,20 +309,20 @@ std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
       return "";
     case core::Stack::DEEPSPEED:
       if (sharded && p.zero_impl != ZeroImpl::DEEPSPEED) {
-        return no(fmt::format("its own ZeRO (zero_impl \"deepspeed\"), found {}", zero));
+        return no(fmt::format("its own ZeRO (zero_impl \"deepspeed\"), found {}", zero_of()));
       }
       if (p.context > 1 || p.expert > 1 || p.folded()) return no("ZeRO x PP (x Megatron-DeepSpeed TP): context and expert parallelism are not available");
       return "";
     case core::Stack::FSDP:
       if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
-        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero));
+        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
       }
       if (p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
         return no("FSDP x TP (2-D) only: pipeline, context and expert parallelism are not available");
       }
       return "";
     case core::Stack::DDP:
-      if (sharded) return no(fmt::format("no sharding (DistributedDataParallel), found {}", zero));
+      if (sharded) return no(fmt::format("no sharding (DistributedDataParallel), found {}", zero_of()));
       if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
         return no("data parallelism only: tensor, pipeline, context and expert parallelism are not available");
       }
