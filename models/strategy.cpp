@@ -279,56 +279,74 @@ core::Stack implied_stack(const ParallelismConfig& p) {
 
 core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p) { return t.stack.value_or(implied_stack(p)); }
 
-std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
+namespace {
+
+// Why `stack` cannot run the layout: what it runs instead, and whether the refusal is about the
+// sharding (then the message names the layout's ZeRO stage and implementation). nullptr: it can.
+struct StackRefusal {
+  const char* runs;
+  bool sharding;
+};
+
+std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismConfig& p) {
   const bool sharded = p.zero_stage >= 1;
-  // Formatted only for a layout the stack refuses: search calls this for every candidate.
-  auto zero_of = [&] {
-    return sharded ? fmt::format("zero_stage {} with zero_impl \"{}\"", p.zero_stage, to_string(p.zero_impl))
-                   : std::string("zero_stage 0");
-  };
-  auto no = [&](const std::string& what) { return fmt::format("stack \"{}\" runs {}", core::to_string(stack), what); };
+  const bool zero3 = p.zero_stage == 3;
+  const bool expert = p.expert > 1 || p.folded();
   switch (stack) {
     case core::Stack::MEGATRON:
-      if (p.zero_stage == 3 || (sharded && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER)) {
-        return no(fmt::format("ZeRO stages one and two with its distributed optimizer only, found {}", zero_of()));
+      if (zero3 || (sharded && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER)) {
+        return StackRefusal{"ZeRO stages one and two with its distributed optimizer only", true};
       }
-      return "";
+      return std::nullopt;
     case core::Stack::TORCHTITAN:
-      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2)) {
-        return no(fmt::format("fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding, found {}", zero_of()));
+      if (sharded && !(zero3 && p.zero_impl == ZeroImpl::FSDP2)) {
+        return StackRefusal{"fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding", true};
       }
-      if (p.expert > 1 || p.folded()) return no("FSDP x TP x PP x CP: expert parallelism is not available");
-      return "";
+      if (expert) return StackRefusal{"FSDP x TP x PP x CP: expert parallelism is not available", false};
+      return std::nullopt;
     case core::Stack::COMPOSER:
-      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
-        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
-      }
-      if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
-        return no("data parallelism only (FSDP or DDP): tensor, pipeline, context and expert parallelism are not available");
-      }
-      return "";
-    case core::Stack::DEEPSPEED:
-      if (sharded && p.zero_impl != ZeroImpl::DEEPSPEED) {
-        return no(fmt::format("its own ZeRO (zero_impl \"deepspeed\"), found {}", zero_of()));
-      }
-      if (p.context > 1 || p.expert > 1 || p.folded()) return no("ZeRO x PP (x Megatron-DeepSpeed TP): context and expert parallelism are not available");
-      return "";
     case core::Stack::FSDP:
-      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
-        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
+      if (sharded && !(zero3 && p.zero_impl == ZeroImpl::FSDP)) {
+        return StackRefusal{"PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP", true};
       }
-      if (p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
-        return no("FSDP x TP (2-D) only: pipeline, context and expert parallelism are not available");
+      if (stack == core::Stack::COMPOSER && (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || expert)) {
+        return StackRefusal{
+            "data parallelism only (FSDP or DDP): tensor, pipeline, context and expert parallelism are not available", false};
       }
-      return "";
+      if (p.pipeline > 1 || p.context > 1 || expert) {
+        return StackRefusal{"FSDP x TP (2-D) only: pipeline, context and expert parallelism are not available", false};
+      }
+      return std::nullopt;
+    case core::Stack::DEEPSPEED:
+      if (sharded && p.zero_impl != ZeroImpl::DEEPSPEED) return StackRefusal{"its own ZeRO (zero_impl \"deepspeed\")", true};
+      if (p.context > 1 || expert) {
+        return StackRefusal{"ZeRO x PP (x Megatron-DeepSpeed TP): context and expert parallelism are not available", false};
+      }
+      return std::nullopt;
     case core::Stack::DDP:
-      if (sharded) return no(fmt::format("no sharding (DistributedDataParallel), found {}", zero_of()));
-      if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
-        return no("data parallelism only: tensor, pipeline, context and expert parallelism are not available");
+      if (sharded) return StackRefusal{"no sharding (DistributedDataParallel)", true};
+      if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || expert) {
+        return StackRefusal{"data parallelism only: tensor, pipeline, context and expert parallelism are not available",
+                            false};
       }
-      return "";
+      return std::nullopt;
   }
-  return "";
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool stack_runs(core::Stack stack, const ParallelismConfig& p) { return !stack_refusal(stack, p); }
+
+std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
+  const std::optional<StackRefusal> r = stack_refusal(stack, p);
+  if (!r) return "";
+  std::string message = fmt::format("stack \"{}\" runs {}", core::to_string(stack), r->runs);
+  if (r->sharding) {
+    message += p.zero_stage >= 1 ? fmt::format(", found zero_stage {} with zero_impl \"{}\"", p.zero_stage, to_string(p.zero_impl))
+                                 : std::string(", found zero_stage 0");
+  }
+  return message;
 }
 
 namespace {

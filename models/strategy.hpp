@@ -294,6 +294,8 @@ core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p);
 //   fsdp        FSDP1 (stage 3, zero_impl fsdp) x TP (2-D), data parallel otherwise
 //   ddp         data parallelism only, no ZeRO
 std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p);
+// stack_unsupported(stack, p).empty(), without formatting a message (search asks for every layout).
+bool stack_runs(core::Stack stack, const ParallelismConfig& p);
 
 // Micro-batches per iteration: global_batch / (micro_batch x data x expert), folded: global_batch /
 // (micro_batch x data).

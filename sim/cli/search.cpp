@@ -725,7 +725,7 @@ SearchResult Search::evaluate() const {
               }
               const core::Stack stack = models::resolved_stack(training, par);
               l.stack = core::to_string(stack);
-              l.stack_runs = models::stack_unsupported(stack, par).empty();
+              l.stack_runs = models::stack_runs(stack, par);
               // predict() would refuse it in the refinement (check_task_budget).
               if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload,
                                       compression)) {
