@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <algorithm>
 
 #include "models/layer_graph.hpp"
 #include "models/model_spec.hpp"
@@ -140,12 +139,12 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
       profile.device = core::DeviceProfile::defaults_for(gpu->name);
     }
     if (!args.stack.empty() || args.compile) {
-      const auto& names = core::stack_names();
-      if (std::find(names.begin(), names.end(), args.stack) == names.end()) {
-        throw core::InputError("--stack", "", fmt::format("expected one of {}, found \"{}\"{}", fmt::join(names, ", "),
+      const std::optional<core::Stack> named = core::stack_named(args.stack);
+      if (!named) {
+        throw core::InputError("--stack", "", fmt::format("expected one of {}, found \"{}\"{}", fmt::join(core::stack_names(), ", "),
                                                           args.stack, args.compile ? " (--compile needs a --stack)" : ""));
       }
-      const core::Stack stack = core::parse_stack(args.stack);
+      const core::Stack stack = *named;
       if (args.compile && stack == core::Stack::MEGATRON) {
         throw core::InputError("--compile", "", "torch.compile is a PyTorch stack's option, not megatron's");
       }

@@ -370,7 +370,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
 
   s.profile.device.straggler_slowdown = core::straggler_slowdown(s.cluster.gpu_speed_spread, s.cluster.world_size());
   diag.throw_if_any();
-  check_profile_gpu(s, !s.simulation.profile.empty() || inline_profile.has_value());
+  check_profile_gpu(s, s.profile_given);
 
   // Cross-section checks only make sense once every section parsed.
   core::Diagnostics impossible;

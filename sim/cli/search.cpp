@@ -109,9 +109,7 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
   std::optional<core::Stack> stack;
   if (doc.contains("training") && doc["training"].is_object() && doc["training"].contains("stack") &&
       doc["training"]["stack"].is_string()) {
-    const auto& names = core::stack_names();
-    const std::string name = doc["training"]["stack"].get<std::string>();
-    if (std::find(names.begin(), names.end(), name) != names.end()) stack = core::parse_stack(name);
+    stack = core::stack_named(doc["training"]["stack"].get<std::string>());
   }
   if (!(z.stage == 3 && z.impl == ZeroImpl::FSDP)) {
     section.erase("backward_prefetch");
@@ -298,12 +296,10 @@ Layout Layout::from_json(const core::Json& j) {
   }
   if (j.contains("offload")) l.offload = j["offload"].get<std::string>();
   if (j.contains("compression")) l.compression = j["compression"].get<std::string>();
-  if (j.contains("stack") && j["stack"].is_string()) {
-    const auto& names = core::stack_names();
-    const std::string name = j["stack"].get<std::string>();
-    if (std::find(names.begin(), names.end(), name) != names.end()) l.stack = name;
+  if (j.contains("stack") && j["stack"].is_string() && core::stack_named(j["stack"].get<std::string>())) {
+    l.stack = j["stack"].get<std::string>();
   }
-  l.stack_runs = j.value("stack_runs", true);
+  if (j.contains("stack_runs") && j["stack_runs"].is_boolean()) l.stack_runs = j["stack_runs"].get<bool>();
   return l;
 }
 

@@ -14,12 +14,17 @@ const std::vector<std::string>& stack_names() {
 
 std::string to_string(Stack s) { return stack_names()[static_cast<size_t>(s)]; }
 
-Stack parse_stack(std::string_view name) {
+std::optional<Stack> stack_named(std::string_view name) {
   for (size_t i = 0; i < stack_names().size(); ++i) {
     if (stack_names()[i] == name) return static_cast<Stack>(i);
   }
-  TRAINSIM_CHECK(false, fmt::format("unknown stack \"{}\" (the reader checks names)", name));
-  return Stack::MEGATRON;
+  return std::nullopt;
+}
+
+Stack parse_stack(std::string_view name) {
+  const std::optional<Stack> s = stack_named(name);
+  TRAINSIM_CHECK(s.has_value(), fmt::format("unknown stack \"{}\" (the reader checks names)", name));
+  return *s;
 }
 
 bool eager_pytorch(Stack s) { return s != Stack::MEGATRON; }

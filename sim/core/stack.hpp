@@ -12,6 +12,7 @@
 // Every constant names its source in the profile's `sources` (`trainsim describe profile --gpu NAME
 // --stack NAME`).
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,8 @@ const std::vector<std::string>& stack_names();
 std::string to_string(Stack s);
 // REQUIRES: name is one of stack_names().
 Stack parse_stack(std::string_view name);
+// The stack of that name; nullopt for any other string (names read back from files trainsim wrote).
+std::optional<Stack> stack_named(std::string_view name);
 // Whether the stack runs PyTorch eager kernels (every stack but Megatron with TE).
 bool eager_pytorch(Stack s);
 
