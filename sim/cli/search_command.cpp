@@ -11,6 +11,7 @@
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
 
@@ -331,8 +332,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
     if (args.out.empty()) {
       out << text;
     } else {
-      std::ofstream f(args.out, std::ios::binary);
-      if (!f || !(f << text)) throw core::InputError(args.out, "", "cannot write the shard file");
+      core::write_output_file(args.out, text, "--out");
     }
     return result.interrupted ? EXIT_INTERRUPTED : 0;
   }

@@ -308,4 +308,29 @@ done
 expect search-cnn-tokens 2 "$bin" search "$src/scenarios/cnn/resnet50-a100-8.json" --objective tokens_per_s
 contains search-cnn-tokens "$tmp/err" "--objective: tokens_per_s counts tokens"
 
+
+# Write errors on every output (issue 34): exit 2 naming the path, and no partial file left behind.
+# /dev/full fails every write with ENOSPC; a file-size limit (ulimit -f, SIGXFSZ ignored so that
+# write() returns EFBIG) fails a regular file part-way, as a full disk does.
+small="$src/scenarios/gpt3-6.7b-a100-8.json"
+expect stdout-full 2 bash -c '"$0" run "$1" --backend analytic >/dev/full' "$bin" "$small"
+contains stdout-full "$tmp/err" "error: standard output: cannot write the results"
+expect stdout-closed-pipe 2 bash -c '"$0" check "$1" | true; exit "${PIPESTATUS[0]}"' "$bin" "$small"
+contains stdout-closed-pipe "$tmp/err" "error: standard output: cannot write the results"
+for flag in --timeline --html; do
+  expect "full$flag" 2 "$bin" run "$small" --backend analytic "$flag" /dev/full
+  contains "full$flag" "$tmp/err" "error: /dev/full: cannot write the file"
+  echo previous >"$tmp/kept$flag"
+  expect "partial$flag" 2 bash -c 'trap "" XFSZ; ulimit -f 4; "$0" run "$1" --backend analytic "$2" "$3"' \
+    "$bin" "$small" "$flag" "$tmp/kept$flag"
+  contains "partial$flag" "$tmp/err" "error: $tmp/kept$flag: cannot write the file"
+  contains "partial$flag-untouched" "$tmp/kept$flag" "previous"
+  count "partial$flag-no-temp" <(ls -A "$tmp") ".tmp-" 0
+done
+expect partial-out 2 bash -c 'trap "" XFSZ; ulimit -f 4; "$0" run "$1" --backend analytic --out "$2"' "$bin" "$small" "$tmp/outdir"
+contains partial-out "$tmp/err" "cannot write the file"
+count partial-out-nothing <(ls -A "$tmp/outdir") "report" 0
+expect shard-full 2 "$bin" search "$small" --shard 0/2 --out /dev/full --quiet
+contains shard-full "$tmp/err" "error: /dev/full: cannot write the file"
+
 report
