@@ -84,6 +84,10 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
 }
 
 Json load_json_file(const std::string& path) {
+  // A folder opens as a stream on Linux and reads as empty text ("invalid JSON at line 1").
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    throw InputError(path, "", "is a folder; expected a JSON file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::error_code ec;

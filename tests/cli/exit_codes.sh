@@ -309,6 +309,18 @@ expect search-cnn-tokens 2 "$bin" search "$src/scenarios/cnn/resnet50-a100-8.jso
 contains search-cnn-tokens "$tmp/err" "--objective: tokens_per_s counts tokens"
 
 
+# Messages (issue 34): a sweep whose ranges multiply past what it can run, even with --yes (10^21
+# points were read as 0: "none of the 0 points could run"); a folder given as a JSON file.
+expect sweep-product 2 "$bin" sweep "$sweep_scenario" --yes --set-range training.global_batch=1:10000000:+1 \
+  --set-range training.micro_batch=1:10000000:+1 --set-range training.sequence_length=1:10000000:+1
+contains sweep-product "$tmp/err" "the ranges make 1e+21 points, more than the 10000000 a sweep can run"
+expect sweep-infinite-range 2 "$bin" sweep "$sweep_scenario" --set-range training.global_batch=1e-320:1:x2
+contains sweep-infinite-range "$tmp/err" "more values than the 10000000 a sweep can hold"
+for cmd in check run compare; do
+  expect "folder-$cmd" 2 "$bin" "$cmd" "$src/scenarios/cnn"
+  contains "folder-$cmd" "$tmp/err" "error: $src/scenarios/cnn: is a folder; expected a JSON file"
+done
+
 # Write errors on every output (issue 34): exit 2 naming the path, and no partial file left behind.
 # /dev/full fails every write with ENOSPC; a file-size limit (ulimit -f, SIGXFSZ ignored so that
 # write() returns EFBIG) fails a regular file part-way, as a full disk does.
