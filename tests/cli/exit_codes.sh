@@ -321,6 +321,20 @@ for cmd in check run compare; do
   contains "folder-$cmd" "$tmp/err" "error: $src/scenarios/cnn: is a folder; expected a JSON file"
 done
 
+# Reports given to compare are validated like input (issue 34): an edited report's negative time,
+# MFU above 1 or wrapped world size is refused, naming the pointer.
+"$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --format json >"$tmp/report.json"
+sed -e 's/"iteration_time_s": [0-9.e+-]*/"iteration_time_s": -5/' -e 's/"mfu": [0-9.e+-]*/"mfu": 7.5/' \
+  -e 's/"world_size": [0-9]*/"world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
+expect compare-edited-report 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
+contains compare-edited-time "$tmp/err" "edited.json: /iteration_time_s: expected a positive number of seconds"
+contains compare-edited-mfu "$tmp/err" "edited.json: /mfu: expected a fraction in [0, 1] (a report of \`trainsim run\`), found 7.5"
+contains compare-edited-world "$tmp/err" "edited.json: /world_size: expected an integer from 1 to 16777216"
+sed -e 's/"breakdown_s": {/"breakdown_s": 5, "x": {/' "$tmp/report.json" >"$tmp/edited.json"
+expect compare-section-not-object 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
+contains compare-section-not-object "$tmp/err" "edited.json: /breakdown_s: expected an object"
+expect compare-report-unedited 0 "$bin" compare "$tmp/report.json" "$tmp/report.json"
+
 # Write errors on every output (issue 34): exit 2 naming the path, and no partial file left behind.
 # /dev/full fails every write with ENOSPC; a file-size limit (ulimit -f, SIGXFSZ ignored so that
 # write() returns EFBIG) fails a regular file part-way, as a full disk does.
