@@ -5,7 +5,8 @@ For each scenarios/**/*.json and each value in it (object members and array elem
 a copy with that value replaced by `null` goes through `trainsim check`. `null` is never a value in a
 scenario, so every copy must be refused: exit 2, with a message on stderr naming the copy's file and
 the JSON pointer of the null (or of a parent). Any other exit (0: accepted; 1: an internal error;
-a signal; a run over 20 s) fails the test. The cases are generated from the bundled files, never
+a signal; a run over 20 s) fails the test. A scenario whose model is a catalog name also gets
+`--set model.KEY=null` for each key of the resolved model. The cases are generated from the bundled files, never
 hand-listed, so a new scenario or key is covered on its own.
 
     null_keys.py TRAINSIM SOURCE_DIR
@@ -107,6 +108,24 @@ def main():
                     failures.append(f"{rel} {pointer}: exit {code} (expected {expected})"
                                     + ("" if named else ", the message does not name the pointer")
                                     + "".join(f"\n  stderr: {line}" for line in err.splitlines()[:4]))
+            # A catalog model ("model": "gpt3-175b") has keys too, reachable with --set: null at each
+            # key of the resolved model (what `check` prints) through --set model.KEY=null.
+            if isinstance(doc.get("model"), str):
+                r = subprocess.run([trainsim, "check", path], capture_output=True, text=True, timeout=20)
+                resolved = json.loads(r.stdout) if r.returncode == 0 else {}
+                for key in resolved.get("model", {}):
+                    if key in ("name", "family"):
+                        continue  # printed for the reader, not keys of a {"base": ...} override
+                    cases += 1
+                    try:
+                        r = subprocess.run([trainsim, "check", path, "--set", f"model.{key}=null"],
+                                           capture_output=True, text=True, timeout=20)
+                        code, err = r.returncode, r.stderr
+                    except subprocess.TimeoutExpired:
+                        code, err = "timeout (20 s)", ""
+                    if code != 2 or "/model" not in err:
+                        failures.append(f"{rel} --set model.{key}=null: exit {code} (expected 2 naming /model)"
+                                        + "".join(f"\n  stderr: {line}" for line in err.splitlines()[:4]))
     for f in failures:
         print("FAIL", f)
     print(f"null at every key: {cases} cases from {len(files)} scenarios, {len(failures)} failures")
