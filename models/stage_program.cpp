@@ -663,7 +663,7 @@ class StageEmitter {
     const bool root = u.kind != UnitKind::LAYER;
     if (phase == Phase::BACKWARD && root && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
     std::vector<uint32_t> deps;
-    const size_t reuse = static_cast<size_t>(plan_.prefetch) + 1;
+    const size_t reuse = static_cast<size_t>(pass_prefetch_) + 1;
     if (index >= reuse) {
       deps.push_back(unit_done_[index - reuse]);
     } else if (pass_start_) {
@@ -706,7 +706,7 @@ class StageEmitter {
   // compute wait for those of unit `index`.
   void gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb) {
     if (!plan_.zero3 && !plan_.offload_params) return;
-    const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(plan_.prefetch));
+    const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(pass_prefetch_));
     for (; gathers_issued_ <= through; ++gathers_issued_) gather_unit(*order[gathers_issued_], gathers_issued_, phase, mb);
     const std::vector<uint32_t>& mine = unit_gathers_[index];
     pending_.insert(pending_.end(), mine.begin(), mine.end());
@@ -765,6 +765,12 @@ class StageEmitter {
       }
     }
     unit_done_.push_back(*last_compute_);
+    // FSDP1 BACKWARD_POST (_post_backward_reshard prefetches before _reduce_grad): the next unit's
+    // gather is issued once this unit's gradients are computed, ahead of its reduce-scatter.
+    if (plan_.backward_prefetch_post && plan_.zero3 && index + 1 < order.size() && gathers_issued_ == index + 1) {
+      gather_unit(*order[index + 1], index + 1, Phase::BACKWARD, mb);
+      ++gathers_issued_;
+    }
     if (!plan_.split_backward) unit_gradients_final(u, mb, ready, last_of_chunk);
   }
 
@@ -898,7 +904,10 @@ class StageEmitter {
     count_data(sent_bytes, dense_bytes);
   }
 
-  void start_pass(size_t units) {
+  // `prefetch`: units whose gathers are issued ahead in this pass (BACKWARD_POST: none ahead of the
+  // unit in use, unit_backward issues each after the previous unit's gradients).
+  void start_pass(size_t units, int prefetch) {
+    pass_prefetch_ = prefetch;
     unit_done_.clear();
     pass_start_ = last_compute_;
     gathers_issued_ = 0;
@@ -909,7 +918,7 @@ class StageEmitter {
     const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
     std::vector<const Unit*> order;
     for (const Unit& u : units) order.push_back(&u);
-    start_pass(order.size());
+    start_pass(order.size(), plan_.prefetch);
     for (size_t i = 0; i < order.size(); ++i) unit_forward(order, i, chunk, mb);
     forward_seen_[static_cast<size_t>(chunk)] = true;
   }
@@ -918,7 +927,7 @@ class StageEmitter {
     const std::vector<Unit>& units = units_[static_cast<size_t>(chunk)];
     std::vector<const Unit*> order;
     for (auto u = units.rbegin(); u != units.rend(); ++u) order.push_back(&*u);
-    start_pass(order.size());
+    start_pass(order.size(), plan_.backward_prefetch_post ? 0 : plan_.prefetch);
     const auto& chunk_buckets = buckets_[static_cast<size_t>(chunk)];
     static const std::vector<Bucket> none;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -1390,6 +1399,7 @@ class StageEmitter {
   std::vector<uint32_t> unit_done_;            // last compute of each unit of the current pass
   std::vector<std::vector<uint32_t>> unit_gathers_;  // ZeRO-3 gathers of each unit of the current pass
   size_t gathers_issued_ = 0;                  // units of the current pass whose gathers are issued
+  int pass_prefetch_ = 1;                      // units gathered ahead in the current pass
   std::optional<uint32_t> pass_start_;         // the last compute before the current pass
   struct Reduction {
     uint16_t group = 0;

@@ -97,6 +97,8 @@ struct BuildPlan {
   ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // resolved (zero_stage 3: never megatron)
   bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gathers during the next forward
   int prefetch = 1;                   // ZeRO-3: units whose gathers are issued ahead of the unit in use
+  bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST: backward gathers issued after the previous
+                                        // unit's gradient computation, ahead of its reduce-scatter
   double gather_message_elements = 0; // ZeRO-3 DeepSpeed: most elements per all-gather message (0: one per unit)
 
   const OffloadConfig* offload = nullptr;  // optimizations.offload (never null in a built plan)

@@ -118,6 +118,12 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
     }
   }
   if (auto c = r.object("checkpoint")) t.checkpoint = CheckpointConfig::from_json(*c);
+  if (r.has("stack")) t.stack = core::parse_stack(r.choice("stack", "megatron", core::stack_names()));
+  t.compile = r.boolean("compile", t.compile);
+  if (t.compile && t.stack == core::Stack::MEGATRON) {
+    r.problem("compile", "torch.compile is a PyTorch stack's option: stack \"megatron\" runs Transformer Engine's "
+                         "fused kernels (give another training.stack, or remove compile)");
+  }
   r.finish();
   return t;
 }
@@ -132,10 +138,12 @@ core::Json TrainingConfig::to_json() const {
   j["fp8_params"] = fp8_params;
   if (tokens) j["tokens"] = *tokens;
   if (checkpoint) j["checkpoint"] = checkpoint->to_json();
+  if (stack) j["stack"] = core::to_string(*stack);
+  if (compile) j["compile"] = compile;
   return j;
 }
 
-ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
+ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optional<core::Stack> stack) {
   ParallelismConfig p;
   p.tensor = static_cast<int>(r.integer("tensor", p.tensor, 1, MAX_PARALLEL));
   p.pipeline = static_cast<int>(r.integer("pipeline", p.pipeline, 1, MAX_PARALLEL));
@@ -166,7 +174,12 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
 
   // Implementation defaults first, then the keys that override them.
   const bool sharded = p.zero_stage >= 1;
-  const std::string default_impl = to_string(p.zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  // The stack's own sharding where it has one (training.stack): torchtitan shards with FSDP2,
+  // DeepSpeed with its ZeRO at every stage.
+  ZeroImpl default_zero = p.zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+  if (stack == core::Stack::TORCHTITAN && p.zero_stage == 3) default_zero = ZeroImpl::FSDP2;
+  if (stack == core::Stack::DEEPSPEED) default_zero = ZeroImpl::DEEPSPEED;
+  const std::string default_impl = to_string(default_zero);
   if (r.has("zero_impl") && !sharded) {
     r.problem("zero_impl", "zero_impl needs zero_stage 1, 2 or 3 (nothing is sharded at zero_stage 0), found zero_stage 0");
   }
@@ -204,6 +217,17 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r) {
   if (r.has("prefetch")) p.prefetch = static_cast<int>(r.integer("prefetch", 1, 0, MAX_PARALLEL));
   if (p.zero_stage == 3 && p.prefetch < 0 && p.zero_impl != ZeroImpl::DEEPSPEED) p.prefetch = 1;
 
+  const bool fsdp1 = p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP;
+  if (r.has("backward_prefetch") && !fsdp1) {
+    r.problem("backward_prefetch", fmt::format("backward_prefetch is FSDP1's option: it needs zero_stage 3 with zero_impl "
+                                               "\"fsdp\", found zero_stage {} ({})",
+                                               p.zero_stage, p.zero_stage >= 1 ? to_string(p.zero_impl) : "no sharding"));
+  }
+  // Composer's FSDP config defaults backward_prefetch to BACKWARD_POST (composer/distributed/
+  // fsdp_config); torch.distributed.fsdp defaults to BACKWARD_PRE.
+  const std::string prefetch_default = stack == core::Stack::COMPOSER ? "post" : "pre";
+  p.backward_prefetch_post = r.choice("backward_prefetch", prefetch_default, {"pre", "post"}) == "post" && fsdp1;
+
   // Without sequence parallelism it is accepted and ignored (tp_overlap_active(); docs/scenario.md).
   p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
   p.moe_a2a_overlap_given = r.has("moe_a2a_overlap");
@@ -233,6 +257,7 @@ core::Json ParallelismConfig::to_json() const {
   if (zero_stage >= 1) j["zero_impl"] = to_string(zero_impl);
   if (zero_stage == 1 || zero_stage == 2) j["overlap_param_gather"] = overlap_param_gather;
   if (zero_stage == 3 && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
+  if (zero_stage == 3 && zero_impl == ZeroImpl::FSDP) j["backward_prefetch"] = backward_prefetch_post ? "post" : "pre";
   j["tp_comm_overlap"] = tp_comm_overlap;
   if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
   return j;
@@ -243,6 +268,67 @@ std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
   const int k = expert_tensor == 1 ? expert / (tensor * context) : expert;
   TRAINSIM_CHECK(k >= 1 && data % k == 0, "expert does not fold over the data ranks (check_strategy)");
   return {tensor, context, k, data / k, pipeline};
+}
+
+core::Stack implied_stack(const ParallelismConfig& p) {
+  if (p.zero_stage >= 1 && p.zero_impl == ZeroImpl::DEEPSPEED) return core::Stack::DEEPSPEED;
+  if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2) return core::Stack::TORCHTITAN;
+  if (p.zero_stage == 3) return core::Stack::FSDP;
+  return core::Stack::MEGATRON;
+}
+
+core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p) { return t.stack.value_or(implied_stack(p)); }
+
+std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
+  const bool sharded = p.zero_stage >= 1;
+  // Formatted only for a layout the stack refuses: search calls this for every candidate.
+  auto zero_of = [&] {
+    return sharded ? fmt::format("zero_stage {} with zero_impl \"{}\"", p.zero_stage, to_string(p.zero_impl))
+                   : std::string("zero_stage 0");
+  };
+  auto no = [&](const std::string& what) { return fmt::format("stack \"{}\" runs {}", core::to_string(stack), what); };
+  switch (stack) {
+    case core::Stack::MEGATRON:
+      if (p.zero_stage == 3 || (sharded && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER)) {
+        return no(fmt::format("ZeRO stages one and two with its distributed optimizer only, found {}", zero_of()));
+      }
+      return "";
+    case core::Stack::TORCHTITAN:
+      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2)) {
+        return no(fmt::format("fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding, found {}", zero_of()));
+      }
+      if (p.expert > 1 || p.folded()) return no("FSDP x TP x PP x CP: expert parallelism is not available");
+      return "";
+    case core::Stack::COMPOSER:
+      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
+        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
+      }
+      if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
+        return no("data parallelism only (FSDP or DDP): tensor, pipeline, context and expert parallelism are not available");
+      }
+      return "";
+    case core::Stack::DEEPSPEED:
+      if (sharded && p.zero_impl != ZeroImpl::DEEPSPEED) {
+        return no(fmt::format("its own ZeRO (zero_impl \"deepspeed\"), found {}", zero_of()));
+      }
+      if (p.context > 1 || p.expert > 1 || p.folded()) return no("ZeRO x PP (x Megatron-DeepSpeed TP): context and expert parallelism are not available");
+      return "";
+    case core::Stack::FSDP:
+      if (sharded && !(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP)) {
+        return no(fmt::format("PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, found {}", zero_of()));
+      }
+      if (p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
+        return no("FSDP x TP (2-D) only: pipeline, context and expert parallelism are not available");
+      }
+      return "";
+    case core::Stack::DDP:
+      if (sharded) return no(fmt::format("no sharding (DistributedDataParallel), found {}", zero_of()));
+      if (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || p.expert > 1 || p.folded()) {
+        return no("data parallelism only: tensor, pipeline, context and expert parallelism are not available");
+      }
+      return "";
+  }
+  return "";
 }
 
 namespace {
@@ -329,6 +415,9 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
   auto problem = [&](std::string pointer, std::string message) {
     diag.add(file, std::move(pointer), std::move(message));
   };
+  if (training.stack) {
+    if (std::string why = stack_unsupported(*training.stack, par); !why.empty()) problem("/training/stack", why);
+  }
   if (par.spatial != 1) {
     problem("/parallelism/spatial", fmt::format("spatial parallelism splits the samples of a layer-graph model (a CNN, "
                                                 "docs/cnn.md); a transformer needs spatial 1, found {} (context "

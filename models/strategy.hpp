@@ -36,6 +36,7 @@
 #include "models/checkpoint_config.hpp"
 #include "models/model_spec.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/core/stack.hpp"
 #include "sim/core/workload.hpp"
 
 namespace trainsim::models {
@@ -62,6 +63,15 @@ namespace trainsim::models {
 //                    (sim/cli/time_to_train.hpp); absent, the report has no such field.
 //   checkpoint       how the run checkpoints (models/checkpoint_config.hpp). Optional: absent, no
 //                    checkpoint, failure or goodput figures are modelled (the report has none).
+//   stack            the framework that runs the job (core/stack.hpp): "megatron" | "torchtitan" |
+//                    "composer" | "deepspeed" | "fsdp" | "ddp". Given, it sets the defaults of
+//                    parallelism.zero_impl and backward_prefetch, the kernel costs of the profile and
+//                    the layouts check_strategy accepts (stack_supports). Absent, the stack implied
+//                    by the layout (implied_stack: ZeRO-3 "fsdp" -> fsdp, "fsdp2" -> torchtitan,
+//                    "deepspeed" -> deepspeed, anything else -> megatron) prices it, and every layout
+//                    is accepted, as before the key existed.
+//   compile          torch.compile (torchtitan's --compile, or a user's model): fused elementwise
+//                    kernels, fewer host launches. Default false; an error with stack "megatron".
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -81,6 +91,8 @@ struct TrainingConfig {
   bool fp8_params = false;      // FP8 weights (see above)
   std::optional<double> tokens;  // total tokens to train; absent: no time-to-train
   std::optional<CheckpointConfig> checkpoint;  // absent: no checkpoints modelled
+  std::optional<core::Stack> stack;  // absent: implied by the layout (implied_stack)
+  bool compile = false;              // torch.compile
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);
@@ -174,6 +186,12 @@ std::string to_string(ZeroImpl z);
 //                        gather waits for the previous unit's compute); default 1 for fsdp / fsdp2,
 //                        and for deepspeed stage3_prefetch_bucket_size (5e7 elements) / a layer's
 //                        parameters, at least 1. An error below 0 or at stage 0-2.
+//   backward_prefetch    zero_impl "fsdp" (FSDP1's backward_prefetch): "pre" (BACKWARD_PRE, PyTorch's
+//                        default: the next unit's all-gather is issued before the current unit's
+//                        gradient computation) | "post" (BACKWARD_POST, Composer's default: issued
+//                        after it, ahead of the current unit's reduce-scatter, so the gather is
+//                        exposed). Default "post" with training.stack "composer", else "pre". An error
+//                        with another zero_impl.
 //   tp_comm_overlap      Megatron / Transformer Engine --tp-comm-overlap (userbuffers): with
 //                        sequence parallelism the QKV / MLP-up all-gathers and the projection /
 //                        MLP-down reduce-scatters run pipelined with their GEMMs in `tensor` chunks,
@@ -214,6 +232,7 @@ struct ParallelismConfig {
   ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // meaningful for zero_stage >= 1
   bool overlap_param_gather = true; // zero_stage 1-2: parameter all-gathers overlap the next forward
   int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default
+  bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST (zero_impl fsdp)
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
   bool moe_a2a_overlap = false;     // Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B)
   bool moe_a2a_overlap_given = false;  // false: resolve_defaults() chooses it from the model
@@ -255,10 +274,26 @@ struct ParallelismConfig {
     return t.micro_batch * data * (folded() ? 1 : expert);
   }
 
-  // Reads the section and rejects unknown keys (calls r.finish()).
-  static ParallelismConfig from_json(core::ObjectReader& r);
+  // Reads the section and rejects unknown keys (calls r.finish()). `stack`: training.stack when the
+  // scenario gives it (its defaults for zero_impl and backward_prefetch).
+  static ParallelismConfig from_json(core::ObjectReader& r, std::optional<core::Stack> stack = std::nullopt);
   core::Json to_json() const;
 };
+
+// The stack a layout implies when training.stack is absent: ZeRO-3 "fsdp" -> FSDP, "fsdp2" ->
+// TORCHTITAN, "deepspeed" (any stage) -> DEEPSPEED, otherwise MEGATRON.
+core::Stack implied_stack(const ParallelismConfig& p);
+// training.stack, or implied_stack() of the layout.
+core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p);
+// Empty when `stack` can run the layout, else why not (one sentence naming the stack):
+//   megatron    TP/PP/CP/EP, ZeRO 0-2 with the distributed optimizer (no ZeRO-3, no DeepSpeed)
+// (messages spell numbers that are names in words, so that search groups rejections by reason)
+//   torchtitan  FSDP2 (zero_impl fsdp2, or none) x TP x PP x CP; no expert parallelism
+//   composer    FSDP1 (zero_impl fsdp, stage 3) or DDP, data parallelism only
+//   deepspeed   ZeRO 0-3 (zero_impl deepspeed) x PP; TP only through Megatron-DeepSpeed (allowed), no CP/EP
+//   fsdp        FSDP1 (stage 3, zero_impl fsdp) x TP (2-D), data parallel otherwise
+//   ddp         data parallelism only, no ZeRO
+std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p);
 
 // Micro-batches per iteration: global_batch / (micro_batch x data x expert), folded: global_batch /
 // (micro_batch x data).

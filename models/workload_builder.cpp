@@ -149,6 +149,9 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   } else if (p.prefetch >= 0) {
     plan.prefetch = p.prefetch;
   }
+  if (p.zero_stage == 3 && plan.zero_impl == ZeroImpl::FSDP) {
+    plan.backward_prefetch_post = p.backward_prefetch_post;
+  }
 
   plan.groups = groups;
   plan.reduce_dense = p.dense_replicas() > 1;

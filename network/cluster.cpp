@@ -283,6 +283,9 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
     }
   }
   c.host_memory = r.bytes("host_memory", c.host_memory);
+  // Above 25% a quarter of the GPUs would run below half the median speed by a normal spread; the
+  // published spreads are a few percent (core/variability.hpp).
+  c.gpu_speed_spread = r.number("gpu_speed_spread", c.gpu_speed_spread, 0.0, 0.25);
   std::optional<core::ObjectReader> host = r.object("host");
   read_host(host ? &*host : nullptr, c.host_link_bandwidth(), c.gpu_host_link_bandwidth(), c.host);
   if (auto nvme = r.object("nvme")) c.nvme = read_nvme(*nvme);
@@ -336,6 +339,7 @@ core::Json ClusterConfig::to_json() const {
   }
   if (price_per_gpu_hour) j["price_per_gpu_hour"] = *price_per_gpu_hour;
   j["host_memory"] = core::format_bytes(host_memory);
+  if (gpu_speed_spread > 0) j["gpu_speed_spread"] = gpu_speed_spread;
   j["host"] = {{"cores", host.cores},
                {"core_flops", core::format_flops_rate(host.core_flops)},
                {"memory_bandwidth", core::format_bandwidth(host.memory_bandwidth)},

@@ -44,6 +44,8 @@
 //     "price_per_gpu_hour": 2.5,     // USD per GPU-hour, 0.001 to 1000; optional, no default: given (with
 //                                    //   training.tokens), time_to_train gains "cost"
 //     "host_memory": "2 TiB",        // host DRAM per node (offload capacity); default 2 TiB
+//     "gpu_speed_spread": 0.01,      // relative std. dev. of per-GPU sustained speed; the job runs at
+//                                    //   its slowest rank's pace (core/variability.hpp); default 0
 //     "host": { ... },               // the node's CPUs and host links (HostSpec below)
 //     "nvme": { ... },               // the node's NVMe drives (NvmeSpec below); absent: none
 //     "storage": { ... },            // checkpoint storage tiers (network/storage.hpp); absent: none
@@ -201,6 +203,9 @@ struct ClusterConfig {
   InterNode network;
   std::optional<double> price_per_gpu_hour;  // USD; absent: no cost in the report
   core::Bytes host_memory = core::Bytes(2 * core::TiB);  // per node
+  // Relative standard deviation of the GPUs' sustained speed (core/variability.hpp); 0: identical
+  // GPUs. In [0, 0.25].
+  double gpu_speed_spread = 0;
   HostSpec host;
   std::optional<NvmeSpec> nvme;              // absent: the nodes have no NVMe for offloading
   std::optional<StorageSpec> storage;        // checkpoint storage (network/storage.hpp); absent: none

@@ -48,6 +48,8 @@ int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err);
 struct DescribeArgs {
   std::string what;  // gpus | models | profile
   std::string gpu;   // profile: the built-in profile of this catalog GPU (default: the generic one)
+  std::string stack;  // profile: with this training stack's costs (core/stack.hpp); "" = megatron
+  bool compile = false;  // profile: the stack with torch.compile
   Format format = Format::TABLE;
 };
 int describe_command(const DescribeArgs& args, std::ostream& out);

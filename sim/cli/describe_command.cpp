@@ -1,9 +1,12 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 
 #include "models/layer_graph.hpp"
 #include "models/model_spec.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/core/device.hpp"
+#include "sim/core/stack.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
@@ -135,6 +138,18 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
                                                         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
       }
       profile.device = core::DeviceProfile::defaults_for(gpu->name);
+    }
+    if (!args.stack.empty() || args.compile) {
+      const auto& names = core::stack_names();
+      if (std::find(names.begin(), names.end(), args.stack) == names.end()) {
+        throw core::InputError("--stack", "", fmt::format("expected one of {}, found \"{}\"{}", fmt::join(names, ", "),
+                                                          args.stack, args.compile ? " (--compile needs a --stack)" : ""));
+      }
+      const core::Stack stack = core::parse_stack(args.stack);
+      if (args.compile && stack == core::Stack::MEGATRON) {
+        throw core::InputError("--compile", "", "torch.compile is a PyTorch stack's option, not megatron's");
+      }
+      core::apply_stack(profile.device, stack, args.compile, args.gpu);
     }
     core::Json j = profile.to_json();
     j["source"] = profile.device.source;

@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"gpus", "models", "profile"}));
   describe_cmd->add_option("--gpu", describe.gpu, "profile: the built-in profile of this GPU (e.g. A100-SXM4-80GB)");
+  describe_cmd->add_option("--stack", describe.stack, "profile: with this training stack's costs (megatron, torchtitan, "
+                           "composer, deepspeed, fsdp, ddp; docs/scenario.md training.stack)");
+  describe_cmd->add_flag("--compile", describe.compile, "profile: the stack with torch.compile");
   add_format(describe_cmd, describe.format, /*csv=*/true);  // gpus and models; profile: table or json
 
   trainsim::cli::ValidateArgs validate;

@@ -530,6 +530,15 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                      {"events", p.result.events},
                      {"simulated_ranks", p.result.simulated_ranks},
                      {"profile", s.profile.device.source}};
+  // The training stack that priced the job (training.stack, or the one the layout implies).
+  j["stack"] = {{"name", core::to_string(models::resolved_stack(s.training, s.parallelism))},
+                {"given", s.training.stack.has_value()},
+                {"compile", s.training.compile}};
+  if (s.cluster.gpu_speed_spread > 0) {
+    j["variability"] = {{"gpu_speed_spread", s.cluster.gpu_speed_spread},
+                        {"ranks", s.cluster.world_size()},
+                        {"compute_slowdown", s.profile.device.straggler_slowdown}};
+  }
   if (!s.warnings.empty()) j["warnings"] = s.warnings;
   return j;
 }

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "models/workload_builder.hpp"
+#include "sim/core/variability.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -120,6 +121,7 @@ Expectation read_expectation(core::ObjectReader& r) {
   e.tokens_per_s = measured("tokens_per_s", std::nullopt);
   e.mfu = measured("mfu", 1.0);
   e.hardware_tflops_per_gpu = measured("hardware_tflops_per_gpu", std::nullopt);
+  e.peak_memory_gib = measured("peak_memory_gib", std::nullopt);
   e.source = r.string("source", "");
   e.note = r.string("note", "");
   r.finish();
@@ -221,6 +223,7 @@ std::vector<MeasuredFigure> Expectation::figures() const {
   add("tokens_per_s", tokens_per_s);
   add("mfu", mfu);
   add("hardware_tflops_per_gpu", hardware_tflops_per_gpu);
+  add("peak_memory_gib", peak_memory_gib);
   return out;
 }
 
@@ -307,6 +310,14 @@ void apply_override(core::Json& doc, const std::string& assignment) {
   *node = value;
 }
 
+core::DeviceProfile device_for_stack(const Scenario& s, core::Stack stack) {
+  if (s.profile_given) return s.profile.device;
+  core::DeviceProfile d = s.unstacked_device;
+  core::apply_stack(d, stack, s.training.compile, s.cluster.profile_gpu());
+  d.straggler_slowdown = s.profile.device.straggler_slowdown;
+  return d;
+}
+
 Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy) {
   core::Diagnostics diag;
   core::ObjectReader root(doc, file, "", diag);
@@ -334,7 +345,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
     core::Json section = *p;  // a copy: "data": "auto" is replaced by the degree it resolves to
     auto_data_problem = resolve_auto_data(section, s.cluster.world_size(), file, diag);
     core::ObjectReader reader(section, file, "/parallelism", diag);
-    s.parallelism = models::ParallelismConfig::from_json(reader);
+    s.parallelism = models::ParallelismConfig::from_json(reader, s.training.stack);
   }
   if (auto o = root.object("optimizations")) {
     read_pruning(*o, s);
@@ -348,9 +359,16 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   root.finish();
 
   s.profile.device = core::DeviceProfile::defaults_for(s.cluster.profile_gpu());
+  s.unstacked_device = s.profile.device;
+  s.profile_given = !s.simulation.profile.empty() || inline_profile.has_value();
+  // The stack's kernel costs amend the built-in profile; a profile file (a user's own calibrated
+  // run) then overrides what it measured.
+  core::apply_stack(s.profile.device, models::resolved_stack(s.training, s.parallelism), s.training.compile,
+                    s.cluster.profile_gpu());
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
   if (inline_profile) s.profile = core::Profile::from_json(*inline_profile, s.profile);
 
+  s.profile.device.straggler_slowdown = core::straggler_slowdown(s.cluster.gpu_speed_spread, s.cluster.world_size());
   diag.throw_if_any();
   check_profile_gpu(s, !s.simulation.profile.empty() || inline_profile.has_value());
 

@@ -62,11 +62,13 @@ struct Expectation {
   std::optional<double> tokens_per_s;             // tokens of the global batch / iteration time
   std::optional<double> mfu;                      // model TFLOP/s per GPU / the GPU's peak, a fraction in (0, 1]
   std::optional<double> hardware_tflops_per_gpu;  // FLOPs executed (recompute included) / time / GPUs / 1e12
+  std::optional<double> peak_memory_gib;          // peak memory per GPU (GiB): the report's
+                                                  // memory.peak_bytes_per_gpu / 2^30
   std::string source;
   std::string note;
 
   // The figures given, in the order that decides which one a case is judged on: iteration_time_s,
-  // then model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu. The first is judged; the
+  // then model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu, peak_memory_gib. The first is judged; the
   // others are shown beside it. Empty when the block gives none.
   std::vector<MeasuredFigure> figures() const;
 };
@@ -82,7 +84,10 @@ struct Scenario {
   models::PruningConfig pruning;    // optimizations.pruning (method "none" when absent)
   models::CompressionConfig compression;  // optimizations.gradient_compression (method "none" when absent)
   SimulationConfig simulation;
-  core::Profile profile;            // the GPU's built-in profile, then simulation.profile, then the inline one
+  core::Profile profile;            // the GPU's built-in profile, the stack's costs, then simulation.profile,
+                                    // then the inline one
+  core::DeviceProfile unstacked_device;  // the GPU's built-in device profile before the stack's costs
+  bool profile_given = false;       // simulation.profile or an inline profile amends the built-in one
   std::optional<Expectation> expect;
   // What does not stop a prediction but makes it less certain (`run` and `check` print each on
   // stderr, `run` also in the report's "warnings"): a GPU described without a base gets the
@@ -95,6 +100,11 @@ struct Scenario {
   // The fully resolved scenario: every default filled in, quantities as unit strings.
   core::Json to_json() const;
 };
+
+// The device profile the scenario's job would have under `stack`: the built-in profile with that
+// stack's costs (core::apply_stack), or, when the scenario gives a profile of its own (a user's
+// calibrated run, which describes the stack it was measured on), that profile unchanged.
+core::DeviceProfile device_for_stack(const Scenario& s, core::Stack stack);
 
 // Thrown by load_scenario / read_scenario when every section is well-formed but the combination
 // cannot run: models::check_strategy's problems, a precision the GPU lacks, parallelism.data "auto"

@@ -40,6 +40,12 @@ struct Search::Variant {
   Scenario base;
   double model_flops = 0;  // per iteration (layout-independent)
   double peak_flops = 0;   // per GPU at the training precision
+  // The device profile under each stack (device_for_stack), by core::Stack: a layout is priced with
+  // its own stack's (Layout::stack).
+  std::vector<core::Profile> profiles;
+  const core::Profile& profile(const std::string& stack) const {
+    return profiles[static_cast<size_t>(core::parse_stack(stack))];
+  }
 };
 
 struct Search::Shape {
@@ -99,9 +105,20 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
   if (z.stage != 3) section.erase("prefetch");
   section["zero_stage"] = z.stage;
   if (z.stage > 0) section["zero_impl"] = models::to_string(z.impl);
+  // The scenario's training.stack sets defaults (backward_prefetch); read_scenario checked the name.
+  std::optional<core::Stack> stack;
+  if (doc.contains("training") && doc["training"].is_object() && doc["training"].contains("stack") &&
+      doc["training"]["stack"].is_string()) {
+    const auto& names = core::stack_names();
+    const std::string name = doc["training"]["stack"].get<std::string>();
+    if (std::find(names.begin(), names.end(), name) != names.end()) stack = core::parse_stack(name);
+  }
+  if (!(z.stage == 3 && z.impl == ZeroImpl::FSDP)) {
+    section.erase("backward_prefetch");
+  }
   core::Diagnostics diag;
   core::ObjectReader r(section, file, "/parallelism", diag);
-  models::ParallelismConfig p = models::ParallelismConfig::from_json(r);
+  models::ParallelismConfig p = models::ParallelismConfig::from_json(r, stack);
   diag.throw_if_any();
   return p;
 }
@@ -227,6 +244,7 @@ std::string Layout::describe() const {
   if (zero_stage > 0) s += fmt::format("/{}", models::to_string(zero_impl));
   if (!offload.empty()) s += " offload:" + offload;
   if (!compression.empty()) s += " compression:" + compression;
+  s += stack_runs ? fmt::format(" [{}]", stack) : fmt::format(" [{}? no stack runs it]", stack);
   return s;
 }
 
@@ -249,6 +267,8 @@ core::Json Layout::to_json() const {
   if (zero_stage > 0) j["zero_impl"] = models::to_string(zero_impl);
   if (!offload.empty()) j["offload"] = offload;
   if (!compression.empty()) j["compression"] = compression;
+  j["stack"] = stack;
+  j["stack_runs"] = stack_runs;
   return j;
 }
 
@@ -285,6 +305,8 @@ Layout Layout::from_json(core::ObjectReader& r) {
   }
   l.offload = r.string("offload", "");
   l.compression = r.string("compression", "");
+  l.stack = r.choice("stack", l.stack, core::stack_names());
+  l.stack_runs = r.boolean("stack_runs", true);
   r.finish();
   return l;
 }
@@ -476,6 +498,10 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
       v.base.parallelism.stage_layers.clear();
       v.model_flops = models::iteration_flops(v.base.model, v.base.training, v.base.parallelism).model.value();
       v.peak_flops = v.base.cluster.gpu_spec.peak(v.base.training.precision).value();
+      for (const std::string& name : core::stack_names()) {
+        v.profiles.push_back(v.base.profile);
+        v.profiles.back().device = device_for_stack(v.base, core::parse_stack(name));
+      }
       variants_.push_back(std::move(v));
     }
   }
@@ -627,6 +653,7 @@ Scenario Search::scenario_of(const Layout& l) const {
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   Scenario s = v->base;
   configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload, s.compression);
+  s.profile = v->profile(l.stack);
   // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
   // predicting the dense iterations before start_iteration (docs/search.md).
   s.pruning.start_iteration = 0;
@@ -693,7 +720,7 @@ SearchResult Search::evaluate() const {
                 stopped = true;
                 return;
               }
-              const Layout l = layout_of(s, vs, mb, sp, rci, zo, index);
+              Layout l = layout_of(s, vs, mb, sp, rci, zo, index);
               ++out.candidates;
               models::ParallelismConfig par;
               models::TrainingConfig training;
@@ -709,6 +736,9 @@ SearchResult Search::evaluate() const {
                 ++out.rejected[reason_of(diag.problems().front().message)];
                 continue;
               }
+              const core::Stack stack = models::resolved_stack(training, par);
+              l.stack = core::to_string(stack);
+              l.stack_runs = models::stack_unsupported(stack, par).empty();
               // predict() would refuse it in the refinement (check_task_budget).
               if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload,
                                       compression)) {
@@ -730,7 +760,7 @@ SearchResult Search::evaluate() const {
                   continue;
                 }
               } else {
-                est = estimate_layout(v.base.model, training, par, v.base.cluster, v.base.profile, v.base.pruning,
+                est = estimate_layout(v.base.model, training, par, v.base.cluster, v.profile(l.stack), v.base.pruning,
                                       offload, compression);
               }
               if (options_.fits && est.peak_memory_bytes > capacity) {
@@ -1050,8 +1080,19 @@ std::optional<Layout> Search::candidate(uint64_t index) const {
   const uint64_t mbi = k % s.micro_batches.size();
   k /= s.micro_batches.size();
   TRAINSIM_CHECK(k < s.virtual_stages.size(), "candidate index beyond its shape");
-  return layout_of(s, s.virtual_stages[k], s.micro_batches[mbi], static_cast<int>(sp), static_cast<int>(rci),
-                   static_cast<int>(zo), index);
+  Layout l = layout_of(s, s.virtual_stages[k], s.micro_batches[mbi], static_cast<int>(sp), static_cast<int>(rci),
+                       static_cast<int>(zo), index);
+  // The stack that prices it, as evaluate() sets it on a valid candidate.
+  const Variant& v = variants_[static_cast<size_t>(s.variant)];
+  models::ParallelismConfig par;
+  models::TrainingConfig training;
+  models::OffloadConfig offload;
+  models::CompressionConfig compression;
+  configure(v.base, zero_templates_, l, par, training, offload, compression);
+  const core::Stack stack = models::resolved_stack(training, par);
+  l.stack = core::to_string(stack);
+  l.stack_runs = models::stack_unsupported(stack, par).empty();
+  return l;
 }
 
 Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, int zo, uint64_t index) const {

@@ -94,6 +94,11 @@ struct Layout {
   models::ZeroImpl zero_impl = models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
   std::string offload;  // an --offload choice, or "" (the scenario's offload)
   std::string compression;  // a --compression method, or "" (the scenario's gradient compression)
+  // The training stack that prices it: training.stack when the scenario gives it, else the one the
+  // layout implies (models::implied_stack); stack_runs false when that implied stack cannot run the
+  // layout (models::stack_unsupported: e.g. FSDP1 with context parallelism) - no listed stack does.
+  std::string stack = "megatron";
+  bool stack_runs = true;
 
   std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
   core::Json to_json() const;

@@ -54,12 +54,14 @@ std::vector<CasePath> collect_cases(const std::vector<std::string>& paths) {
   return cases;
 }
 
-// Only the iteration time is lower when faster; every other figure is a throughput.
+// Only the iteration time is lower when faster; every other timed figure is a throughput.
 bool lower_is_faster(const std::string& metric) { return metric == "iteration_time_s"; }
 
-// "slower" / "faster" / "exact": how the prediction compares with the measurement.
+// "slower" / "faster" / "exact": how the prediction compares with the measurement; "more memory" /
+// "less memory" for peak_memory_gib.
 std::string direction(const std::string& metric, double error) {
   if (error == 0) return "exact";
+  if (metric == "peak_memory_gib") return error > 0 ? "more memory" : "less memory";
   return (error > 0) == lower_is_faster(metric) ? "slower" : "faster";
 }
 
@@ -90,16 +92,23 @@ std::vector<MeasuredFigure> measured_figures(const Scenario& s) {
   if (figures.empty()) {
     throw core::InputError(s.file, "/expect",
                            s.expect ? "gives no measured figure: a validation case needs at least one of "
-                                      "iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu"
+                                      "iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu, hardware_tflops_per_gpu, peak_memory_gib"
                                     : "missing: a validation case is a scenario with an \"expect\" block of measured "
                                       "figures (iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu, "
-                                      "hardware_tflops_per_gpu)");
+                                      "hardware_tflops_per_gpu, peak_memory_gib)");
   }
   return figures;
 }
 
 // The report's figure of this name. The report is ours: a missing or non-positive figure is a bug.
 double predicted_figure(const core::Json& report, const std::string& metric) {
+  if (metric == "peak_memory_gib") {
+    const core::Json& m = report.at("memory");
+    TRAINSIM_CHECK(m.contains("peak_bytes_per_gpu") && m["peak_bytes_per_gpu"].is_number(), "the report has no peak memory");
+    const double gib = m["peak_bytes_per_gpu"].get<double>() / (1024.0 * 1024.0 * 1024.0);
+    TRAINSIM_CHECK(std::isfinite(gib) && gib > 0, fmt::format("the report's peak memory is {} GiB", gib));
+    return gib;
+  }
   TRAINSIM_CHECK(report.contains(metric) && report[metric].is_number(),
                  fmt::format("the report has no number \"{}\"", metric));
   const double v = report[metric].get<double>();

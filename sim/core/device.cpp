@@ -438,6 +438,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
       ops->finish();
     }
     p.device.kernel_overhead = dev->duration("kernel_overhead", p.device.kernel_overhead);
+    p.device.host_overhead_per_kernel = dev->duration("host_overhead_per_kernel", p.device.host_overhead_per_kernel);
     if (auto scale = dev->object("gemm_precision_scale")) {
       for (int i = 0; i < PRECISION_COUNT; ++i) {
         double& v = p.device.gemm_precision_scale[static_cast<size_t>(i)];
@@ -484,6 +485,9 @@ Json Profile::to_json() const {
         {"max_efficiency", e.max_efficiency}, {"half_flops", e.half_flops}, {"memory_efficiency", e.memory_efficiency}};
   }
   j["device"] = {{"ops", ops}, {"kernel_overhead", format_duration(device.kernel_overhead)}};
+  if (device.host_overhead_per_kernel.value() > 0) {
+    j["device"]["host_overhead_per_kernel"] = format_duration(device.host_overhead_per_kernel);
+  }
   Json scale = Json::object();
   for (int i = 0; i < PRECISION_COUNT; ++i) {
     scale[std::string(to_string(static_cast<Precision>(i)))] = device.gemm_precision_scale[static_cast<size_t>(i)];

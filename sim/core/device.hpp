@@ -121,6 +121,15 @@ struct DeviceProfile {
   FittedOn fitted_on;                         // the GPU (and software) its constants were measured on
   std::array<OpEfficiency, OP_CLASS_COUNT> ops{};  // by OpClass
   Seconds kernel_overhead;                    // fixed cost added to every compute task (launch, tails)
+  // CPU time to dispatch and launch one kernel (core/stack.hpp: eager PyTorch ~10 us). A compute task
+  // launches 1 kernel forward and 2 backward (data and weight gradient, or gradient and
+  // accumulation) and takes at least that many times this: the GPU cannot run ahead of the host that
+  // feeds it. 0 (the built-in profiles, fitted on Megatron runs): never binds.
+  Seconds host_overhead_per_kernel;
+  // The job's compute runs at the pace of its slowest rank (core/variability.hpp): device time of
+  // every compute task x this (>= 1). Set from cluster.gpu_speed_spread and the job's world size when
+  // a scenario is read, not part of a profile file. 1: identical GPUs.
+  double straggler_slowdown = 1.0;
   // GEMM and FlashAttention tasks of precision p reach max_efficiency x gemm_precision_scale[p]
   // (e.g. FP8 cuBLAS GEMMs reach a smaller fraction of the FP8 peak than BF16 ones of theirs).
   std::array<double, PRECISION_COUNT> gemm_precision_scale{1, 1, 1, 1, 1};

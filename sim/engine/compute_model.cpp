@@ -40,6 +40,11 @@ double quantized_flops(const core::Task& task, const core::GpuSpec& gpu, const c
 
 }  // namespace
 
+int kernel_launches(const core::Task& task) {
+  // A split backward (zero-bubble B or W) runs one of the two.
+  return task.phase == core::Phase::BACKWARD && task.gradient == core::BackwardPart::BOTH ? 2 : 1;
+}
+
 double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile) {
   const double d = task.density;
   switch (task.sparsity) {
@@ -76,7 +81,8 @@ core::Seconds compute_time(const core::Task& task, core::Precision precision, co
     math = (work + eff.half_flops) / (peak.value() * eff.max_efficiency * scale);
   }
   const double memory = task.bytes > 0 ? task.bytes / (gpu.hbm_bandwidth.value() * eff.memory_efficiency) : 0.0;
-  return core::Seconds(std::max(math, memory)) + profile.kernel_overhead;
+  const core::Seconds device = core::Seconds(std::max(math, memory) * profile.straggler_slowdown) + profile.kernel_overhead;
+  return std::max(device, profile.host_overhead_per_kernel * static_cast<double>(kernel_launches(task)));
 }
 
 }  // namespace trainsim::engine

@@ -1,7 +1,8 @@
 #pragma once
 // Time of a compute task on a GPU: the slower of its math and its HBM traffic, plus a fixed kernel
 // overhead:
-//   t = max(math, bytes / (HBM · mem_eff)) + overhead
+//   t = max(math, bytes / (HBM · mem_eff)) · straggler_slowdown + overhead
+// (straggler_slowdown: the slowest rank's pace, core/variability.hpp; 1 by default)
 // with, for F FLOPs at precision p (the task's own, else the workload's) of peak P_p and the op
 // class's efficiency (max_eff, half_flops h):
 //   math = (F / u + h) / (P_p · max_eff · s_p)          GEMM and FlashAttention (s_p: gemm_precision_scale)
@@ -46,6 +47,11 @@ using core::TileChoice;
 // The speedup of a pass with the task's sparse kernel over the dense GEMM (1 for GemmSparsity::NONE).
 // REQUIRES: for STRUCTURED_2_4, gpu.sparse_tensor_cores; density in (0, 1].
 double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile);
+
+// Kernels the task launches: 1, or 2 for a whole backward (data and weight gradient, or a gradient
+// and its accumulation). With the profile's host_overhead_per_kernel h a task takes at least
+// kernel_launches x h: t = max(t_device, kernel_launches x h) (the host cannot feed the GPU faster).
+int kernel_launches(const core::Task& task);
 
 // REQUIRES: task.kind == COMPUTE and gpu.peak(the task's precision) > 0.
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,

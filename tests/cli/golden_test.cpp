@@ -4,8 +4,8 @@
 // networks share no link between concurrent calls beyond what the closed forms assume. One test per
 // scenario: SimGrid builds one platform per process, and gtest_discover_tests runs each alone.
 // Regenerate on purpose:
-//   for t in $(build/tests/cli/cli_tests --gtest_list_tests --gtest_filter='Scenarios/Golden*' | grep '^ '); do
-//     TRAINSIM_UPDATE_GOLDEN=1 build/tests/cli/cli_tests --gtest_filter="Scenarios/Golden.*/$t"; done
+//   for t in $(build/tests/cli/cli_tests --gtest_list_tests --gtest_filter='Scenarios/Golden*' | grep '^ ' | awk '{print $1}'); do
+//     TRAINSIM_UPDATE_GOLDEN=1 build/tests/cli/cli_tests --gtest_filter="Scenarios/Golden.$t"; done
 
 #include <algorithm>
 #include <cctype>

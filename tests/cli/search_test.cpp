@@ -73,6 +73,38 @@ TEST(Search, EnumeratesTheValidLayoutsOfATinyModelByHand) {
   EXPECT_EQ(r.candidates, search.candidate_count());
 }
 
+// training.stack given: only the layouts the stack runs are ranked (composer: FSDP1 or DDP over
+// data parallelism alone), each priced and labelled with it. Absent: every layout, each labelled and
+// priced with the stack its ZeRO implementation implies.
+TEST(Search, RespectsTheGivenStackAndLabelsTheImpliedOne) {
+  SearchOptions o = tiny_options();
+  o.overrides = {"training.stack=composer"};
+  const SearchResult composer = Search(o).evaluate();
+  ASSERT_FALSE(composer.ranked.empty());
+  for (const Evaluated& e : composer.ranked) {
+    const Layout& l = e.layout;
+    EXPECT_EQ(l.tensor * l.pipeline * l.context, 1) << l.describe();
+    EXPECT_TRUE(l.zero_stage == 0 || (l.zero_stage == 3 && l.zero_impl == models::ZeroImpl::FSDP)) << l.describe();
+    EXPECT_EQ(l.stack, "composer");
+    EXPECT_TRUE(l.stack_runs);
+  }
+  EXPECT_GT(composer.rejected.count("stack \"composer\" runs data parallelism only (FSDP or DDP): tensor, pipeline, "
+                                    "context and expert parallelism are not available"),
+            0u);
+  const SearchResult any = Search(tiny_options()).evaluate();
+  std::set<std::string> stacks;
+  for (const Evaluated& e : any.ranked) {
+    stacks.insert(e.layout.stack);
+    if (e.layout.zero_stage == 3 && e.layout.zero_impl == models::ZeroImpl::FSDP2) {
+      EXPECT_EQ(e.layout.stack, "torchtitan");
+    }
+    if (e.layout.zero_stage == 0) {
+      EXPECT_EQ(e.layout.stack, "megatron");
+    }
+  }
+  EXPECT_EQ(stacks, (std::set<std::string>{"megatron", "torchtitan", "deepspeed", "fsdp"}));
+}
+
 TEST(Search, SameResultWhateverTheNumberOfThreads) {
   SearchOptions o = tiny_options();
   o.refine = 20;

@@ -5,6 +5,7 @@
 // backend to hold the command to the report it compares with.
 
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
 
@@ -191,6 +192,33 @@ TEST(Validate, ExpectationFiguresComeInJudgingOrder) {
   e.iteration_time_s = 3;
   EXPECT_EQ(e.figures().front().metric, "iteration_time_s");
   EXPECT_EQ(e.figures().size(), 5u);
+}
+
+// expect.peak_memory_gib: compared with memory.peak_bytes_per_gpu / 2^30, and said as more or less
+// memory (not faster or slower). 30 GiB predicted against 40 measured: 30 / 40 - 1 = -25%.
+TEST(Validate, PeakMemoryIsComparedInGibAndSaidAsMemory) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "trainsim-validate-memory";
+  std::filesystem::create_directories(dir);
+  const std::string text = std::string(R"({
+  "name": "memory-case",
+  "cluster": { "gpu": "A100-SXM4-80GB", "nodes": 1, "gpus_per_node": 8,
+               "network": { "topology": "ideal", "nics_per_node": 8, "nic_bandwidth": "200 Gb/s" } },
+  "model": "gpt3-350m",
+  "training": { "sequence_length": 2048, "global_batch": 64, "micro_batch": 4, "precision": "bf16" },
+  "parallelism": { "tensor": 1, "pipeline": 1, "data": 8 },
+  "expect": { "iteration_time_s": 2.0, "peak_memory_gib": 40, "source": "synthetic" }
+})");
+  const std::string file = (dir / "memory.json").string();
+  { std::ofstream(file) << text; }
+  auto report = [](const Scenario&, const std::string&) -> core::Json {
+    return {{"iteration_time_s", 2.0}, {"memory", {{"peak_bytes_per_gpu", 30.0 * 1024 * 1024 * 1024}}}};
+  };
+  const Outcome o = validate({file}, report, Format::CSV);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(has(o.out, "peak_memory_gib")) << o.out;
+  EXPECT_TRUE(has(o.out, "-0.25")) << o.out;
+  EXPECT_TRUE(has(o.out, "less memory")) << o.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

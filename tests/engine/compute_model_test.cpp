@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/error.hpp"
+#include "sim/core/stack.hpp"
 
 namespace trainsim::engine {
 namespace {
@@ -32,6 +33,55 @@ TEST(ComputeTime, IsTheSlowerOfMathAndMemoryPlusOverhead) {
   EXPECT_DOUBLE_EQ(compute_time(task(1e12, 0), core::Precision::FP8, gpu, profile).value(), 1e12 / (1979e12 * eff) + 3e-6);
   // An empty task costs the overhead.
   EXPECT_DOUBLE_EQ(compute_time(task(0, 0), core::Precision::BF16, gpu, profile).value(), 3e-6);
+}
+
+// Host overhead (core/stack.hpp): a task takes at least its kernel launches x the host time per
+// kernel; a long task is unchanged.
+TEST(ComputeTime, HostOverheadBindsShortTasksOnly) {
+  const core::GpuSpec& gpu = *core::find_gpu("H100-SXM5-80GB");
+  core::DeviceProfile profile;
+  profile.ops[static_cast<size_t>(core::OpClass::ELEMENTWISE)] = {0.5, 0, 0.5};
+  profile.kernel_overhead = core::Seconds(2e-6);
+  profile.host_overhead_per_kernel = core::Seconds(10e-6);
+  // 1 MB over 1.675 TB/s: 0.6 us + 2 us on the device, below 10 us of host time forward...
+  core::Task small = task(0, 1e6, core::OpClass::ELEMENTWISE);
+  EXPECT_DOUBLE_EQ(compute_time(small, core::Precision::BF16, gpu, profile).value(), 10e-6);
+  // ...and 2 launches (20 us) backward; a split backward's half launches one.
+  small.phase = core::Phase::BACKWARD;
+  EXPECT_DOUBLE_EQ(compute_time(small, core::Precision::BF16, gpu, profile).value(), 20e-6);
+  small.gradient = core::BackwardPart::INPUT;
+  EXPECT_DOUBLE_EQ(compute_time(small, core::Precision::BF16, gpu, profile).value(), 10e-6);
+  // 1 GB: 597 us on the device, far above the host's 20 us.
+  core::Task big = task(0, 1e9, core::OpClass::ELEMENTWISE);
+  big.phase = core::Phase::BACKWARD;
+  EXPECT_DOUBLE_EQ(compute_time(big, core::Precision::BF16, gpu, profile).value(), 1e9 / (3.35e12 * 0.5) + 2e-6);
+}
+
+// The stacks (core/stack.hpp): megatron leaves the built-in profile as fitted; an eager PyTorch stack
+// scales the GEMM efficiencies, sets the host overhead and names the source of both.
+TEST(DeviceProfile, StackCostsAmendTheBuiltInProfileWithSources) {
+  const core::DeviceProfile base = core::DeviceProfile::defaults_for("A100-SXM4-80GB");
+  core::DeviceProfile megatron = base;
+  core::apply_stack(megatron, core::Stack::MEGATRON, false, "A100-SXM4-80GB");
+  EXPECT_EQ(megatron.op(core::OpClass::GEMM).max_efficiency, base.op(core::OpClass::GEMM).max_efficiency);
+  EXPECT_EQ(megatron.host_overhead_per_kernel.value(), 0.0);
+  core::DeviceProfile composer = base;
+  core::apply_stack(composer, core::Stack::COMPOSER, false, "A100-SXM4-80GB");
+  const core::StackCosts c = core::stack_costs(core::Stack::COMPOSER, false, "A100-SXM4-80GB");
+  EXPECT_LT(c.gemm, 1.0);
+  EXPECT_DOUBLE_EQ(composer.op(core::OpClass::GEMM).max_efficiency, base.op(core::OpClass::GEMM).max_efficiency * c.gemm);
+  EXPECT_DOUBLE_EQ(composer.op(core::OpClass::FLASH_ATTENTION).max_efficiency,
+                   base.op(core::OpClass::FLASH_ATTENTION).max_efficiency * c.gemm);
+  EXPECT_DOUBLE_EQ(composer.host_overhead_per_kernel.value(), 10e-6);
+  int named = 0;
+  for (const auto& [key, source] : composer.sources) {
+    if (key == "stack.gemm" || key == "stack.memory" || key == "host_overhead_per_kernel") named += !source.empty();
+  }
+  EXPECT_EQ(named, 3);
+  // torch.compile: Megatron-like fused elementwise kernels, fewer host microseconds per kernel.
+  const core::StackCosts compiled = core::stack_costs(core::Stack::TORCHTITAN, true, "H100-SXM5-80GB");
+  EXPECT_DOUBLE_EQ(compiled.memory, 1.0);
+  EXPECT_LT(compiled.host_per_kernel.value(), c.host_per_kernel.value());
 }
 
 // Tile and wave quantization (compute_model.hpp). GPT-3 175B's QKV GEMM under TP8 with one 2048-token

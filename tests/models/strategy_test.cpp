@@ -280,3 +280,73 @@ TEST(StrategyJson, TrainingRequiresGlobalBatchAndRejectsUnknownKeys) {
 
 }  // namespace
 }  // namespace trainsim::models
+
+namespace trainsim::models {
+namespace {
+
+ParallelismConfig parse_parallelism(const core::Json& doc, std::optional<core::Stack> stack, Lines& errors) {
+  core::Diagnostics diag;
+  core::ObjectReader r(doc, "s.json", "/parallelism", diag);
+  ParallelismConfig p = ParallelismConfig::from_json(r, stack);
+  for (const core::InputProblem& x : diag.problems()) errors.push_back(x.pointer + ": " + x.message);
+  return p;
+}
+
+// training.stack: the layouts each stack runs (stack_unsupported), checked only when it is given.
+TEST_F(CheckStrategy, AGivenStackRefusesTheLayoutsItCannotRun) {
+  // GPT-3 on Selene (TP8 PP8 DP16, no ZeRO) is a Megatron layout, and no other stack's.
+  training.stack = core::Stack::MEGATRON;
+  EXPECT_EQ(problems(gpt, training, par, 1024), Lines{});
+  training.stack = core::Stack::COMPOSER;
+  EXPECT_EQ(problems(gpt, training, par, 1024),
+            Lines{"/training/stack: stack \"composer\" runs data parallelism only (FSDP or DDP): tensor, pipeline, "
+                  "context and expert parallelism are not available"});
+  // Composer with FSDP1 over all 1,024 GPUs runs; with FSDP2 it does not.
+  ParallelismConfig fsdp;
+  fsdp.data = 1024;
+  fsdp.zero_stage = 3;
+  fsdp.zero_impl = ZeroImpl::FSDP;
+  training.global_batch = 2048;
+  EXPECT_EQ(problems(gpt, training, fsdp, 1024), Lines{});
+  fsdp.zero_impl = ZeroImpl::FSDP2;
+  EXPECT_EQ(problems(gpt, training, fsdp, 1024),
+            Lines{"/training/stack: stack \"composer\" runs PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, "
+                  "found zero_stage 3 with zero_impl \"fsdp2\""});
+  training.stack = core::Stack::TORCHTITAN;
+  EXPECT_EQ(problems(gpt, training, fsdp, 1024), Lines{});
+  // Megatron has no ZeRO-3; without a stack every layout is accepted, priced by the one it implies.
+  training.stack = core::Stack::MEGATRON;
+  EXPECT_EQ(problems(gpt, training, fsdp, 1024).size(), 1u);
+  training.stack.reset();
+  EXPECT_EQ(problems(gpt, training, fsdp, 1024), Lines{});
+  EXPECT_EQ(implied_stack(fsdp), core::Stack::TORCHTITAN);
+  fsdp.zero_impl = ZeroImpl::FSDP;
+  EXPECT_EQ(implied_stack(fsdp), core::Stack::FSDP);
+  EXPECT_EQ(implied_stack(par), core::Stack::MEGATRON);
+  EXPECT_EQ(resolved_stack(training, par), core::Stack::MEGATRON);
+  training.stack = core::Stack::DDP;
+  EXPECT_EQ(resolved_stack(training, par), core::Stack::DDP);
+}
+
+// The stack sets parallelism defaults: torchtitan shards with FSDP2, DeepSpeed with its ZeRO,
+// Composer's FSDP1 prefetches backward gathers after the gradients (BACKWARD_POST).
+TEST(StackDefaults, ZeroImplAndBackwardPrefetch) {
+  Lines errors;
+  const core::Json zero3 = {{"data", 8}, {"zero_stage", 3}};
+  EXPECT_EQ(parse_parallelism(zero3, std::nullopt, errors).zero_impl, ZeroImpl::FSDP);
+  EXPECT_EQ(parse_parallelism(zero3, core::Stack::TORCHTITAN, errors).zero_impl, ZeroImpl::FSDP2);
+  EXPECT_EQ(parse_parallelism(zero3, core::Stack::DEEPSPEED, errors).zero_impl, ZeroImpl::DEEPSPEED);
+  EXPECT_FALSE(parse_parallelism(zero3, std::nullopt, errors).backward_prefetch_post);
+  EXPECT_TRUE(parse_parallelism(zero3, core::Stack::COMPOSER, errors).backward_prefetch_post);
+  core::Json pre = zero3;
+  pre["backward_prefetch"] = "pre";
+  EXPECT_FALSE(parse_parallelism(pre, core::Stack::COMPOSER, errors).backward_prefetch_post);
+  EXPECT_EQ(errors, Lines{});
+  const core::Json zero1 = {{"data", 8}, {"zero_stage", 1}, {"backward_prefetch", "post"}};
+  parse_parallelism(zero1, std::nullopt, errors);
+  EXPECT_EQ(errors, Lines{"/parallelism/backward_prefetch: backward_prefetch is FSDP1's option: it needs zero_stage 3 "
+                          "with zero_impl \"fsdp\", found zero_stage 1 (megatron-distributed-optimizer)"});
+}
+
+}  // namespace
+}  // namespace trainsim::models
