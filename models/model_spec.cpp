@@ -253,7 +253,15 @@ ModelSpec ModelSpec::from_json(const core::Json& value, const std::string& file,
     if (const ModelSpec* m = find_model(base)) {
       spec = *m;
     } else {
-      r.problem("base", unknown_model(base));
+      // Without a base the spec has zero heads: reading on would divide by them (SIGFPE).
+      r.problem("base", find_layer_graph(base)
+                            ? fmt::format("\"{}\" is a layer-graph model: a base with overrides is for transformers; give "
+                                          "it by name, or as a full \"family\": \"layer_graph\" object (docs/cnn.md)",
+                                          base)
+                            : unknown_model(base));
+      r.finish({"family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation", "experts",
+                "top_k", "input"});
+      return spec;
     }
     r.choice("family", "transformer", {"transformer"});
   } else {

@@ -272,12 +272,14 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   }
   if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
   if (const core::Json* v = r.raw("price_per_gpu_hour")) {
-    if (v->is_number() && v->get<double>() > 0 && std::isfinite(v->get<double>())) {
+    // 0.001 USD is 1/35 of an H100's power bill alone (700 W at 0.05 USD/kWh); 1,000 USD is 100x the
+    // dearest cloud list price. Outside them a run's cost or tokens per dollar print as inf or 0.
+    if (v->is_number() && v->get<double>() >= MIN_PRICE_PER_GPU_HOUR && v->get<double>() <= MAX_PRICE_PER_GPU_HOUR) {
       c.price_per_gpu_hour = v->get<double>();
     } else {
       r.problem("price_per_gpu_hour",
-                fmt::format("expected a price in USD per GPU-hour (a positive number such as 2.5), found {}",
-                            core::describe_json(*v)));
+                fmt::format("expected a price in USD per GPU-hour from {} to {} (such as 2.5), found {}",
+                            MIN_PRICE_PER_GPU_HOUR, MAX_PRICE_PER_GPU_HOUR, core::describe_json(*v)));
     }
   }
   c.host_memory = r.bytes("host_memory", c.host_memory);

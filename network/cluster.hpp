@@ -41,7 +41,7 @@
 //                                    //   below); enables algorithm "in-network" on switched
 //                                    //   topologies; default: none
 //     },
-//     "price_per_gpu_hour": 2.5,     // USD per GPU-hour, > 0; optional, no default: given (with
+//     "price_per_gpu_hour": 2.5,     // USD per GPU-hour, 0.001 to 1000; optional, no default: given (with
 //                                    //   training.tokens), time_to_train gains "cost"
 //     "host_memory": "2 TiB",        // host DRAM per node (offload capacity); default 2 TiB
 //     "gpu_speed_spread": 0.01,      // relative std. dev. of per-GPU sustained speed; the job runs at
@@ -67,6 +67,10 @@
 #include "sim/core/units.hpp"
 
 namespace trainsim::network {
+
+// Bounds on cluster.price_per_gpu_hour, in USD (docs/hardening.md: why these).
+inline constexpr double MIN_PRICE_PER_GPU_HOUR = 0.001;
+inline constexpr double MAX_PRICE_PER_GPU_HOUR = 1000;
 
 enum class IntraFabric { NVSWITCH, NVLINK_MESH, PCIE };
 // The kind of inter-node network (the graph itself is network::Topology, network/topology.hpp).

@@ -9,6 +9,9 @@ namespace {
 // The longest duration accepted: a century (an MTBF beyond it means "never fails": say so with a
 // large value, not infinity).
 constexpr double MAX_DURATION_S = 100.0 * 365.0 * 86400.0;
+// The shortest node MTBF: a relaunch alone takes minutes (docs/resilience.md), so a node failing
+// more often than once a minute never trains; 380,000 times the Llama 3 405B figure (6,335 h).
+constexpr double MIN_NODE_MTBF_S = 60.0;
 
 core::BytesPerSecond required_bandwidth(core::ObjectReader& r, const char* key, const char* what) {
   if (!r.has(key)) {
@@ -79,18 +82,30 @@ StorageSpec read_storage(core::ObjectReader& r) {
 ReliabilitySpec read_reliability(core::ObjectReader& r, int gpus_per_node) {
   ReliabilitySpec s;
   const bool has_mtbf = r.has("node_mtbf");
+  // A node MTBF, given or derived from a rate, from MIN_NODE_MTBF_S to MAX_DURATION_S
+  // (docs/hardening.md, "Rates, prices and probabilities"): beyond them the expected failures per
+  // run are 0 or infinite and MTBF, goodput and time to train print as inf or 0%.
+  const double max_rate = 3600.0 / (MIN_NODE_MTBF_S * gpus_per_node);
+  const double min_rate = 3600.0 / (MAX_DURATION_S * gpus_per_node);
   if (const core::Json* v = r.raw("failures_per_gpu_hour")) {
     if (has_mtbf) {
       r.problem("failures_per_gpu_hour", "give either node_mtbf or failures_per_gpu_hour, not both");
-    } else if (v->is_number() && v->get<double>() > 0 && std::isfinite(v->get<double>())) {
+    } else if (v->is_number() && v->get<double>() >= min_rate && v->get<double>() <= max_rate) {
       s.node_mtbf = core::Seconds(3600.0 / (v->get<double>() * gpus_per_node));
     } else {
       r.problem("failures_per_gpu_hour",
-                fmt::format("expected a positive failure rate per GPU-hour (Llama 3 405B: 1.97e-5), found {}",
-                            core::describe_json(*v)));
+                fmt::format("expected a failure rate per GPU-hour from {:.3g} to {:.3g} (Llama 3 405B: 1.97e-5; the "
+                            "bounds make a node MTBF of 100 years and of 1 min with {} GPUs per node), found {}",
+                            min_rate, max_rate, gpus_per_node, core::describe_json(*v)));
     }
   }
   s.node_mtbf = long_duration(r, "node_mtbf", s.node_mtbf, true);
+  if (has_mtbf && s.node_mtbf.value() < MIN_NODE_MTBF_S) {
+    r.problem("node_mtbf", fmt::format("expected a node MTBF of at least 1 min (a node failing faster never "
+                                       "finishes a restart), found {}",
+                                       core::describe_json(*r.raw("node_mtbf"))));
+    s.node_mtbf = ReliabilitySpec{}.node_mtbf;
+  }
   s.restart = long_duration(r, "restart", s.restart, false);
   s.warmup = long_duration(r, "warmup", s.warmup, false);
   r.finish();

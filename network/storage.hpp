@@ -19,8 +19,9 @@
 //     }
 //   },
 //   "reliability": {
-//     "node_mtbf": "6334.6 h",             // mean time between failures of one node (default below);
-//                                        //   or "failures_per_gpu_hour": 1.97e-5 (not both)
+//     "node_mtbf": "6334.6 h",             // mean time between failures of one node (default below),
+//                                        //   1 min to 100 years; or "failures_per_gpu_hour": 1.97e-5
+//                                        //   (not both), a rate that makes such a node MTBF
 //     "restart": "10 min",               // relaunch after a failure, before the checkpoint load
 //     "warmup": "0 s"                    // after the load, before training progresses again
 //   }

@@ -18,6 +18,7 @@
 #include "sim/cli/report_figures.hpp"
 #include "sim/cli/scenario.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace trainsim::cli {
 
@@ -145,10 +146,7 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
                                   [](const calibrate::FitCategory& c) { return c.in_profile; });
 
   if (fitted) {
-    std::ofstream file(args.output);
-    file << json.dump(2) << "\n";
-    file.close();
-    if (!file) throw core::InputError(args.output, "", "cannot write the profile file");
+    core::write_output_file(args.output, json.dump(2) + "\n", "-o");
   }
   if (args.format == Format::JSON) {
     out << json["fit"].dump(2) << "\n";

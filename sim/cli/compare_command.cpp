@@ -95,6 +95,46 @@ void check_report(const core::Json& doc, const std::string& path) {
   if (!doc.contains("iteration_time_s") || !doc["iteration_time_s"].is_number()) {
     throw core::InputError(path, "/iteration_time_s", "a report needs the iteration time (a number)");
   }
+  // A report is trainsim's own output, but it may have been edited, truncated or written by another
+  // version: every figure compare prints is checked like user input, so that a negative time is not
+  // ranked first nor an MFU of 750% shown.
+  core::Diagnostics diag;
+  for (const char* section : {"breakdown_s", "memory", "simulation", "pipeline", "time_to_train"}) {
+    if (doc.contains(section) && !doc[section].is_object()) {
+      diag.add(path, core::append_pointer("", section),
+               fmt::format("expected an object (a report of `trainsim run`), found {}", core::describe_json(doc[section])));
+    }
+  }
+  diag.throw_if_any();
+  for (const ReportFigure& f : report_figures()) {
+    const core::Json* v = figure_value(doc, f);
+    if (v == nullptr) continue;
+    const std::string name = f.name;
+    std::string expected;
+    if (name == "scenario" || name == "backend" || name == "pipeline_schedule") {
+      if (!v->is_string()) expected = "a string";
+    } else if (name == "fits") {
+      if (!v->is_boolean()) expected = "true or false";
+    } else if (name == "world_size" || name == "time_to_train_iterations") {
+      const std::optional<int64_t> i = core::exact_integer(*v);
+      const int64_t max = name == "world_size" ? int64_t{1} << 24 : int64_t{1} << 60;
+      if (!i || *i < 1 || *i > max) expected = fmt::format("an integer from 1 to {}", max);
+    } else {
+      const bool fraction = name == "mfu" || name == "hfu" || name.ends_with("_fraction");
+      const double max = fraction ? 1.0 : 1e30;
+      const bool positive = name == "iteration_time_s";
+      if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() <= max) ||
+          (positive && v->get<double>() == 0)) {
+        expected = fraction   ? "a fraction in [0, 1]"
+                   : positive ? "a positive number of seconds"
+                              : "a finite number >= 0";
+      }
+    }
+    if (!expected.empty()) {
+      diag.add(path, f.pointer, fmt::format("expected {} (a report of `trainsim run`), found {}", expected, core::describe_json(*v)));
+    }
+  }
+  diag.throw_if_any();
 }
 
 // Predicts one scenario document; an impossible configuration becomes the column's error, any other

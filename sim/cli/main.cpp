@@ -3,6 +3,7 @@
 // 3 outside tolerance).
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "sim/cli/calibrate_command.hpp"
@@ -16,6 +17,7 @@
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 int main(int argc, char** argv) {
   using trainsim::cli::add_format;
@@ -99,7 +101,10 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
-  try {
+  // A closed pipe is a write error reported below (exit 2), not a silent SIGPIPE death.
+  std::signal(SIGPIPE, SIG_IGN);
+  // Runs the command; the results on standard output must then reach it.
+  const auto command = [&]() -> int {
     if (std::optional<int> code = trace.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = collective.run(std::cout)) return *code;
     if (std::optional<int> code = calibrate.run(std::cout)) return *code;
@@ -119,6 +124,12 @@ int main(int argc, char** argv) {
       if (tolerance_pct > 0) validate.tolerance = tolerance_pct / 100.0;
       return trainsim::cli::validate_command(validate, std::cout, std::cerr);
     }
+    return 2;
+  };
+  try {
+    const int code = command();
+    trainsim::core::check_stream_written(std::cout, "standard output");
+    return code;
   } catch (const trainsim::core::InputError& e) {
     for (const auto& p : e.problems()) std::cerr << "error: " << p.to_string() << "\n";
     return 2;

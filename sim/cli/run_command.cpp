@@ -7,6 +7,7 @@
 #include "sim/cli/prediction.hpp"
 #include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/engine/timeline.hpp"
 
 namespace trainsim::cli {
@@ -21,11 +22,8 @@ std::vector<int> default_timeline_ranks(const Scenario& s) {
   return ranks;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw core::InputError(path.string(), "", "cannot create the file (does its folder exist and is it writable?)");
-  f << text;
-  if (!f) throw core::InputError(path.string(), "", "error while writing the file");
+void write_file(const std::filesystem::path& path, const std::string& text, const std::string& flag) {
+  core::write_output_file(path.string(), text, flag);
 }
 
 // --timeline-window START:END and --timeline-micro-batches, checked against the prediction.
@@ -105,16 +103,22 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw core::InputError(args.out_dir, "", fmt::format("cannot create the folder: {}", ec.message()));
-    write_file(dir / "report.json", report.dump(2) + "\n");
-    write_file(dir / "report.txt", table);
-    write_file(dir / "scenario.resolved.json", scenario.to_json().dump(2) + "\n");
+    // The three files or none: all are written and closed before any is renamed into place.
+    core::OutputFile json((dir / "report.json").string(), "--out");
+    core::OutputFile text((dir / "report.txt").string(), "--out");
+    core::OutputFile resolved((dir / "scenario.resolved.json").string(), "--out");
+    json.stream() << report.dump(2) << "\n";
+    text.stream() << table;
+    resolved.stream() << scenario.to_json().dump(2) << "\n";
+    for (core::OutputFile* f : {&json, &text, &resolved}) f->close();
+    for (core::OutputFile* f : {&json, &text, &resolved}) f->commit();
   }
   if (!args.timeline.empty()) {
-    std::ofstream f(args.timeline, std::ios::binary);
-    if (!f) throw core::InputError(args.timeline, "", "cannot create the timeline file");
-    engine::write_chrome_trace(prediction.result, prediction.built.workload, f, filter);
+    core::OutputFile f(args.timeline, "--timeline");
+    engine::write_chrome_trace(prediction.result, prediction.built.workload, f.stream(), filter);
+    f.commit();
   }
-  if (!args.html.empty()) write_file(args.html, html_report(report, args.timeline));
+  if (!args.html.empty()) write_file(args.html, html_report(report, args.timeline), "--html");
   return 0;
 }
 

@@ -270,36 +270,42 @@ core::Json Layout::to_json() const {
   return j;
 }
 
-Layout Layout::from_json(const core::Json& j) {
+Layout Layout::from_json(core::ObjectReader& r) {
+  // Ranges as wide as any search enumerates; Search::candidate() then checks the layout is the one
+  // its index names.
+  constexpr int64_t MAX_DEGREE = int64_t{1} << 24;  // the largest cluster (ClusterConfig)
   Layout l;
-  l.index = j.at("index").get<uint64_t>();
-  l.gpu = j.at("gpu").get<std::string>();
-  l.gpus = j.at("gpus").get<int>();
-  l.tensor = j.at("tensor").get<int>();
-  l.pipeline = j.at("pipeline").get<int>();
-  l.data = j.at("data").get<int>();
-  l.context = j.at("context").get<int>();
-  l.expert = j.at("expert").get<int>();
-  l.virtual_stages = j.at("virtual_stages").get<int>();
-  l.spatial = j.value("spatial", 1);
-  l.micro_batch = j.at("micro_batch").get<int64_t>();
-  l.sequence_parallel = j.at("sequence_parallel").get<bool>();
-  const std::string rc = j.at("recompute").get<std::string>();
-  for (Recompute r : RECOMPUTES) {
-    if (models::to_string(r) == rc) l.recompute = r;
+  l.index = static_cast<uint64_t>(r.integer("index", 0, 0));
+  l.gpu = r.required_string("gpu").value_or("");
+  l.gpus = static_cast<int>(r.required_integer("gpus", 1, MAX_DEGREE).value_or(1));
+  for (auto [key, field] : {std::pair{"tensor", &l.tensor}, std::pair{"pipeline", &l.pipeline}, std::pair{"data", &l.data},
+                            std::pair{"context", &l.context}, std::pair{"expert", &l.expert},
+                            std::pair{"virtual_stages", &l.virtual_stages}}) {
+    *field = static_cast<int>(r.required_integer(key, 1, MAX_DEGREE).value_or(1));
   }
-  l.zero_stage = j.at("zero_stage").get<int>();
-  if (j.contains("zero_impl")) {
-    for (const ZeroOption& z : ZERO_OPTIONS) {
-      if (models::to_string(z.impl) == j["zero_impl"].get<std::string>()) l.zero_impl = z.impl;
-    }
+  l.spatial = static_cast<int>(r.integer("spatial", 1, 1, MAX_DEGREE));
+  l.micro_batch = r.required_integer("micro_batch", 1).value_or(1);
+  l.sequence_parallel = r.boolean("sequence_parallel", false);
+  std::vector<std::string> recomputes;
+  for (Recompute rc : RECOMPUTES) recomputes.push_back(models::to_string(rc));
+  const std::string rc = r.choice("recompute", "none", recomputes);
+  for (Recompute x : RECOMPUTES) {
+    if (models::to_string(x) == rc) l.recompute = x;
   }
-  if (j.contains("offload")) l.offload = j["offload"].get<std::string>();
-  if (j.contains("compression")) l.compression = j["compression"].get<std::string>();
-  if (j.contains("stack") && j["stack"].is_string() && core::stack_named(j["stack"].get<std::string>())) {
-    l.stack = j["stack"].get<std::string>();
+  l.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 0, 3));
+  std::vector<std::string> impls;
+  for (const ZeroOption& z : ZERO_OPTIONS) {
+    if (std::find(impls.begin(), impls.end(), models::to_string(z.impl)) == impls.end()) impls.push_back(models::to_string(z.impl));
   }
-  if (j.contains("stack_runs") && j["stack_runs"].is_boolean()) l.stack_runs = j["stack_runs"].get<bool>();
+  const std::string impl = r.choice("zero_impl", models::to_string(l.zero_impl), impls);
+  for (const ZeroOption& z : ZERO_OPTIONS) {
+    if (models::to_string(z.impl) == impl) l.zero_impl = z.impl;
+  }
+  l.offload = r.string("offload", "");
+  l.compression = r.string("compression", "");
+  l.stack = r.choice("stack", l.stack, core::stack_names());
+  l.stack_runs = r.boolean("stack_runs", true);
+  r.finish();
   return l;
 }
 
@@ -312,17 +318,49 @@ core::Json Figures::to_json() const {
   return j;
 }
 
-Figures Figures::from_json(const core::Json& j) {
+namespace {
+
+// A duration or rate read back from trainsim's own file: finite and positive (a time of 0 or below
+// is never a prediction).
+double positive_figure(core::ObjectReader& r, std::string_view key, double max) {
+  const double v = r.number(key, 1, 0, max);
+  if (r.has(key) && v == 0) r.problem(key, fmt::format("expected a positive number, found 0"));
+  if (!r.has(key)) r.problem(key, "missing required number");
+  return v;
+}
+
+// Every number in a breakdown (nested objects of seconds) finite and non-negative.
+void check_breakdown(const core::Json& j, const std::string& file, const std::string& pointer, core::Diagnostics& diag) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) check_breakdown(value, file, core::append_pointer(pointer, key), diag);
+  } else if (!j.is_number() || !(j.get<double>() >= 0 && j.get<double>() <= MAX_FIGURE_S)) {
+    diag.add(file, pointer, fmt::format("expected seconds, a number in [0, {:g}], found {}", MAX_FIGURE_S, core::describe_json(j)));
+  }
+}
+
+}  // namespace
+
+Figures Figures::from_json(core::ObjectReader& r) {
   Figures f;
-  f.iteration_time_s = j.at("iteration_time_s").get<double>();
-  f.tokens_per_s = j.at("tokens_per_s").get<double>();
-  f.samples_per_s = j.value("samples_per_s", 0.0);
-  f.mfu = j.at("mfu").get<double>();
-  f.peak_memory_bytes = j.at("peak_bytes_per_gpu").get<double>();
-  f.fits = j.at("fits").get<bool>();
-  f.breakdown_s = j.at("breakdown_s");
-  if (j.contains("goodput")) f.goodput = j.at("goodput").get<double>();
-  f.fingerprint = j.value("workload_fingerprint", "");
+  f.iteration_time_s = positive_figure(r, "iteration_time_s", MAX_FIGURE_S);
+  f.tokens_per_s = r.number("tokens_per_s", 0, 0, 1e18);
+  f.samples_per_s = r.number("samples_per_s", 0, 0, 1e18);
+  f.mfu = r.number("mfu", 0, 0, 1);  // a fraction of the peak: never above 1
+  f.peak_memory_bytes = r.number("peak_bytes_per_gpu", 0, 0, core::MAX_BYTES);
+  f.fits = r.boolean("fits", true);
+  if (const core::Json* b = r.raw("breakdown_s")) {
+    if (!b->is_object()) {
+      r.problem("breakdown_s", fmt::format("expected an object of seconds, found {}", core::describe_json(*b)));
+    } else {
+      check_breakdown(*b, r.file(), r.pointer_of("breakdown_s"), r.diagnostics());
+      f.breakdown_s = *b;
+    }
+  } else {
+    f.breakdown_s = core::Json::object();
+  }
+  if (r.has("goodput")) f.goodput = r.number("goodput", 1, 0, 1);
+  f.fingerprint = r.string("workload_fingerprint", "");
+  r.finish();
   return f;
 }
 
@@ -672,38 +710,15 @@ SearchResult Search::evaluate() const {
       for (int64_t mb : s.micro_batches) {
         for (int sp = 0; sp < s.sp_options; ++sp) {
           for (int rci = 0; rci < s.recompute_options; ++rci) {
-            const Recompute rc = RECOMPUTES[rci];
             const int choices = s.offload_options * s.compression_options;  // offload x compression, per ZeRO option
             for (int zo = 0; zo < s.zero_options * choices; ++zo, ++k) {
-              const int z = zo / choices;
               const uint64_t index = s.first + k;
               if (index % shards != shard) continue;
               if (StopOnInterrupt::requested()) {
                 stopped = true;
                 return;
               }
-              Layout l;
-              l.index = index;
-              l.gpu = v.gpu;
-              l.gpus = v.gpus;
-              l.tensor = s.tensor;
-              l.pipeline = s.pipeline;
-              l.data = s.data;
-              l.context = s.context;
-              l.spatial = s.spatial;
-              l.expert = s.expert;
-              l.virtual_stages = vs;
-              l.micro_batch = mb;
-              l.sequence_parallel = sp == 1;
-              l.recompute = rc;
-              l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
-              l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
-              if (!options_.offload.empty()) {
-                l.offload = options_.offload[static_cast<size_t>(zo % choices / s.compression_options)];
-              }
-              if (!options_.compression.empty()) {
-                l.compression = options_.compression[static_cast<size_t>(zo % s.compression_options)];
-              }
+              Layout l = layout_of(s, vs, mb, sp, rci, zo, index);
               ++out.candidates;
               models::ParallelismConfig par;
               models::TrainingConfig training;
@@ -945,29 +960,162 @@ core::Json shard_json(const Search& search, const SearchResult& r) {
   return j;
 }
 
-SearchResult shard_from_json(const core::Json& j, const std::string& file) {
-  if (!j.is_object() || j.value("schema", "") != "trainsim.search-shard/1") {
-    throw core::InputError(file, "/schema", "expected a shard file of `trainsim search --shard` (\"trainsim.search-shard/1\")");
+SearchOptions SearchOptions::from_json(core::ObjectReader& r) {
+  SearchOptions o;
+  o.scenario = r.required_string("scenario").value_or("");
+  o.overrides = r.string_array("overrides");
+  for (int64_t g : r.integer_array("gpus", 1, MAX_SEARCH_GPUS)) o.gpus.push_back(static_cast<int>(g));
+  o.gpu_types = r.string_array("gpu_types");
+  std::vector<std::string> objectives;
+  for (const auto& [name, value] : objective_names()) objectives.push_back(name);
+  o.objective = objective_names().at(r.choice("objective", to_string(o.objective), objectives));
+  o.refine = static_cast<int>(r.integer("refine", o.refine, 1, MAX_SEARCH_GPUS));
+  // null: the option was not given (what shard_json writes).
+  if (const core::Json* v = r.raw("max_gpus"); v != nullptr && !v->is_null()) {
+    o.max_gpus = static_cast<int>(r.integer("max_gpus", 1, 1, MAX_SEARCH_GPUS));
   }
-  SearchResult r;
-  try {
-    r.candidates = j.at("candidates").get<uint64_t>();
-    r.valid = j.at("valid").get<uint64_t>();
-    r.rejected = j.at("rejected").get<std::map<std::string, uint64_t>>();
-    r.interrupted = j.at("interrupted").get<bool>();
-    r.capacity_bytes = j.at("capacity_bytes").get<double>();
-    for (const core::Json& c : j.at("evaluated")) {
-      Evaluated e;
-      e.layout = Layout::from_json(c.at("layout"));
-      e.estimate.iteration_time_s = c.at("estimate").at("iteration_time_s").get<double>();
-      e.estimate.peak_memory_bytes = c.at("estimate").at("peak_bytes_per_gpu").get<double>();
-      if (c.contains("analytic")) e.analytic = Figures::from_json(c["analytic"]);
-      r.ranked.push_back(std::move(e));
+  if (const core::Json* v = r.raw("min_mfu"); v != nullptr && !v->is_null()) {
+    o.min_mfu = r.number("min_mfu", 0.5, 1e-9, 1 - 1e-9);
+  }
+  o.fits = r.boolean("fits", o.fits);
+  o.max_micro_batch = static_cast<int>(r.integer("max_micro_batch", 0, 0, INT32_MAX));
+  o.offload = r.string_array("offload");
+  o.compression = r.string_array("compression");
+  r.finish();
+  return o;
+}
+
+Shard read_shard(const core::Json& j, const std::string& file) {
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != "trainsim.search-shard/1") {
+    throw core::InputError(file, "/schema",
+                           fmt::format("expected a shard file of `trainsim search --shard` (\"trainsim.search-shard/1\"), "
+                                       "found {}",
+                                       j.is_object() && j.contains("schema") ? core::describe_json(j["schema"])
+                                                                             : std::string("no schema")));
+  }
+  core::Diagnostics diag;
+  core::ObjectReader r(j, file, "", diag);
+  r.raw("schema");
+  Shard shard;
+  if (auto o = r.object("options")) {
+    shard.options = SearchOptions::from_json(*o);
+    shard.options_json = j["options"];
+  } else {
+    r.problem("options", "missing required object (the search's options)");
+  }
+  const std::vector<int64_t> position = r.integer_array("shard", 0, MAX_SHARDS);
+  if (position.size() != 2 || position[1] < 1 || position[0] >= position[1]) {
+    r.problem("shard", fmt::format("expected [I, N] with 0 <= I < N <= {} (shard I of N)", MAX_SHARDS));
+  } else {
+    shard.index = static_cast<int>(position[0]);
+    shard.count = static_cast<int>(position[1]);
+  }
+  SearchResult& res = shard.result;
+  res.candidates = static_cast<uint64_t>(r.integer("candidates", 0, 0));
+  res.valid = static_cast<uint64_t>(r.integer("valid", 0, 0));
+  uint64_t accounted = res.valid;
+  if (auto rej = r.object("rejected")) {
+    for (const auto& [reason, n] : j["rejected"].items()) {
+      const uint64_t count = static_cast<uint64_t>(rej->integer(reason, 0, 0));
+      res.rejected[reason] = count;
+      accounted = accounted + count < accounted ? UINT64_MAX : accounted + count;
     }
-  } catch (const core::Json::exception& e) {
-    throw core::InputError(file, "", fmt::format("malformed shard file: {}", e.what()));
   }
-  return r;
+  res.interrupted = r.boolean("interrupted", false);
+  res.capacity_bytes = r.number("capacity_bytes", 1, 1, core::MAX_BYTES);
+  // Every candidate of the shard is valid or rejected once; an interrupted shard stopped early.
+  if (diag.empty() && (res.interrupted ? accounted > res.candidates : accounted != res.candidates)) {
+    r.problem("candidates", fmt::format("{} candidates, but {} valid and {} rejected: the counts do not add up "
+                                        "(an edited or truncated shard)",
+                                        res.candidates, res.valid, accounted - res.valid));
+  }
+  if (const core::Json* list = r.raw("evaluated")) {
+    if (!list->is_array()) {
+      r.problem("evaluated", fmt::format("expected an array, found {}", core::describe_json(*list)));
+    } else if (list->size() > res.valid) {
+      r.problem("evaluated", fmt::format("{} evaluated layouts, more than the {} valid", list->size(), res.valid));
+    } else {
+      for (size_t i = 0; i < list->size(); ++i) {
+        core::ObjectReader c((*list)[i], file, core::append_pointer("/evaluated", i), diag);
+        Evaluated e;
+        if (auto l = c.object("layout")) e.layout = Layout::from_json(*l);
+        if (auto est = c.object("estimate")) {
+          e.estimate.iteration_time_s = positive_figure(*est, "iteration_time_s", MAX_FIGURE_S);
+          e.estimate.peak_memory_bytes = est->number("peak_bytes_per_gpu", 0, 0, core::MAX_BYTES);
+          est->finish();
+        } else {
+          c.problem("estimate", "missing required object (iteration_time_s, peak_bytes_per_gpu)");
+        }
+        if (auto a = c.object("analytic")) e.analytic = Figures::from_json(*a);
+        c.finish();
+        res.ranked.push_back(std::move(e));
+      }
+    }
+  } else {
+    r.problem("evaluated", "missing required array");
+  }
+  r.finish();
+  diag.throw_if_any();
+  return shard;
+}
+
+SearchResult shard_from_json(const core::Json& j, const std::string& file) { return read_shard(j, file).result; }
+
+std::optional<Layout> Search::candidate(uint64_t index) const {
+  if (index >= total_) return std::nullopt;
+  const auto next = std::upper_bound(shapes_.begin(), shapes_.end(), index,
+                                     [](uint64_t i, const Shape& s) { return i < s.first; });
+  const Shape& s = *(next - 1);
+  uint64_t k = index - s.first;
+  const uint64_t choices = static_cast<uint64_t>(s.offload_options) * static_cast<uint64_t>(s.compression_options);
+  const uint64_t zos = static_cast<uint64_t>(s.zero_options) * choices;
+  const uint64_t zo = k % zos;
+  k /= zos;
+  const uint64_t rci = k % static_cast<uint64_t>(s.recompute_options);
+  k /= static_cast<uint64_t>(s.recompute_options);
+  const uint64_t sp = k % static_cast<uint64_t>(s.sp_options);
+  k /= static_cast<uint64_t>(s.sp_options);
+  const uint64_t mbi = k % s.micro_batches.size();
+  k /= s.micro_batches.size();
+  TRAINSIM_CHECK(k < s.virtual_stages.size(), "candidate index beyond its shape");
+  Layout l = layout_of(s, s.virtual_stages[k], s.micro_batches[mbi], static_cast<int>(sp), static_cast<int>(rci),
+                       static_cast<int>(zo), index);
+  // The stack that prices it, as evaluate() sets it on a valid candidate.
+  const Variant& v = variants_[static_cast<size_t>(s.variant)];
+  models::ParallelismConfig par;
+  models::TrainingConfig training;
+  models::OffloadConfig offload;
+  models::CompressionConfig compression;
+  configure(v.base, zero_templates_, l, par, training, offload, compression);
+  const core::Stack stack = models::resolved_stack(training, par);
+  l.stack = core::to_string(stack);
+  l.stack_runs = models::stack_unsupported(stack, par).empty();
+  return l;
+}
+
+Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, int zo, uint64_t index) const {
+  const Variant& v = variants_[static_cast<size_t>(s.variant)];
+  const int choices = s.offload_options * s.compression_options;  // offload x compression, per ZeRO option
+  const int z = zo / choices;
+  Layout l;
+  l.index = index;
+  l.gpu = v.gpu;
+  l.gpus = v.gpus;
+  l.tensor = s.tensor;
+  l.pipeline = s.pipeline;
+  l.data = s.data;
+  l.context = s.context;
+  l.spatial = s.spatial;
+  l.expert = s.expert;
+  l.virtual_stages = vs;
+  l.micro_batch = mb;
+  l.sequence_parallel = sp == 1;
+  l.recompute = RECOMPUTES[rci];
+  l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
+  l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
+  if (!options_.offload.empty()) l.offload = options_.offload[static_cast<size_t>(zo % choices / s.compression_options)];
+  if (!options_.compression.empty()) l.compression = options_.compression[static_cast<size_t>(zo % s.compression_options)];
+  return l;
 }
 
 }  // namespace trainsim::cli

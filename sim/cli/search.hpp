@@ -66,7 +66,16 @@ struct SearchOptions {
   int shard_count = 1;
 
   core::Json to_json() const;           // what a shard file records (merge checks they agree)
+  // Reads to_json() back from a shard file, every value range-checked (InputErrors in the reader's
+  // Diagnostics); top, jobs, shard and quiet are not recorded and keep their defaults.
+  static SearchOptions from_json(core::ObjectReader& r);
 };
+
+// Bounds on what a shard file may hold (the command line's own: --gpus, --shard).
+inline constexpr int64_t MAX_SEARCH_GPUS = 1'000'000;
+inline constexpr int64_t MAX_SHARDS = 1'000'000;
+// The largest time figure read back from trainsim's own files: 10^9 s (32 years per iteration).
+inline constexpr double MAX_FIGURE_S = 1e9;
 
 // Searches of more candidates need `yes`.
 inline constexpr uint64_t MAX_CANDIDATES = 10'000'000;
@@ -93,7 +102,7 @@ struct Layout {
 
   std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
   core::Json to_json() const;
-  static Layout from_json(const core::Json& j);
+  static Layout from_json(core::ObjectReader& r);  // ranges checked; Search::candidate() checks the rest
 };
 
 // The figures of one evaluation (analytic backend or SimGrid).
@@ -113,7 +122,8 @@ struct Figures {
   // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).
   std::string fingerprint;
   core::Json to_json() const;
-  static Figures from_json(const core::Json& j);
+  // Ranges checked: times finite and positive, MFU and goodput in [0, 1], sizes up to 1 EiB.
+  static Figures from_json(core::ObjectReader& r);
 };
 
 struct Evaluated {
@@ -164,6 +174,9 @@ class Search {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Whether the scenario's model is a layer graph (no tokens: throughput in samples/s).
   bool layer_graph() const { return layer_graph_; }
+  // The candidate with enumeration index `index`, or std::nullopt beyond the space. A layout read
+  // from a shard file belongs to this search only when it equals candidate(layout.index).
+  std::optional<Layout> candidate(uint64_t index) const;
   // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
   Scenario scenario_of(const Layout& layout) const;
   // The objective's value (lower is better) of figures for a layout.
@@ -179,6 +192,9 @@ class Search {
   struct Shape;
 
  private:
+  // The layout of shape `s` with its options (the indices evaluate() loops over) and `index`.
+  Layout layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, int zo, uint64_t index) const;
+
   SearchOptions options_;
   std::vector<Variant> variants_;
   std::vector<Shape> shapes_;
@@ -190,6 +206,16 @@ class Search {
 
 // Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.
 core::Json shard_json(const Search& search, const SearchResult& result);
+// A shard file read back, as user input: schema, every range, and counts that add up; InputError
+// naming the file and pointer otherwise. Whether its layouts belong to the search its options
+// describe is checked by merge_shards (Search::candidate).
+struct Shard {
+  SearchOptions options;
+  core::Json options_json;  // as written: shards of one search have equal ones
+  int index = 0, count = 1;
+  SearchResult result;
+};
+Shard read_shard(const core::Json& j, const std::string& file);
 SearchResult shard_from_json(const core::Json& j, const std::string& file);
 
 }  // namespace trainsim::cli

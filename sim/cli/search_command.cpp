@@ -11,6 +11,7 @@
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
 
@@ -331,8 +332,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
     if (args.out.empty()) {
       out << text;
     } else {
-      std::ofstream f(args.out, std::ios::binary);
-      if (!f || !(f << text)) throw core::InputError(args.out, "", "cannot write the shard file");
+      core::write_output_file(args.out, text, "--out");
     }
     return result.interrupted ? EXIT_INTERRUPTED : 0;
   }
@@ -345,57 +345,74 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
 }
 
 int merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, const SearchArgs& args, std::ostream& out) {
-  std::vector<SearchResult> shards;
-  core::Json options;
+  // Shard files are input, read like a scenario (read_shard): a field of the wrong type or out of
+  // range is an input error naming the file and pointer, and so is a shard of another search.
+  std::vector<Shard> shards;
   std::vector<bool> seen;
-  SearchOptions o = args.options;
-  // Shard files are input: a field of the wrong type or out of range is an input error naming the
-  // file, never a library exception.
-  std::string reading = files.empty() ? "search merge" : files.front().second;
-  try {
-    for (const auto& [j, file] : files) {
-      reading = file;
-      shards.push_back(shard_from_json(j, file));
-      const size_t count = j.at("shard").at(1).get<size_t>();
-      if (count == 0 || count > 1'000'000) {
-        throw core::InputError(file, "/shard/1", fmt::format("expected a shard count from 1 to 1000000, got {}", count));
-      }
-      if (options.is_null()) {
-        options = j.at("options");
-        seen.assign(count, false);
-      } else if (j.at("options") != options || count != seen.size()) {
-        throw core::InputError(file, "/options",
-                               fmt::format("this shard comes from another search than {} (its options or shard count differ)",
-                                           files.front().second));
-      }
-      const size_t index = j.at("shard").at(0).get<size_t>();
-      if (index >= seen.size() || seen[index]) {
-        throw core::InputError(file, "/shard", fmt::format("shard {} given twice or out of range", index));
-      }
-      seen[index] = true;
+  for (const auto& [j, file] : files) {
+    Shard shard = read_shard(j, file);
+    if (shards.empty()) {
+      seen.assign(static_cast<size_t>(shard.count), false);
+    } else if (shard.options_json != shards.front().options_json || static_cast<size_t>(shard.count) != seen.size()) {
+      throw core::InputError(file, "/options",
+                             fmt::format("this shard comes from another search than {} (its options or shard count differ)",
+                                         files.front().second));
     }
-    for (size_t i = 0; i < seen.size(); ++i) {
-      if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
-    }
-    reading = files.front().second;
-    o.scenario = options.at("scenario").get<std::string>();
-    o.overrides = options.at("overrides").get<std::vector<std::string>>();
-    o.gpus = options.at("gpus").get<std::vector<int>>();
-    o.gpu_types = options.at("gpu_types").get<std::vector<std::string>>();
-    const auto objective = objective_names().find(options.at("objective").get<std::string>());
-    if (objective == objective_names().end()) throw core::InputError(reading, "/options/objective", "expected an objective of `search`");
-    o.objective = objective->second;
-    o.refine = options.at("refine").get<int>();
-    if (!options.at("max_gpus").is_null()) o.max_gpus = options["max_gpus"].get<int>();
-    if (!options.at("min_mfu").is_null()) o.min_mfu = options["min_mfu"].get<double>();
-    o.fits = options.at("fits").get<bool>();
-    o.max_micro_batch = options.at("max_micro_batch").get<int>();
-  } catch (const core::Json::exception& e) {
-    throw core::InputError(reading, "", fmt::format("malformed shard file: {}", e.what()));
+    const auto index = static_cast<size_t>(shard.index);
+    if (seen[index]) throw core::InputError(file, "/shard", fmt::format("shard {} given twice", index));
+    seen[index] = true;
+    shards.push_back(std::move(shard));
   }
-  const Search search(o);
-  SearchResult result = search.merge(shards);
-  return finish(search, result, args, out);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
+  }
+  SearchOptions o = args.options;
+  const SearchOptions& recorded = shards.front().options;
+  o.scenario = recorded.scenario;
+  o.overrides = recorded.overrides;
+  o.gpus = recorded.gpus;
+  o.gpu_types = recorded.gpu_types;
+  o.objective = recorded.objective;
+  o.refine = recorded.refine;
+  o.max_gpus = recorded.max_gpus;
+  o.min_mfu = recorded.min_mfu;
+  o.fits = recorded.fits;
+  o.max_micro_batch = recorded.max_micro_batch;
+  o.offload = recorded.offload;
+  o.compression = recorded.compression;
+  std::optional<Search> search;
+  try {
+    search.emplace(o);
+  } catch (const core::InputError& e) {
+    // The options came from the shard, not from the command line: name the file, not the flag.
+    std::vector<core::InputProblem> problems = e.problems();
+    for (core::InputProblem& p : problems) {
+      if (p.file.starts_with("--")) p = {files.front().second, "/options", fmt::format("{} ({})", p.message, p.file)};
+    }
+    throw core::InputError(problems);
+  }
+  // Each layout must be the candidate its index names in the search the options describe, in this
+  // shard's share: a shard of another scenario (or of the same one since edited) is refused here.
+  std::vector<SearchResult> results;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const Shard& shard = shards[k];
+    for (size_t i = 0; i < shard.result.ranked.size(); ++i) {
+      const Layout& l = shard.result.ranked[i].layout;
+      const std::optional<Layout> expected = search->candidate(l.index);
+      if (!expected || expected->to_json() != l.to_json() ||
+          l.index % static_cast<uint64_t>(shard.count) != static_cast<uint64_t>(shard.index)) {
+        throw core::InputError(
+            files[k].second, fmt::format("/evaluated/{}/layout", i),
+            fmt::format("layout {} ({}) is not candidate {} of shard {}/{} of the search of {} (its {}): the shard "
+                        "comes from another search, or the scenario changed since",
+                        l.index, l.describe(), l.index, shard.index, shard.count, o.scenario,
+                        expected ? expected->describe() : fmt::format("{} candidates", search->candidate_count())));
+      }
+    }
+    results.push_back(shard.result);
+  }
+  SearchResult result = search->merge(results);
+  return finish(*search, result, args, out);
 }
 
 int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {

@@ -344,8 +344,9 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
     if (*step <= 0) bad_range(assignment, "the step after '+' must be positive");
     count = std::floor((*end - *start + slack) / *step) + 1;
   }
-  if (count > static_cast<double>(max_values)) {
-    bad_range(assignment, fmt::format("{:.0f} values, more than the {} a sweep can hold", count, max_values));
+  if (!(count <= static_cast<double>(max_values))) {  // an infinite count (a factor too close to 1) too
+    bad_range(assignment, std::isfinite(count) ? fmt::format("{:.0f} values, more than the {} a sweep can hold", count, max_values)
+                                               : fmt::format("more values than the {} a sweep can hold", max_values));
   }
   for (uint64_t i = 0; i < static_cast<uint64_t>(count); ++i) {
     const double v = r.geometric ? *start * std::pow(*step, static_cast<double>(i)) : *start + *step * static_cast<double>(i);
@@ -366,6 +367,11 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
       if (ranges[k].key == ranges.back().key) bad_range(text, fmt::format("{} is already swept", ranges[k].key));
     }
     total *= static_cast<double>(ranges.back().values.size());
+  }
+  if (total > static_cast<double>(MAX_SWEEP_POINTS)) {
+    throw core::InputError(FLAG, "", fmt::format("the ranges make {:.3g} points, more than the {} a sweep can run (even "
+                                                 "with --yes): narrow them",
+                                                 total, MAX_SWEEP_POINTS));
   }
   if (total > static_cast<double>(SWEEP_POINTS_WITHOUT_YES) && !args.yes) {
     throw core::InputError(FLAG, "", fmt::format("the ranges make {:.0f} points, more than {}: narrow them or pass --yes",

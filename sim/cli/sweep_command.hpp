@@ -42,6 +42,10 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values 
 
 // A sweep of more points than this needs --yes.
 inline constexpr uint64_t SWEEP_POINTS_WITHOUT_YES = 10'000;
+// The most points a sweep runs even with --yes: each range is capped at this, and so is their
+// product (three ranges of 10^7 values made 10^21 points, read as 0 and reported as "none of the
+// 0 points could run").
+inline constexpr uint64_t MAX_SWEEP_POINTS = 10'000'000;
 
 struct SweepArgs {
   std::string scenario;

@@ -84,6 +84,10 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
 }
 
 Json load_json_file(const std::string& path) {
+  // A folder opens as a stream on Linux and reads as empty text ("invalid JSON at line 1").
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    throw InputError(path, "", "is a folder; expected a JSON file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
   std::error_code ec;
@@ -116,15 +120,37 @@ std::string append_pointer(const std::string& pointer, size_t index) {
   return pointer + "/" + std::to_string(index);
 }
 
+std::string truncate_echo(const std::string& text) {
+  if (text.size() <= MAX_ECHO_CHARS) return text;
+  // Cut at a UTF-8 character boundary so that the message stays valid text.
+  size_t cut = MAX_ECHO_CHARS - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return fmt::format("{}... ({} characters)", text.substr(0, cut), text.size());
+}
+
 std::string describe_json(const Json& value) {
   switch (value.type()) {
     case Json::value_t::null: return "null";
     case Json::value_t::object: return "an object";
     case Json::value_t::array: return "an array";
     case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case Json::value_t::string: return value.dump();
-    default: return value.dump();
+    default: return truncate_echo(value.dump());
   }
+}
+
+std::optional<int64_t> exact_integer(const Json& value) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    // 2^63 is the first double above INT64_MAX; below it every integral double converts exactly.
+    if (std::floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0) return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
 }
 
 ObjectReader::ObjectReader(const Json& node, std::string file, std::string pointer, Diagnostics& diag)
@@ -147,7 +173,9 @@ const Json* ObjectReader::lookup(std::string_view key) {
   known_.emplace(key);
   if (!is_object_) return nullptr;
   auto it = node_->find(key);
-  if (it == node_->end() || it->is_null()) return nullptr;
+  if (it == node_->end()) return nullptr;
+  // `null` is not "absent": it reaches the accessor, whose type check refuses it (docs/hardening.md,
+  // "null"). Reading it as the default let a layer with `null` channels run with zero weights.
   return &*it;
 }
 
@@ -156,26 +184,24 @@ const Json* ObjectReader::raw(std::string_view key) { return lookup(key); }
 int64_t ObjectReader::integer(std::string_view key, int64_t fallback, int64_t min, int64_t max) {
   const Json* v = lookup(key);
   if (v == nullptr) return fallback;
-  double d = 0;
-  if (v->is_number_integer() || v->is_number_unsigned()) {
-    d = v->get<double>();
-  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) {
-    d = v->get<double>();
-  } else {
+  const std::optional<int64_t> i = exact_integer(*v);
+  const bool integral = v->is_number_integer() || v->is_number_unsigned() ||
+                        (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>());
+  if (!integral) {
     problem(key, fmt::format("expected an integer, found {}", describe_json(*v)));
     return fallback;
   }
-  if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+  if (!i || *i < min || *i > max) {
     std::string range = max == INT64_MAX ? fmt::format("an integer >= {}", min)
                                          : fmt::format("an integer in [{}, {}]", min, max);
     problem(key, fmt::format("expected {}, found {}", range, describe_json(*v)));
     return fallback;
   }
-  return static_cast<int64_t>(d);
+  return *i;
 }
 
 std::optional<int64_t> ObjectReader::required_integer(std::string_view key, int64_t min, int64_t max) {
-  if (!has(key) || (*node_)[std::string(key)].is_null()) {
+  if (!has(key)) {
     known_.emplace(key);
     problem(key, "missing required integer");
     return std::nullopt;
@@ -243,7 +269,7 @@ std::string ObjectReader::choice(std::string_view key, const std::string& fallba
       if (a == s) return s;
     }
     const std::string hint = closest_match(s, allowed);
-    problem(key, fmt::format("expected one of {}, found \"{}\"{}", quoted_list(allowed), s,
+    problem(key, fmt::format("expected one of {}, found {}{}", quoted_list(allowed), describe_json(*v),
                              hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
     return fallback;
   }
@@ -309,13 +335,33 @@ std::vector<int64_t> ObjectReader::integer_array(std::string_view key, int64_t m
                  fmt::format("expected an integer, found {}", describe_json(e)));
       continue;
     }
-    const int64_t x = e.get<int64_t>();
-    if (x < min || x > max) {
+    // An unsigned value above INT64_MAX is out of range, not a negative number (get<int64_t> wraps).
+    const std::optional<int64_t> x = exact_integer(e);
+    if (!x || *x < min || *x > max) {
       diag_->add(file_, append_pointer(pointer_of(key), i),
-                 fmt::format("expected an integer in [{}, {}], found {}", min, max, x));
+                 fmt::format("expected an integer in [{}, {}], found {}", min, max, describe_json(e)));
       continue;
     }
-    out.push_back(x);
+    out.push_back(*x);
+  }
+  return out;
+}
+
+std::vector<std::string> ObjectReader::string_array(std::string_view key) {
+  std::vector<std::string> out;
+  const Json* v = lookup(key);
+  if (v == nullptr) return out;
+  if (!v->is_array()) {
+    problem(key, fmt::format("expected an array of strings, found {}", describe_json(*v)));
+    return out;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& e = (*v)[i];
+    if (!e.is_string()) {
+      diag_->add(file_, append_pointer(pointer_of(key), i), fmt::format("expected a string, found {}", describe_json(e)));
+      continue;
+    }
+    out.push_back(e.get<std::string>());
   }
   return out;
 }

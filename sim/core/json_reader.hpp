@@ -38,8 +38,15 @@ std::string append_pointer(const std::string& pointer, std::string_view key);
 std::string append_pointer(const std::string& pointer, size_t index);
 
 // A short description of a JSON value's type and content for "found ..." messages: `"abc"`, `12`,
-// `an array`, `an object`, `null`.
+// `an array`, `an object`, `null`; a value longer than MAX_ECHO_CHARS is cut (truncate_echo).
 std::string describe_json(const Json& value);
+// Values echoed in messages are cut to this many characters, with the full length appended: a
+// 200 KB string in a scenario is not repeated whole on stderr.
+constexpr size_t MAX_ECHO_CHARS = 80;
+std::string truncate_echo(const std::string& text);
+// The value as an int64_t when it is an integer that fits one exactly (an integral double too);
+// std::nullopt otherwise (a fraction, a string, an unsigned value above INT64_MAX).
+std::optional<int64_t> exact_integer(const Json& value);
 
 constexpr double MAX_BYTES = 1152921504606846976.0;  // 1 EiB
 constexpr double MAX_LATENCY_S = 1.0;
@@ -87,6 +94,8 @@ class ObjectReader {
   std::optional<ObjectReader> object(std::string_view key);
   // An array of integers each in [min, max]; absent key: empty.
   std::vector<int64_t> integer_array(std::string_view key, int64_t min, int64_t max);
+  // An array of strings; absent key: empty.
+  std::vector<std::string> string_array(std::string_view key);
 
   // Reports every key that no accessor asked for, with a "did you mean" hint among the known keys.
   // `also_allowed` are keys that are valid here but read by somebody else (e.g. "expect").

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 extern char** environ;
 
@@ -23,10 +24,7 @@ std::string lower_extension(const std::string& path) {
 }
 
 void write_text(const std::string& path, const std::string& text, const std::string& option) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw core::InputError(option, "", fmt::format("cannot create {} (does its folder exist and is it writable?)", path));
-  f << text;
-  if (!f) throw core::InputError(option, "", fmt::format("error while writing {}", path));
+  core::write_output_file(path, text, option);
 }
 
 // Runs `rsvg-convert -f png -o png_path svg_path`; returns its exit status, or -1 with errno set

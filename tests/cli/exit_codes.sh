@@ -308,4 +308,55 @@ done
 expect search-cnn-tokens 2 "$bin" search "$src/scenarios/cnn/resnet50-a100-8.json" --objective tokens_per_s
 contains search-cnn-tokens "$tmp/err" "--objective: tokens_per_s counts tokens"
 
+
+# Messages (issue 34): a sweep whose ranges multiply past what it can run, even with --yes (10^21
+# points were read as 0: "none of the 0 points could run"); a folder given as a JSON file.
+expect sweep-product 2 "$bin" sweep "$sweep_scenario" --yes --set-range training.global_batch=1:10000000:+1 \
+  --set-range training.micro_batch=1:10000000:+1 --set-range training.sequence_length=1:10000000:+1
+contains sweep-product "$tmp/err" "the ranges make 1e+21 points, more than the 10000000 a sweep can run"
+expect sweep-infinite-range 2 "$bin" sweep "$sweep_scenario" --set-range training.global_batch=1e-320:1:x2
+contains sweep-infinite-range "$tmp/err" "more values than the 10000000 a sweep can hold"
+for cmd in check run compare; do
+  expect "folder-$cmd" 2 "$bin" "$cmd" "$src/scenarios/cnn"
+  contains "folder-$cmd" "$tmp/err" "error: $src/scenarios/cnn: is a folder; expected a JSON file"
+done
+
+# Reports given to compare are validated like input (issue 34): an edited report's negative time,
+# MFU above 1 or wrapped world size is refused, naming the pointer.
+"$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --format json >"$tmp/report.json"
+sed -e 's/"iteration_time_s": [0-9.e+-]*/"iteration_time_s": -5/' -e 's/"mfu": [0-9.e+-]*/"mfu": 7.5/' \
+  -e 's/"world_size": [0-9]*/"world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
+expect compare-edited-report 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
+contains compare-edited-time "$tmp/err" "edited.json: /iteration_time_s: expected a positive number of seconds"
+contains compare-edited-mfu "$tmp/err" "edited.json: /mfu: expected a fraction in [0, 1] (a report of \`trainsim run\`), found 7.5"
+contains compare-edited-world "$tmp/err" "edited.json: /world_size: expected an integer from 1 to 16777216"
+sed -e 's/"breakdown_s": {/"breakdown_s": 5, "x": {/' "$tmp/report.json" >"$tmp/edited.json"
+expect compare-section-not-object 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
+contains compare-section-not-object "$tmp/err" "edited.json: /breakdown_s: expected an object"
+expect compare-report-unedited 0 "$bin" compare "$tmp/report.json" "$tmp/report.json"
+
+# Write errors on every output (issue 34): exit 2 naming the path, and no partial file left behind.
+# /dev/full fails every write with ENOSPC; a file-size limit (ulimit -f, SIGXFSZ ignored so that
+# write() returns EFBIG) fails a regular file part-way, as a full disk does.
+small="$src/scenarios/gpt3-6.7b-a100-8.json"
+expect stdout-full 2 bash -c '"$0" run "$1" --backend analytic >/dev/full' "$bin" "$small"
+contains stdout-full "$tmp/err" "error: standard output: cannot write the results"
+expect stdout-closed-pipe 2 bash -c '"$0" check "$1" | true; exit "${PIPESTATUS[0]}"' "$bin" "$small"
+contains stdout-closed-pipe "$tmp/err" "error: standard output: cannot write the results"
+for flag in --timeline --html; do
+  expect "full$flag" 2 "$bin" run "$small" --backend analytic "$flag" /dev/full
+  contains "full$flag" "$tmp/err" "error: /dev/full: cannot write the file"
+  echo previous >"$tmp/kept$flag"
+  expect "partial$flag" 2 bash -c 'trap "" XFSZ; ulimit -f 4; "$0" run "$1" --backend analytic "$2" "$3"' \
+    "$bin" "$small" "$flag" "$tmp/kept$flag"
+  contains "partial$flag" "$tmp/err" "error: $tmp/kept$flag: cannot write the file"
+  contains "partial$flag-untouched" "$tmp/kept$flag" "previous"
+  count "partial$flag-no-temp" <(ls -A "$tmp") ".tmp-" 0
+done
+expect partial-out 2 bash -c 'trap "" XFSZ; ulimit -f 4; "$0" run "$1" --backend analytic --out "$2"' "$bin" "$small" "$tmp/outdir"
+contains partial-out "$tmp/err" "cannot write the file"
+count partial-out-nothing <(ls -A "$tmp/outdir") "report" 0
+expect shard-full 2 "$bin" search "$small" --shard 0/2 --out /dev/full --quiet
+contains shard-full "$tmp/err" "error: /dev/full: cannot write the file"
+
 report

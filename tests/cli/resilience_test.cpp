@@ -235,7 +235,19 @@ TEST(Resilience, BadInputsAreClearErrors) {
   doc["cluster"]["reliability"] = {{"node_mtbf", "-5 h"}};
   EXPECT_NE(input_error(doc).find("/cluster/reliability/node_mtbf"), std::string::npos) << input_error(doc);
   doc["cluster"]["reliability"] = {{"failures_per_gpu_hour", 0}};
-  EXPECT_NE(input_error(doc).find("/cluster/reliability/failures_per_gpu_hour: expected a positive failure rate"),
+  EXPECT_NE(input_error(doc).find("/cluster/reliability/failures_per_gpu_hour: expected a failure rate per GPU-hour "
+                                  "from 1.43e-07 to 7.5"),
+            std::string::npos)
+      << input_error(doc);
+  // The bounds of docs/hardening.md: a node MTBF from 1 min to 100 years, given or derived.
+  for (double rate : {1e308, 1e-308, 8.0}) {
+    doc["cluster"]["reliability"] = {{"failures_per_gpu_hour", rate}};
+    EXPECT_NE(input_error(doc).find("/cluster/reliability/failures_per_gpu_hour: expected a failure rate"),
+              std::string::npos)
+        << rate << ": " << input_error(doc);
+  }
+  doc["cluster"]["reliability"] = {{"node_mtbf", "59 s"}};
+  EXPECT_NE(input_error(doc).find("/cluster/reliability/node_mtbf: expected a node MTBF of at least 1 min"),
             std::string::npos)
       << input_error(doc);
 

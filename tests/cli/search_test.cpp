@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -135,6 +136,100 @@ TEST(Search, TwoShardsMergedEqualOneProcess) {
   whole.rank(single);
   whole.rank(merged);
   EXPECT_EQ(shard_json(whole, merged).dump(), shard_json(whole, single).dump());
+}
+
+// Every candidate of the space is the one its index names (Search::candidate, which `search merge`
+// checks shard layouts against), and nothing beyond the space is.
+TEST(Search, CandidateByIndexEqualsTheEnumeratedLayout) {
+  SearchOptions o = tiny_options();
+  o.compression = {"none", "bf16"};
+  const Search search(o);
+  const SearchResult r = search.evaluate();
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Evaluated& e : r.ranked) {
+    const std::optional<Layout> l = search.candidate(e.layout.index);
+    ASSERT_TRUE(l.has_value()) << e.layout.index;
+    EXPECT_EQ(l->to_json(), e.layout.to_json());
+  }
+  EXPECT_FALSE(search.candidate(search.candidate_count()).has_value());
+}
+
+// Shard files are input (issue 34): each edit below is an input error naming the file and the
+// pointer, never a signal, an internal error or nonsense printed.
+class ShardFiles : public testing::Test {
+ protected:
+  void SetUp() override {
+    SearchOptions o = tiny_options();
+    o.refine = 5;
+    for (int i = 0; i < 2; ++i) {
+      o.shard_index = i;
+      o.shard_count = 2;
+      const Search part(o);
+      shards_.push_back(core::Json::parse(shard_json(part, part.evaluate()).dump()));
+    }
+  }
+  // The message of merging the two shards, or "" when they merge.
+  std::string merge_error() {
+    SearchArgs args;
+    args.options.quiet = true;
+    args.options.recheck = false;
+    std::ostringstream out;
+    try {
+      merge_shards({{shards_[0], "s0.json"}, {shards_[1], "s1.json"}}, args, out);
+    } catch (const core::InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::vector<core::Json> shards_;
+};
+
+TEST_F(ShardFiles, MergeAsWritten) { EXPECT_EQ(merge_error(), ""); }
+
+TEST_F(ShardFiles, GpuCountsOutOfRange) {
+  // 2^40 was read into an int as 0, and 0 divided by: SIGFPE.
+  for (const core::Json& gpus : {core::Json::array({0}), core::Json::array({int64_t{1} << 40}), core::Json(nullptr)}) {
+    shards_[0]["options"]["gpus"] = shards_[1]["options"]["gpus"] = gpus;
+    const std::string e = merge_error();
+    EXPECT_NE(e.find("s0.json: /options/gpus"), std::string::npos) << e;
+  }
+}
+
+TEST_F(ShardFiles, FiguresOutOfRange) {
+  shards_[0]["evaluated"][0]["analytic"]["mfu"] = 7.5;
+  shards_[0]["evaluated"][0]["analytic"]["iteration_time_s"] = -1;
+  shards_[1]["candidates"] = -1;
+  EXPECT_NE(merge_error().find("s0.json: /evaluated/0/analytic/mfu: expected a number in [0, 1], found 7.5"),
+            std::string::npos);
+  EXPECT_NE(merge_error().find("s0.json: /evaluated/0/analytic/iteration_time_s"), std::string::npos);
+  shards_[0] = shards_[1];
+  EXPECT_NE(merge_error().find("/candidates: expected an integer >= 0, found -1"), std::string::npos) << merge_error();
+}
+
+TEST_F(ShardFiles, CountsThatDoNotAddUp) {
+  shards_[1]["valid"] = shards_[1]["valid"].get<uint64_t>() + 1;
+  EXPECT_NE(merge_error().find("s1.json: /candidates:"), std::string::npos) << merge_error();
+}
+
+TEST_F(ShardFiles, ShardsOfAnotherSearch) {
+  // Same options, another scenario: was an internal error ("layout of another search") or, on a
+  // layer-graph scenario, a ranking of layouts it never enumerated.
+  for (core::Json& s : shards_) s["options"]["scenario"] = SCENARIOS + "cnn/resnet50-a100-8.json";
+  EXPECT_NE(merge_error().find("s0.json: /evaluated/0/layout: layout"), std::string::npos) << merge_error();
+  SetUp();
+  shards_.erase(shards_.begin(), shards_.begin() + 2);
+  shards_[1]["options"]["refine"] = 6;
+  EXPECT_NE(merge_error().find("s1.json: /options: this shard comes from another search"), std::string::npos)
+      << merge_error();
+  shards_[1] = shards_[0];
+  EXPECT_NE(merge_error().find("s1.json: /shard: shard 0 given twice"), std::string::npos) << merge_error();
+}
+
+TEST_F(ShardFiles, NotAShard) {
+  shards_[0] = core::Json::object({{"schema", "trainsim.report/1"}});
+  EXPECT_NE(merge_error().find("s0.json: /schema: expected a shard file"), std::string::npos) << merge_error();
+  shards_[0] = core::Json::array();
+  EXPECT_NE(merge_error().find("s0.json: /schema"), std::string::npos) << merge_error();
 }
 
 // The first pass only orders candidates; it must agree with the analytic backend well enough that
