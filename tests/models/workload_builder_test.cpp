@@ -406,6 +406,43 @@ TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
   expect_runs_to_completion(late);
 }
 
+// FSDP1's backward_prefetch (parallelism.backward_prefetch). Backward order: head, layers 7..0,
+// embedding. BACKWARD_PRE (prefetch 1): layer L's backward gather reuses the buffer of the unit two
+// places before it, so it waits for layer L+2's last backward compute and runs under L+1's.
+// BACKWARD_POST: it is issued when layer L+1's gradients are computed (waits for L+1's last compute),
+// ahead of L+1's gradient reduce-scatter in program order.
+TEST(BuildWorkload, FsdpBackwardPostIssuesEachGatherAfterThePreviousUnitsGradients) {
+  Config c;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  c.par.zero_impl = ZeroImpl::FSDP;
+  c.par.prefetch = 1;
+  for (const bool post : {false, true}) {
+    c.par.backward_prefetch_post = post;
+    const BuiltWorkload w = c.build(1);
+    const Program& p = w.workload.programs[0];
+    std::map<uint16_t, size_t> gather_of, scatter_of;
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+      const Task& t = p.tasks[i];
+      if (t.kind != TaskKind::COLLECTIVE || t.phase != Phase::BACKWARD) continue;
+      if (name(w, t) == "parameter all_gather") gather_of[t.layer] = i;
+      if (name(w, t) == "gradient reduce_scatter" && !scatter_of.count(t.layer)) scatter_of[t.layer] = i;
+    }
+    for (uint16_t layer = 1; layer <= 5; ++layer) {
+      const Task& gather = p.tasks[gather_of.at(layer)];
+      ASSERT_EQ(gather.dep_count, 1u);
+      const Task& waited = p.tasks[p.deps_of(gather)[0]];
+      EXPECT_EQ(waited.kind, TaskKind::COMPUTE);
+      EXPECT_EQ(waited.phase, Phase::BACKWARD);
+      EXPECT_EQ(waited.layer, layer + (post ? 1 : 2)) << (post ? "post" : "pre") << ", layer " << layer;
+      if (post) {
+        EXPECT_LT(gather_of.at(layer), scatter_of.at(layer + 1)) << "gather ahead of the reduce-scatter";
+      }
+    }
+    expect_runs_to_completion(w);
+  }
+}
+
 // FSDP2 has FSDP's message pattern; DeepSpeed ZeRO-3 reduces per reduce bucket (5e8 elements: one
 // bucket holding the whole stage per micro-batch here) and prefetches 5e7 / 789,760 = 63 layers
 // ahead (all of them): buffers (1 + 63) x 1,579,520 bytes.
