@@ -65,8 +65,8 @@ struct Context {
     task.sparse_block = static_cast<uint8_t>(pruning.block_size);
     // The task is priced as a forward product (its backward FLOPs in one); a backward launches two
     // kernels (engine::kernel_launches), which the host overhead bound counts.
-    const double device = engine::compute_time(task, t.precision, c.gpu_spec, prof.device).value();
-    return std::max(device, prof.device.host_overhead_per_kernel.value() * (backward ? 2.0 : 1.0));
+    const core::Seconds device = engine::compute_time(task, t.precision, c.gpu_spec, prof.device);
+    return engine::host_bound(device, backward ? 2 : 1, prof.device).value();
   }
 };
 

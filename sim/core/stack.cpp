@@ -27,8 +27,6 @@ Stack parse_stack(std::string_view name) {
   return *s;
 }
 
-bool eager_pytorch(Stack s) { return s != Stack::MEGATRON; }
-
 namespace {
 
 // Eager PyTorch against Megatron-LM + Transformer Engine, per GPU generation: the fraction of the
@@ -36,8 +34,8 @@ namespace {
 // for: nn.Linear's cuBLAS GEMMs without TE's tuned kernels and without gradient-accumulation fusion
 // (the weight gradient is written, then added), and one kernel per elementwise op where Megatron
 // runs fused bias-GeLU, bias-dropout-add, masked softmax and cross-entropy kernels. Fitted with
-// scripts/fit_training_efficiency.py --stack composer on the 14 MosaicML llm-foundry runs of
-// validation/training-fsdp-dev (A100 40/80 GB, FSDP1, 8-128 GPUs), the stack's other mechanisms
+// scripts/fit_training_efficiency.py (absolute efficiencies, divided here by Megatron's A100 pair) on
+// the 14 MosaicML llm-foundry runs of validation/training-fsdp-dev, whose files name the composer stack (A100 40/80 GB, FSDP1, 8-128 GPUs), the stack's other mechanisms
 // (host overhead, backward prefetch) in place; docs/validation.md has the fit and its
 // cross-validation.
 constexpr double EAGER_GEMM_A100 = 0.83 / 0.86;  // 0.965: the fit chose 0.83 where Megatron's A100 pair has 0.86

@@ -39,8 +39,6 @@ std::string to_string(Stack s);
 Stack parse_stack(std::string_view name);
 // The stack of that name; nullopt for any other string (names read back from files trainsim wrote).
 std::optional<Stack> stack_named(std::string_view name);
-// Whether the stack runs PyTorch eager kernels (every stack but Megatron with TE).
-bool eager_pytorch(Stack s);
 
 // What the stack changes in a device profile, for one GPU generation.
 struct StackCosts {

@@ -45,6 +45,10 @@ int kernel_launches(const core::Task& task) {
   return task.phase == core::Phase::BACKWARD && task.gradient == core::BackwardPart::BOTH ? 2 : 1;
 }
 
+core::Seconds host_bound(core::Seconds device, int launches, const core::DeviceProfile& profile) {
+  return std::max(device, profile.host_overhead_per_kernel * static_cast<double>(launches));
+}
+
 double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile) {
   const double d = task.density;
   switch (task.sparsity) {
@@ -82,7 +86,7 @@ core::Seconds compute_time(const core::Task& task, core::Precision precision, co
   }
   const double memory = task.bytes > 0 ? task.bytes / (gpu.hbm_bandwidth.value() * eff.memory_efficiency) : 0.0;
   const core::Seconds device = core::Seconds(std::max(math, memory) * profile.straggler_slowdown) + profile.kernel_overhead;
-  return std::max(device, profile.host_overhead_per_kernel * static_cast<double>(kernel_launches(task)));
+  return host_bound(device, kernel_launches(task), profile);
 }
 
 }  // namespace trainsim::engine

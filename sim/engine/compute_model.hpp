@@ -52,6 +52,8 @@ double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const co
 // and its accumulation). With the profile's host_overhead_per_kernel h a task takes at least
 // kernel_launches x h: t = max(t_device, kernel_launches x h) (the host cannot feed the GPU faster).
 int kernel_launches(const core::Task& task);
+// max(device, launches x profile.host_overhead_per_kernel): the host-side bound on a task's time.
+core::Seconds host_bound(core::Seconds device, int launches, const core::DeviceProfile& profile);
 
 // REQUIRES: task.kind == COMPUTE and gpu.peak(the task's precision) > 0.
 core::Seconds compute_time(const core::Task& task, core::Precision precision, const core::GpuSpec& gpu,

@@ -352,12 +352,18 @@ TEST(BuildWorkload, OverlapParamGatherGathersBeforeTheFirstForward) {
 // its forward and again before its backward, and reduce-scatters its gradients in the param dtype
 // (FSDP MixedPrecision reduce_dtype defaults to param_dtype): 1,579,520 bytes. The root's own
 // parameters (embedding, head) are gathered before the forward only (not resharded after it).
-TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
+// FSDP1 FULL_SHARD over two data-parallel ranks, one unit gathered ahead.
+Config fsdp_over_two() {
   Config c;
   c.par.data = 2;
   c.par.zero_stage = 3;
   c.par.zero_impl = ZeroImpl::FSDP;
   c.par.prefetch = 1;
+  return c;
+}
+
+TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
+  Config c = fsdp_over_two();
   const int m = 2;
   const BuiltWorkload w = c.build(m);
   ASSERT_DOUBLE_EQ(layer_parameters(c.model, c.par).dense, 789760.0);
@@ -412,11 +418,7 @@ TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
 // BACKWARD_POST: it is issued when layer L+1's gradients are computed (waits for L+1's last compute),
 // ahead of L+1's gradient reduce-scatter in program order.
 TEST(BuildWorkload, FsdpBackwardPostIssuesEachGatherAfterThePreviousUnitsGradients) {
-  Config c;
-  c.par.data = 2;
-  c.par.zero_stage = 3;
-  c.par.zero_impl = ZeroImpl::FSDP;
-  c.par.prefetch = 1;
+  Config c = fsdp_over_two();
   for (const bool post : {false, true}) {
     c.par.backward_prefetch_post = post;
     const BuiltWorkload w = c.build(1);
