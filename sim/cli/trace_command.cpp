@@ -49,6 +49,7 @@ std::vector<std::string> traced_environment(const TraceRunArgs& args, const std:
   set("CUDA_INJECTION64_PATH", library);
   set("NCCL_PROFILER_PLUGIN", library);
   set("TRAINSIM_TRACE_DIR", out_dir);
+  set("TRAINSIM_TRACE_WRAPPERS", args.wrappers ? "1" : "0");
   if (args.wrappers) {
     const char* preload = std::getenv("LD_PRELOAD");
     set("LD_PRELOAD", preload != nullptr && *preload != '\0' ? library + ":" + preload : library);

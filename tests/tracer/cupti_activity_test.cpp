@@ -153,6 +153,8 @@ TEST(CuptiActivity, DeviceContextStreamAndCorrelation) {
   converter.convert(CuptiContext{1, 0, 7}, out);
   converter.convert(CuptiStream{1, 13, 0, 2}, out);
   converter.convert(CuptiExternalCorrelation{3, 77, 42}, out);
+  converter.convert(CuptiApiCall{}, out);  // consumed: neither written nor counted as unsupported
+  EXPECT_EQ(converter.counts().unsupported, 0u);
   const std::vector<trace::Record> records = parse_all(out);
   ASSERT_EQ(records.size(), 4u);
   EXPECT_EQ(records[0].device().name(), "NVIDIA A100-SXM4-80GB");

@@ -155,8 +155,13 @@ TEST(CuptiDecode, MarkersAndUnknownKinds) {
   EXPECT_EQ(std::get<CuptiMarker>(decoded).flags, MARKER_START);
   EXPECT_STREQ(std::get<CuptiMarker>(decoded).name, "ProfilerStep#0");
 
+  CUpti_Activity api{};  // enabled for their external correlation records only
+  api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  EXPECT_TRUE(std::holds_alternative<CuptiApiCall>(decode_cupti_record(&api)));
+  api.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  EXPECT_TRUE(std::holds_alternative<CuptiApiCall>(decode_cupti_record(&api)));
   CUpti_Activity other{};
-  other.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  other.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
   EXPECT_TRUE(std::holds_alternative<std::monostate>(decode_cupti_record(&other)));
 }
 

@@ -48,6 +48,19 @@ TEST(Environment, Options) {
   EXPECT_TRUE(o.nvtx);
 }
 
+TEST(Environment, WrappersAndApiRecords) {
+  EXPECT_FALSE(read_options(env_of({})).wrappers);
+  EXPECT_FALSE(read_options(env_of({})).all_api_records);
+  // Set by hand: the preload decides.
+  EXPECT_TRUE(read_options(env_of({{"LD_PRELOAD", "/x/libfoo.so:/opt/t/libtrainsim_tracer.so"}})).wrappers);
+  EXPECT_FALSE(read_options(env_of({{"LD_PRELOAD", "/x/libfoo.so"}})).wrappers);
+  // Set by `trainsim trace`: its variable wins over the preload.
+  EXPECT_FALSE(read_options(env_of({{"TRAINSIM_TRACE_WRAPPERS", "0"}, {"LD_PRELOAD", "libtrainsim_tracer.so"}})).wrappers);
+  EXPECT_TRUE(read_options(env_of({{"TRAINSIM_TRACE_WRAPPERS", "1"}})).wrappers);
+  EXPECT_TRUE(read_options(env_of({{"TRAINSIM_TRACE_API", "all"}})).all_api_records);
+  EXPECT_FALSE(read_options(env_of({{"TRAINSIM_TRACE_API", "launches"}})).all_api_records);
+}
+
 TEST(Environment, FileNames) {
   EXPECT_EQ(trace_file_name({3, 3, 8}, "node-a.cluster", 1234), "rank00003.node-a.cluster.1234.trace");
   EXPECT_EQ(trace_file_name({-1, -1, -1}, "my host/x", 7), "norank.my_host_x.7.trace");

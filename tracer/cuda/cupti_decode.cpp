@@ -15,6 +15,8 @@ static_assert(static_cast<uint32_t>(ActivityKind::MARKER) == CUPTI_ACTIVITY_KIND
 static_assert(static_cast<uint32_t>(ActivityKind::MEMCPY2) == CUPTI_ACTIVITY_KIND_MEMCPY2);
 static_assert(static_cast<uint32_t>(ActivityKind::STREAM) == CUPTI_ACTIVITY_KIND_STREAM);
 static_assert(static_cast<uint32_t>(ActivityKind::EXTERNAL_CORRELATION) == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+static_assert(static_cast<uint32_t>(ActivityKind::DRIVER) == CUPTI_ACTIVITY_KIND_DRIVER);
+static_assert(static_cast<uint32_t>(ActivityKind::RUNTIME) == CUPTI_ACTIVITY_KIND_RUNTIME);
 static_assert(MARKER_INSTANTANEOUS == CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS);
 static_assert(MARKER_START == CUPTI_ACTIVITY_FLAG_MARKER_START);
 static_assert(MARKER_END == CUPTI_ACTIVITY_FLAG_MARKER_END);
@@ -133,6 +135,9 @@ CuptiActivity decode_cupti_record(const void* record) {
       const auto& x = *static_cast<const CUpti_ActivityExternalCorrelation*>(record);
       return CuptiExternalCorrelation{static_cast<uint32_t>(x.externalKind), x.externalId, x.correlationId};
     }
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return CuptiApiCall{};
     default:
       return std::monostate{};
   }

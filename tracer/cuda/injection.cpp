@@ -130,6 +130,41 @@ bool enable(CUpti_ActivityKind kind, const char* what) {
   return r == CUPTI_SUCCESS;
 }
 
+// The API calls that put work on a GPU stream: launches, asynchronous copies and sets, graph
+// launches. Their records are what an external correlation record needs (start()); every other API
+// call's record would only cost time: PyTorch makes several runtime calls per operator, and with
+// all of them recorded a host-bound step ran 69% slower under the tracer (docs/gpu-runs.md).
+constexpr CUpti_CallbackId LAUNCH_DRIVER_APIS[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz};
+constexpr CUpti_CallbackId LAUNCH_RUNTIME_APIS[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000};
+
+// API records for the launches only, or (`all`, TRAINSIM_TRACE_API=all) for every driver and runtime
+// call; a CUPTI without per-call control gets all of them.
+void enable_api_records(bool all) {
+  bool selected = !all;
+  for (CUpti_CallbackId id : LAUNCH_DRIVER_APIS) selected = selected && cuptiActivityEnableDriverApi(id, 1) == CUPTI_SUCCESS;
+  for (CUpti_CallbackId id : LAUNCH_RUNTIME_APIS) selected = selected && cuptiActivityEnableRuntimeApi(id, 1) == CUPTI_SUCCESS;
+  if (selected) return;
+  enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls (kernels are not joined to NCCL and cuBLAS calls)");
+  enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls (kernels are not joined to NCCL and cuBLAS calls)");
+}
+
 void start() {
   session = process_session(session_setup());
   if (session == nullptr) return;  // logged by process_session
@@ -148,8 +183,14 @@ void start() {
   enable(CUPTI_ACTIVITY_KIND_MEMCPY, "memory copies");
   enable(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer-to-peer copies");
   enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
-  enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlations");
-  if (read_options(process_environment()).nvtx) enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+  // CUPTI writes an external correlation record per driver or runtime API call made while an id is
+  // pushed, and only while API records are enabled: without them no kernel joins its NCCL or cuBLAS
+  // call (CuptiApiCall in record/cupti_activity.hpp). Only the wrappers push ids.
+  const TracerOptions options = read_options(process_environment());
+  if (options.wrappers && enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlations")) {
+    enable_api_records(options.all_api_records);
+  }
+  if (options.nvtx) enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
   session->set_correlation_hooks({push_correlation, pop_correlation});
   // Registered after the session's own exit handler, so it runs first: CUPTI's last buffers are
   // written before the session's final status.

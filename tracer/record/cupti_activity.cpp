@@ -141,6 +141,8 @@ void ActivityConverter::convert(const CuptiActivity& activity, std::string& out)
     convert_marker(*mk, out);
   } else if (const auto* x = std::get_if<CuptiExternalCorrelation>(&activity)) {
     append_record(ExternalCorrelationEvent{x->external_kind, x->external_id, x->correlation_id}, out);
+  } else if (std::holds_alternative<CuptiApiCall>(activity)) {
+    // consumed: only its external correlation record is of use (CuptiApiCall)
   } else {
     ++counts_.unsupported;
   }

@@ -26,8 +26,8 @@ namespace trainsim::tracer {
 
 // CUpti_ActivityKind values of the kinds the tracer enables (cupti_activity.h, CUPTI 13).
 enum class ActivityKind : uint32_t {
-  MEMCPY = 1, MEMSET = 2, DEVICE = 8, CONTEXT = 9, CONCURRENT_KERNEL = 10, MARKER = 12, MEMCPY2 = 22,
-  STREAM = 37, EXTERNAL_CORRELATION = 39
+  MEMCPY = 1, MEMSET = 2, DRIVER = 4, RUNTIME = 5, DEVICE = 8, CONTEXT = 9, CONCURRENT_KERNEL = 10, MARKER = 12,
+  MEMCPY2 = 22, STREAM = 37, EXTERNAL_CORRELATION = 39
 };
 
 struct CuptiKernel {           // CUpti_ActivityKernel10
@@ -118,9 +118,17 @@ struct CuptiExternalCorrelation {  // CUpti_ActivityExternalCorrelation
   uint32_t correlation_id = 0;
 };
 
+// A driver or runtime API record (CUpti_ActivityAPI). The tracer enables these kinds only because
+// CUPTI writes an external correlation record just before an API record ("the activity API record
+// will be preceded by a CUpti_ActivityExternalCorrelation record", cuptiActivityPushExternalCorrelationId
+// in cupti_activity.h): without them no kernel is joined to the NCCL or cuBLAS call that launched it,
+// as the first traces on a GPU showed (H200, CUPTI 13.0: not one such record; docs/gpu-runs.md).
+// They are consumed, not written: kernel records carry the same correlation id.
+struct CuptiApiCall {};
+
 // One decoded record; std::monostate for a kind the tracer does not convert.
 using CuptiActivity = std::variant<std::monostate, CuptiKernel, CuptiMemcpy, CuptiMemset, CuptiDevice,
-                                   CuptiContext, CuptiStream, CuptiMarker, CuptiExternalCorrelation>;
+                                   CuptiContext, CuptiStream, CuptiMarker, CuptiExternalCorrelation, CuptiApiCall>;
 
 // Marker flag bits (CUpti_ActivityFlag).
 inline constexpr uint32_t MARKER_INSTANTANEOUS = 1u << 0;

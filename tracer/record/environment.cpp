@@ -42,6 +42,12 @@ TracerOptions read_options(const EnvLookup& env) {
   TracerOptions o;
   if (const char* dir = env("TRAINSIM_TRACE_DIR"); dir != nullptr && *dir != '\0') o.dir = dir;
   if (const char* nvtx = env("TRAINSIM_TRACE_NVTX"); nvtx != nullptr) o.nvtx = std::strcmp(nvtx, "1") == 0;
+  if (const char* w = env("TRAINSIM_TRACE_WRAPPERS"); w != nullptr && *w != '\0') {
+    o.wrappers = std::strcmp(w, "1") == 0;
+  } else if (const char* preload = env("LD_PRELOAD"); preload != nullptr) {
+    o.wrappers = std::strstr(preload, "libtrainsim_tracer") != nullptr;
+  }
+  if (const char* api = env("TRAINSIM_TRACE_API"); api != nullptr) o.all_api_records = std::strcmp(api, "all") == 0;
   return o;
 }
 

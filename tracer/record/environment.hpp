@@ -6,6 +6,10 @@
 //   TRAINSIM_TRACE_DIR     output folder (default "trainsim-trace"); created when missing
 //   TRAINSIM_TRACE_NVTX    "1": record NVTX ranges as markers (also needs NVTX_INJECTION64_PATH,
 //                          which `trainsim trace --nvtx` sets); default off
+//   TRAINSIM_TRACE_WRAPPERS "1" / "0": the nccl* and cuBLAS wrappers are in LD_PRELOAD (set by
+//                          `trainsim trace`); unset: whether LD_PRELOAD names libtrainsim_tracer
+//   TRAINSIM_TRACE_API     "all": CUPTI API records for every driver and runtime call (default: the
+//                          launches, copies and sets that external correlation needs)
 //   rank:        RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID, MV2_COMM_WORLD_RANK
 //   local rank:  LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,
 //                MV2_COMM_WORLD_LOCAL_RANK
@@ -35,6 +39,12 @@ RankInfo discover_rank(const EnvLookup& env);
 struct TracerOptions {
   std::string dir = "trainsim-trace";
   bool nvtx = false;
+  // The nccl* and cuBLAS wrappers are in the process: TRAINSIM_TRACE_WRAPPERS (0 or 1, which
+  // `trainsim trace` sets), else whether LD_PRELOAD names libtrainsim_tracer.
+  bool wrappers = false;
+  // TRAINSIM_TRACE_API=all: CUPTI records every driver and runtime API call instead of the launches,
+  // copies and sets only (the external correlation needs one of those; the rest cost host time).
+  bool all_api_records = false;
 };
 TracerOptions read_options(const EnvLookup& env);
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""A real PyTorch training step of a GPT (eager PyTorch, bf16 autocast, FlashAttention through SDPA,
+fused AdamW, gradients all-reduced with NCCL), timed step by step: the program that
+scripts/gpu/device_check.sh runs plain, under `trainsim trace` and under torch.profiler, to measure
+the tracer's overhead and to compare trainsim's prediction (scripts/gpu/scenario.py writes the same
+job as a scenario) with the measured step.
+
+The model is what trainsim's `family: transformer` describes with `activation: gelu`,
+`learned_positions: true`, `tied_embeddings: true`: pre-LayerNorm blocks, QKV and output
+projections, a 4h GELU MLP, a final LayerNorm and the tied output layer. One rank (torch.distributed
+with NCCL, world size from torchrun's variables or 1): gradients are all-reduced in buckets of
+25 MB, as DDP does, so that the trace holds NCCL collectives.
+
+Prints one JSON line: the configuration, every step's time (CUDA-synchronized wall clock, after the
+warm-up steps), their median, and the peak of torch's allocator.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.proj = nn.Linear(hidden, hidden)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, 4 * hidden)
+        self.fc2 = nn.Linear(4 * hidden, hidden)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, hidden, heads, vocab, seq):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, hidden)
+        self.pos = nn.Embedding(seq, hidden)
+        self.blocks = nn.ModuleList(Block(hidden, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(hidden)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return F.linear(self.ln(x), self.tok.weight)  # tied output layer
+
+
+def buckets(params, limit_bytes=25 * 2**20):
+    out, cur, size = [], [], 0
+    for p in reversed(params):  # DDP's order: last layers' gradients first
+        cur.append(p)
+        size += p.numel() * p.element_size()
+        if size >= limit_bytes:
+            out.append(cur)
+            cur, size = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--hidden", type=int, required=True)
+    ap.add_argument("--heads", type=int, required=True)
+    ap.add_argument("--vocab", type=int, default=50304)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--micro-batch", type=int, default=4)
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--profile-dir", default="", help="torch.profiler (Kineto) trace of the timed steps")
+    ap.add_argument("--nvtx", action="store_true", help="NVTX range ProfilerStep#N around each step")
+    ap.add_argument("--ddp", action="store_true",
+                    help="torch DistributedDataParallel instead of the hand-written bucketed all-reduce")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
+    args = ap.parse_args()
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29511")
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    torch.manual_seed(0)
+
+    model = GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq).cuda()
+    params = [p for p in model.parameters() if p.requires_grad]
+    if args.ddp:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
+    if args.compile:
+        model = torch.compile(model)
+    n_params = sum(p.numel() for p in params)
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    groups = buckets(params)
+    world = dist.get_world_size()
+
+    def step():
+        for _ in range(args.accum):
+            ids = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model(ids)
+            loss = F.cross_entropy(logits.float().view(-1, args.vocab), ids.view(-1))
+            (loss / args.accum).backward()
+        for g in ([] if args.ddp else groups):  # DDP-like bucketed all-reduce of the fp32 gradients
+            flat = torch.cat([p.grad.view(-1) for p in g])
+            dist.all_reduce(flat)
+            flat /= world
+            off = 0
+            for p in g:
+                p.grad.copy_(flat[off:off + p.numel()].view_as(p.grad))
+                off += p.numel()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+
+    prof = None
+    if args.profile_dir:
+        from torch.profiler import ProfilerActivity, profile, tensorboard_trace_handler
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                       on_trace_ready=tensorboard_trace_handler(args.profile_dir))
+        prof.start()
+    times = []
+    for i in range(args.steps):
+        if args.nvtx:
+            torch.cuda.nvtx.range_push(f"ProfilerStep#{i}")
+        t = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+        if args.nvtx:
+            torch.cuda.nvtx.range_pop()
+        if prof is not None:
+            prof.step()
+    if prof is not None:
+        prof.stop()
+
+    print(json.dumps({
+        "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "vocab": args.vocab,
+        "seq": args.seq, "micro_batch": args.micro_batch, "accum": args.accum, "world": world,
+        "ddp": args.ddp, "compile": args.compile,
+        "params": n_params, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "step_s": times, "median_s": statistics.median(times),
+        "tokens_per_s": args.micro_batch * args.accum * args.seq * world / statistics.median(times),
+        "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
+        "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+    }), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
