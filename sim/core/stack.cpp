@@ -42,13 +42,16 @@ constexpr double EAGER_GEMM_A100 = 0.83 / 0.86;  // 0.965: the fit chose 0.83 wh
 constexpr double EAGER_MEMORY_A100 = 0.64 / 0.64;  // 1.00: the fit chose Megatron's own 0.64
 constexpr const char* EAGER_SOURCE = "fitted on the 14 llm-foundry FSDP runs of validation/training-fsdp-dev (A100)";
 
-// CPU time per eager kernel: PyTorch's operator micro-benchmarks put the dispatcher and launch of a
-// trivial CUDA op at ~3.3 us without autograd (pytorch/pytorch#32194, split_M8_N8 on CUDA); with
-// autograd recording, nn.Module __call__ and FSDP/DDP hooks per module, a transformer's ops cost
-// 5-25 us each of host time (assumed: 10 us, the middle of that range). Compiled regions run
-// Inductor's generated wrapper: no dispatcher, autograd or Python per op (assumed: 4 us, the launch
-// and wrapper only).
-constexpr double EAGER_HOST_S = 10e-6;
+// CPU time per kernel launch of the IR (one per forward op, two per backward op). Measured for eager
+// PyTorch (2.11, DDP, autocast bf16) on a lent H200 machine's host: 4 -> 8 layers of a host-bound GPT
+// step added 0.75 ms of step time per layer (scripts/gpu/host_overhead.sh; docs/gpu-runs.md), for the
+// IR's 30 launches per layer: 25 us each. The GPU ran 93 operations per layer there (74.5 kernels, 16.8
+// copies, 2 sets: autocast's weight casts, DDP's bucket copies, unfused elementwise ops), 8.0 us of
+// host time each; PyTorch's operator micro-benchmarks put a trivial CUDA op at ~3.3 us without
+// autograd (pytorch/pytorch#32194). Compiled regions run Inductor's generated wrapper: no dispatcher,
+// autograd or Python per op (assumed: 4 us per launch; the same measurement did not confirm a smaller
+// per-layer cost under torch.compile, docs/gpu-runs.md).
+constexpr double EAGER_HOST_S = 25e-6;
 constexpr double COMPILED_HOST_S = 4e-6;
 
 }  // namespace
@@ -75,8 +78,8 @@ StackCosts stack_costs(Stack s, bool compile, std::string_view gpu_name) {
     c.memory_source = fmt::format("{} eager elementwise kernels x {:.2f} ({})", to_string(s), c.memory, generation);
     c.host_per_kernel = Seconds(EAGER_HOST_S);
     c.host_source =
-        "10 us per kernel: PyTorch eager dispatch + launch (3.3 us for a trivial CUDA op without autograd, "
-        "pytorch/pytorch#32194; autograd, module and FSDP hooks assumed to bring it to 10 us)";
+        "25 us per IR kernel launch: eager PyTorch 2.11 + DDP measured on an H200 machine's host, 0.75 ms of host "
+        "time per transformer layer for 30 launches (docs/gpu-runs.md)";
   }
   return c;
 }
