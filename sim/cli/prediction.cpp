@@ -132,6 +132,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
       p.backend == "simgrid" ? engine::make_simgrid_backend() : engine::make_analytic_backend();
   engine::SimulationOptions options;
   options.use_symmetry = scenario.simulation.symmetry;
+  options.replay_calls_alone = scenario.simulation.replay;
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
@@ -523,7 +524,9 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     for (const engine::LinkLoad& l : p.result.top_links) {
       links.push_back({{"link", l.link}, {"bytes", l.bytes}, {"utilization", l.utilization}});
     }
-    j["network"] = {{"top_links", links}, {"flows_simulated", p.result.network_flows}};
+    j["network"] = {{"top_links", links},
+                    {"flows_simulated", p.result.network_flows},
+                    {"calls_replayed", p.result.replayed_calls}};
   }
   j["simulation"] = {{"backend", p.backend},
                      {"wall_s", p.wall_s},
@@ -771,7 +774,10 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   }
   line("");
   const std::string flows =
-      p.result.network_flows > 0 ? fmt::format(", {} network flows", p.result.network_flows) : std::string();
+      p.result.network_flows > 0
+          ? fmt::format(", {} network flows{}", p.result.network_flows,
+                        p.result.replayed_calls > 0 ? fmt::format(", {} calls replayed", p.result.replayed_calls) : "")
+          : std::string();
   line(fmt::format("simulated by {} backend in {:.3f} s ({} events{}, {} of {} ranks simulated, profile: {})",
                    p.backend, p.wall_s, p.result.events, flows, p.result.simulated_ranks, s.cluster.world_size(),
                    s.profile.device.source));

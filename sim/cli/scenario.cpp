@@ -29,6 +29,7 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   engine::parse_fidelity(r.choice("fidelity", std::string(engine::to_string(s.fidelity)), FIDELITIES), s.fidelity);
   s.profile = r.string("profile", "");
   s.symmetry = r.boolean("symmetry", s.symmetry);
+  s.replay = r.boolean("replay", s.replay);
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
   s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
   s.max_flows = r.integer("max_flows", s.max_flows, 1, MAX_TASKS_LIMIT);
@@ -232,6 +233,7 @@ core::Json SimulationConfig::to_json() const {
   j["backend"] = backend;
   if (!profile.empty()) j["profile"] = profile;
   j["symmetry"] = symmetry;
+  j["replay"] = replay;
   j["algorithm"] = network::to_string(algorithm);
   j["fidelity"] = std::string(engine::to_string(fidelity));
   j["max_tasks"] = max_tasks;

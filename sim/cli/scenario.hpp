@@ -39,6 +39,7 @@ struct SimulationConfig {
   std::string backend = "simgrid";       // simgrid (flow-level network, contention) | analytic (closed forms)
   std::string profile;                   // optional profile JSON; relative to the scenario's folder
   bool symmetry = true;                  // simulate one representative per class of symmetric ranks
+  bool replay = true;                    // SimGrid: replay calls that run alone (SimulationOptions::replay_calls_alone)
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
   int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)

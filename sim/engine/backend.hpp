@@ -39,6 +39,11 @@ struct SimulationOptions {
   // gets its representative's intervals, which are its own by the symmetry contract, under its own
   // rank number. REQUIRES: each is in [0, world size).
   std::vector<int> timeline_ranks;
+  // SimGrid backend: a call whose flows already ran alone on the idle network, and that starts alone
+  // again and ends before anything else can start, takes the time of that run without simulating its
+  // flows again (the FSDP gathers of a forward pass, repeated iterations). Exact by construction;
+  // off only to check that (the same results).
+  bool replay_calls_alone = true;
 };
 
 // One network flow of the SimGrid backend (a send/recv, or one transfer or edge of a collective's
@@ -108,6 +113,7 @@ struct SimulationResult {
   uint64_t events = 0;                                         // tasks executed (over simulated ranks)
   int simulated_ranks = 0;
   uint64_t network_flows = 0;                                  // SimGrid backend: flows simulated (images included)
+  uint64_t replayed_calls = 0;                                 // SimGrid backend: calls replayed from a run alone (SimulationOptions::replay_calls_alone)
   std::vector<TimelineEvent> timeline;
   // SimGrid backend: the most utilized network links over the iteration (utilization = bytes /
   // (simulated capacity x iteration time)), at most 5, most utilized first; empty for the analytic

@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 #include "network/schedule.hpp"
 #include "network/topology.hpp"
@@ -42,6 +43,17 @@ struct InFlight {
   uint32_t call = 0;
   double start = 0;
   const ScheduleFlows* flows = nullptr;
+  bool alone = false;  // started on an idle network, and nothing else started before it ended (so far)
+};
+
+// A call replayed from an earlier run of its flows alone (SimgridRun::replay_if_alone): it ends at
+// start + the earlier run's duration, without flows.
+struct Replayed {
+  double end = 0;
+  uint32_t call = 0;
+  double start = 0;
+  const ScheduleFlows* flows = nullptr;
+  bool operator>(const Replayed& o) const { return end > o.end; }
 };
 
 // One run: the executor's state machine driven by the platform's simulated clock.
@@ -85,6 +97,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     result.top_links = loads_.top(TOP_LINKS, result.iteration_time, topology_, platform_);
     result.flows = std::move(flows_);
     result.network_flows = platform_.flows_simulated() - flows_before;
+    result.replayed_calls = replayed_calls_;
     return result;
   }
 
@@ -97,6 +110,13 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   double advance(double now) override {
+    while (!replayed_.empty() && replayed_.top().end <= now) {
+      const Replayed r = replayed_.top();
+      replayed_.pop();
+      const std::vector<core::Seconds>& done = alone_done_.at(r.flows);
+      if (!traced_.empty()) record_flows({r.call, r.start, r.flows, false}, done);
+      executor_.complete(r.call, r.end);
+    }
     bool progressed = true;
     while (progressed) {
       executor_.advance(now);
@@ -107,14 +127,18 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         progressed |= start(l, now);
       }
     }
+    replay_if_alone();
     if (executor_.finished()) return FINISHED;
     // A deferred pool decision is due when the clock reaches it, whether or not a call completes.
-    return std::min(launches_.empty() ? NEVER : launches_.top().start, executor_.next_decision());
+    return std::min({next_event(), replayed_.empty() ? NEVER : replayed_.top().end});
   }
 
   void batch_done(uint32_t id, const std::vector<core::Seconds>& done) override {
     const InFlight& f = in_flight_.at(id);
+    --active_;
     if (!traced_.empty()) record_flows(f, done);
+    // Its flows ran alone from start to end: any later run of them alone takes the same time.
+    if (f.alone && options_.replay_calls_alone) alone_done_.try_emplace(f.flows, done);
     executor_.complete(f.call, f.start + schedule_time(*f.flows, done).value());
   }
 
@@ -144,11 +168,55 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       flows = &p2p_flows(m.first_rank, m.second_rank, t.bytes);
     }
     loads_.add(*flows);
-    const uint32_t id = platform_.start(flows->batch);
-    if (in_flight_.size() <= id) in_flight_.resize(id + 1);
     // Flows start now; the call's start may be a rounding error earlier.
-    in_flight_[id] = {l.call, std::max(now, l.start), flows};
+    const InFlight call{l.call, std::max(now, l.start), flows, false};
+    if (options_.replay_calls_alone) {
+      held_.push_back(call);  // replay_if_alone decides once every call of this instant is known
+    } else {
+      start_flows(call);
+    }
     return false;
+  }
+
+  // Starts a call's flows on the platform. A call that finds the network idle may be running alone;
+  // one that does not ends that for every call in flight.
+  void start_flows(InFlight call) {
+    call.alone = active_ == 0 && replayed_.empty();
+    if (!call.alone) {
+      for (InFlight& f : in_flight_) f.alone = false;
+    }
+    const uint32_t id = platform_.start(call.flows->batch);
+    ++active_;
+    if (in_flight_.size() <= id) in_flight_.resize(id + 1);
+    in_flight_[id] = call;
+  }
+
+  // The next instant the executor or a launch needs the clock, replays aside.
+  double next_event() { return std::min(launches_.empty() ? NEVER : launches_.top().start, executor_.next_decision()); }
+
+  // Replays the call that starts now when it is the only one, the network is idle, its flows
+  // already ran alone once (alone_done_), and it ends before anything else can start: nothing but a
+  // completion of its own moves the executor before next_event(), so its flows would run alone
+  // again, and the same flows on the same idle platform take the same time. Exact by construction
+  // (tests/engine/simgrid_backend_test.cpp: the same iterations with replays turned off). Otherwise
+  // the calls of this instant start their flows, in the order they were launched.
+  void replay_if_alone() {
+    if (held_.empty()) return;
+    if (held_.size() == 1 && active_ == 0 && replayed_.empty()) {
+      const InFlight& c = held_.front();
+      const auto memo = alone_done_.find(c.flows);
+      if (memo != alone_done_.end()) {
+        const double end = c.start + schedule_time(*c.flows, memo->second).value();
+        if (end <= next_event()) {
+          replayed_.push({end, c.call, c.start, c.flows});
+          ++replayed_calls_;
+          held_.clear();
+          return;
+        }
+      }
+    }
+    for (const InFlight& c : held_) start_flows(c);
+    held_.clear();
   }
 
   // Adds the flows of a completed batch that a timeline rank sends or receives. A flow starts when
@@ -370,6 +438,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
   uint64_t next_order_ = 0;
   std::vector<InFlight> in_flight_;  // by platform batch id
+  size_t active_ = 0;                 // batches in flight on the platform
+  std::vector<InFlight> held_;        // calls of this instant that may be replayed (replay_if_alone)
+  std::priority_queue<Replayed, std::vector<Replayed>, std::greater<>> replayed_;  // by end
+  std::unordered_map<const ScheduleFlows*, std::vector<core::Seconds>> alone_done_;  // a run alone: done per flow
+  uint64_t replayed_calls_ = 0;
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> copies_;  // by (rank, direction, bytes)

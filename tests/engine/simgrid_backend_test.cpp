@@ -27,6 +27,9 @@ using testing::compute;
 SimulationOptions ring_options(Fidelity fidelity) {
   SimulationOptions o;
   o.use_symmetry = false;
+  // Flow counts below are the symmetry's: replays (ReplayedCallsAloneChangeNothing) would lower
+  // them by how many calls ran alone, which differs between a full and a mirrored run.
+  o.replay_calls_alone = false;
   o.algorithm = network::Algorithm::RING;
   o.fidelity = fidelity;
   return o;
@@ -379,6 +382,96 @@ TEST(SimgridBackend, SymmetryOnRailsLeavesOutTheTensorMirrorsOfShardedGroups) {
   const SimulationResult exact = make_analytic_backend()->run(w, cluster, core::Profile{}, o);
   const size_t tensor = static_cast<size_t>(Axis::TENSOR);
   EXPECT_GT(b.comm_time[tensor].value(), 1.2 * exact.comm_time[tensor].value());
+}
+
+// Replays (SimulationOptions::replay_calls_alone): a call whose flows already ran alone on the idle
+// network, and that starts alone again and ends before anything else can start, is not simulated
+// again. Four compute + blocking all_gather rounds over 8 GPUs on 2 nodes: every gather runs alone,
+// so the first one is simulated and the other three are replayed; the times are those of the run
+// without replays (a second simulation in one process continues SimGrid's clock, rounded to 1e-9 s),
+// and every round takes the first one's time.
+TEST(SimgridBackend, ReplayedCallsAloneChangeNothing) {
+  const network::ClusterConfig cluster = testing::make_cluster(2, 4, 300e9, 25e9, 2e-6);
+  core::Program p;
+  p.name = "rounds";
+  for (int i = 0; i < 4; ++i) {
+    p.add(compute(1e-3));
+    p.add(testing::collective(CollectiveOp::ALL_GATHER, 0, 64e6, Stream::COMPUTE));
+  }
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
+  w.groups = {{"data", Axis::DATA, {}, {}}};
+  w.validate();
+  for (Fidelity f : {Fidelity::FLOW, Fidelity::STEP}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    SimulationOptions off = ring_options(f);
+    off.replay_calls_alone = false;
+    off.timeline_ranks = {0, 7};
+    SimulationOptions on = off;
+    on.replay_calls_alone = true;
+    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, off);
+    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, on);
+    EXPECT_EQ(a.replayed_calls, 0U);
+    EXPECT_EQ(b.replayed_calls, 3U);
+    EXPECT_EQ(b.network_flows * 4, a.network_flows);
+    const double nanoseconds = 1e-8;
+    EXPECT_NEAR(b.iteration_time.value(), a.iteration_time.value(), nanoseconds);
+    ASSERT_EQ(a.timeline.size(), b.timeline.size());
+    for (size_t i = 0; i < a.timeline.size(); ++i) {
+      EXPECT_EQ(a.timeline[i].task, b.timeline[i].task);
+      EXPECT_NEAR(a.timeline[i].start_s, b.timeline[i].start_s, nanoseconds);
+      EXPECT_NEAR(a.timeline[i].end_s, b.timeline[i].end_s, nanoseconds);
+    }
+    // The flows of the replayed gathers are on the timeline as the simulated one's, shifted; every
+    // round's gather takes the first one's time.
+    EXPECT_EQ(a.flows.size(), b.flows.size());
+    std::vector<double> gathers;
+    for (const TimelineEvent& e : b.timeline) {
+      if (e.rank == 0 && e.task % 2 == 1) gathers.push_back(e.end_s - e.start_s);
+    }
+    ASSERT_EQ(gathers.size(), 4U);
+    for (double g : gathers) EXPECT_NEAR(g, gathers.front(), nanoseconds);
+  }
+}
+
+// A call is replayed only when nothing can start while it would run: two groups across the two
+// nodes (GPU 0 of each, GPU 1 of each) gather over the same NIC of each node, the second one's calls starting
+// during the first one's; no gather runs alone, so none is replayed and the contention is simulated.
+TEST(SimgridBackend, CallsThatOverlapOthersAreNotReplayed) {
+  network::ClusterConfig cluster = testing::make_cluster(2, 4, 300e9, 25e9, 2e-6);
+  cluster.network.nics_per_node = 1;  // both groups cross the one NIC of each node
+  core::Program first;
+  first.name = "first";
+  core::Program second;
+  second.name = "second";
+  core::Program idle;
+  idle.name = "idle";
+  second.add(compute(2e-4));
+  for (int i = 0; i < 4; ++i) {
+    first.add(compute(1e-3));
+    first.add(testing::collective(CollectiveOp::ALL_GATHER, 0, 64e6, Stream::COMPUTE));
+    second.add(compute(1e-3));
+    second.add(testing::collective(CollectiveOp::ALL_GATHER, 1, 64e6, Stream::COMPUTE));
+  }
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {first, second, idle}, {0, 1, 2, 2, 0, 1, 2, 2});
+  w.groups = {{"first", Axis::DATA, {0, 4}, {}}, {"second", Axis::DATA, {1, 5}, {}}};
+  w.validate();
+  SimulationOptions off = ring_options(Fidelity::FLOW);
+  off.replay_calls_alone = false;
+  SimulationOptions on = off;
+  on.replay_calls_alone = true;
+  const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, off);
+  const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, on);
+  EXPECT_EQ(b.replayed_calls, 0U);
+  EXPECT_NEAR(b.iteration_time.value(), a.iteration_time.value(), 1e-8);
+  EXPECT_EQ(b.network_flows, a.network_flows);
+  // The two groups share the NICs: each gather is slower than the same gather alone (the first
+  // group without the second), which is replayed after its first round there.
+  core::Workload solo = w;
+  solo.program_of_rank = {0, 2, 2, 2, 0, 2, 2, 2};
+  solo.validate();
+  const SimulationResult alone = make_simgrid_backend()->run(solo, cluster, core::Profile{}, on);
+  EXPECT_EQ(alone.replayed_calls, 3U);
+  EXPECT_GT(b.iteration_time.value(), alone.iteration_time.value() * 1.1);
 }
 
 // Rank 0 sends with tag 1 what rank 1 waits for with tag 0: nothing can run, and the error names the
