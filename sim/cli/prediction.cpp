@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "models/checkpoint.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/cli/time_to_train.hpp"
 #include "sim/engine/collective_simulation.hpp"
 #include "sim/engine/compute_model.hpp"
@@ -121,6 +122,14 @@ struct ExtraTraffic {
   core::Bytes bytes;
 };
 
+// The WatchSimulations in scope, if any.
+struct Watch {
+  std::ostream* out = nullptr;
+  std::string label;
+  double last_print_s = 0;
+};
+Watch* watch = nullptr;
+
 Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks,
                     std::optional<ExtraTraffic> extra = std::nullopt) {
   Prediction p;
@@ -133,6 +142,15 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   engine::SimulationOptions options;
   options.use_symmetry = scenario.simulation.symmetry;
   options.replay_calls_alone = scenario.simulation.replay;
+  if (watch != nullptr) {
+    watch->last_print_s = 0;
+    options.on_progress = [](const engine::SimulationProgress& progress) {
+      if (watch == nullptr || progress.wall_s < watch->last_print_s + WatchSimulations::PROGRESS_PERIOD_S) return;
+      watch->last_print_s = progress.wall_s;
+      *watch->out << "simgrid: " << watch->label << ": " << WatchSimulations::describe(progress) << std::endl;
+    };
+    options.stop_requested = [] { return StopOnInterrupt::requested(); };
+  }
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
   options.timeline_ranks = timeline_ranks;
@@ -317,6 +335,23 @@ void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed
   }
   p.simulated_failures = cli::simulate_failures(t->days * 86400.0, f.interval_s, f.stall_s, f.recovery_s, f.job_mtbf_s,
                                                 runs, seed);
+}
+
+WatchSimulations::WatchSimulations(std::ostream& out, std::string label) {
+  TRAINSIM_CHECK(watch == nullptr, "one WatchSimulations at a time");
+  watch = new Watch{&out, std::move(label), 0};
+}
+
+WatchSimulations::~WatchSimulations() {
+  delete watch;
+  watch = nullptr;
+}
+
+std::string WatchSimulations::describe(const engine::SimulationProgress& p) {
+  const double share = p.tasks_total > 0 ? 100.0 * static_cast<double>(p.tasks_done) / static_cast<double>(p.tasks_total) : 0;
+  return fmt::format("simulated {:.4g} s of the iteration, {:.0f}% of the simulated ranks' tasks ({} of {}), {} flows, "
+                     "{} calls replayed, {:.0f} s of wall time",
+                     p.simulated_s, share, p.tasks_done, p.tasks_total, p.flows, p.replayed_calls, p.wall_s);
 }
 
 Prediction predict(const Scenario& scenario, const std::string& backend_override,

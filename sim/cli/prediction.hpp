@@ -2,6 +2,7 @@
 // One prediction: scenario -> workload -> backend -> report. Shared by `run` and `validate`.
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,22 @@ struct Prediction {
 // compression (reported, not counted in time to train).
 Prediction predict(const Scenario& scenario, const std::string& backend_override = "",
                    const std::vector<int>& timeline_ranks = {});
+
+// While one exists (one at a time), predict()'s SimGrid runs print where they are on `out` every
+// PROGRESS_PERIOD_S of wall time, the first after that long, whether or not `out` is a terminal
+// ("simgrid: LABEL: simulated 1.2 s, 40% of the tasks, 412,345 flows, 160 calls replayed, 20 s"), and
+// stop on Ctrl-C when a StopOnInterrupt is installed (they throw engine::Interrupted with that
+// progress). `run` and `validate` watch theirs; search, compare and sweep keep their own progress.
+class WatchSimulations {
+ public:
+  static constexpr double PROGRESS_PERIOD_S = 10;
+  WatchSimulations(std::ostream& out, std::string label);
+  ~WatchSimulations();
+  WatchSimulations(const WatchSimulations&) = delete;
+  WatchSimulations& operator=(const WatchSimulations&) = delete;
+  // One line for `progress` ("simulated 1.2 s, 40% of the tasks (...), ...").
+  static std::string describe(const engine::SimulationProgress& progress);
+};
 
 // The report of DESIGN.md ("schema": "trainsim.report/1"), extended with the pipeline split, the
 // breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object

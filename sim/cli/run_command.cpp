@@ -5,6 +5,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/html_report.hpp"
 #include "sim/cli/prediction.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/cli/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
@@ -86,7 +87,19 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
                              fmt::format("rank {} is outside the cluster's 0..{}", r, scenario.cluster.world_size() - 1));
     }
   }
-  Prediction prediction = predict(scenario, args.backend, ranks);
+  Prediction prediction;
+  try {
+    // A long SimGrid run says where it is on stderr, and Ctrl-C stops it with what it knew.
+    const WatchSimulations watch(err, args.scenario);
+    const StopOnInterrupt stop;
+    prediction = predict(scenario, args.backend, ranks);
+  } catch (const engine::Interrupted& e) {
+    err << "interrupted: " << WatchSimulations::describe(e.progress) << "\n";
+    const Prediction analytic = predict(scenario, "analytic");
+    err << fmt::format("the analytic backend (the same execution without contention) predicts {:.6g} s per iteration\n",
+                       analytic.result.iteration_time.value());
+    return EXIT_INTERRUPTED;
+  }
   if (args.simulate_failures > 0) simulate_failures(scenario, prediction, args.simulate_failures, args.seed);
   const engine::TimelineFilter filter = timeline_filter(args, prediction);
   const core::Json report = report_json(scenario, prediction);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 #include <string>
 
@@ -369,6 +370,9 @@ int validate_command(const ValidateArgs& args, const CasePredictor& predictor, s
   const std::vector<CasePath> cases = collect_cases(args.paths);
   Progress bar("validate", cases.size(), !args.quiet);
   for (const CasePath& path : cases) {
+    // A long SimGrid case says where it is on stderr (its forked child prints), unless --quiet.
+    std::optional<WatchSimulations> watch;
+    if (!args.quiet) watch.emplace(err, std::filesystem::path(path.file).filename().string());
     results.push_back(run_case(path, args, predictor, err));
     bar.advance();
   }

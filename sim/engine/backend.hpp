@@ -4,7 +4,9 @@
 // costed (AnalyticBackend: closed-form alpha-beta; SimGridBackend, later: flow-level with contention).
 
 #include <array>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,24 @@ enum class Fidelity { STEP, FLOW, ANALYTIC };
 std::string_view to_string(Fidelity f);             // "step", "flow", "analytic"
 bool parse_fidelity(std::string_view text, Fidelity& out);
 
+// Where a SimGrid run is: its simulated clock, the simulated ranks' tasks run and in all, the flows
+// simulated so far, and the wall time since it started.
+struct SimulationProgress {
+  double simulated_s = 0;
+  uint64_t tasks_done = 0;
+  uint64_t tasks_total = 0;
+  uint64_t flows = 0;
+  uint64_t replayed_calls = 0;
+  double wall_s = 0;
+};
+
+// A run stopped by SimulationOptions::stop_requested (Ctrl-C), with what it knew then.
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(const SimulationProgress& p) : std::runtime_error("simulation interrupted"), progress(p) {}
+  SimulationProgress progress;
+};
+
 struct SimulationOptions {
   // Simulate one representative rank per class of symmetric ranks (Workload::symmetric_axes).
   // Turning it off simulates every rank; results must be identical. Default on. Cost: the engine
@@ -44,6 +64,11 @@ struct SimulationOptions {
   // flows again (the FSDP gathers of a forward pass, repeated iterations). Exact by construction;
   // off only to check that (the same results).
   bool replay_calls_alone = true;
+  // SimGrid backend, for long runs: called about once a second of wall time with where the run is
+  // (the CLI prints it at a low rate); and asked at the same rate whether to stop, in which case the
+  // run throws Interrupted with that progress. Either may be empty.
+  std::function<void(const SimulationProgress&)> on_progress;
+  std::function<bool()> stop_requested;
 };
 
 // One network flow of the SimGrid backend (a send/recv, or one transfer or edge of a collective's

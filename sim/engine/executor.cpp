@@ -96,6 +96,7 @@ class Executor::Impl final : public ReadyPools::Host {
       ranks_[s].remaining = program_of(static_cast<uint32_t>(s)).tasks.size();
       unfinished_ += ranks_[s].remaining;
     }
+    total_tasks_ = unfinished_;
     if (launcher_ != nullptr) start_.assign(end_.size(), 0.0);
     pools_.emplace(w_, table_, plans_, *this);
     for (size_t s = ranks_.size(); s-- > 0;) enqueue(static_cast<uint32_t>(s));
@@ -103,6 +104,8 @@ class Executor::Impl final : public ReadyPools::Host {
 
   const RankTable& table() const { return table_; }
   bool finished() const { return unfinished_ == 0; }
+  size_t unfinished() const { return unfinished_; }
+  size_t total_tasks() const { return total_tasks_; }
 
   // Runs every task that can run, rank by rank, until none can; then issues the earliest deferred
   // pool decision whose time is at most `horizon`, and again, until none is left.
@@ -576,6 +579,7 @@ class Executor::Impl final : public ReadyPools::Host {
   std::vector<double> end_;       // end time of every task of every simulated rank
   std::vector<double> start_;     // start times likewise, kept only with a launcher
   size_t unfinished_ = 0;
+  size_t total_tasks_ = 0;
   std::vector<OpenCalls> open_;   // by meeting of table_.meetings()
   std::vector<Call> calls_;
   std::vector<uint32_t> free_calls_;
@@ -600,6 +604,8 @@ void Executor::advance(double horizon) { impl_->advance(horizon); }
 double Executor::next_decision() { return impl_->next_decision(); }
 void Executor::complete(uint32_t call, double end) { impl_->complete(call, end); }
 bool Executor::finished() const { return impl_->finished(); }
+size_t Executor::unfinished() const { return impl_->unfinished(); }
+size_t Executor::total_tasks() const { return impl_->total_tasks(); }
 void Executor::report_deadlock() const { impl_->report_deadlock(); }
 SimulationResult Executor::result() { return impl_->result(); }
 const RankTable& Executor::table() const { return impl_->table(); }

@@ -124,6 +124,9 @@ class Executor {
   void complete(uint32_t call, double end);
   // Whether every task of every simulated rank has run.
   bool finished() const;
+  // Tasks of the simulated ranks not run yet, and all of them: the run's progress.
+  size_t unfinished() const;
+  size_t total_tasks() const;
   // Throws core::InternalError naming the stuck tasks of the lowest rank with tasks left.
   [[noreturn]] void report_deadlock() const;
   // The result (iteration time, breakdown, memory, events, timeline). REQUIRES: finished().

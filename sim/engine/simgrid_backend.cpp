@@ -1,6 +1,7 @@
 #include "sim/engine/simgrid_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fmt/format.h>
 #include <map>
 #include <queue>
@@ -91,6 +92,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
 
   SimulationResult run() {
     const uint64_t flows_before = platform_.flows_simulated();
+    flows_before_ = flows_before;
+    started_ = last_report_ = std::chrono::steady_clock::now();
     platform_.simulate(*this);
     if (!executor_.finished()) executor_.report_deadlock();
     SimulationResult result = executor_.result();
@@ -110,6 +113,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   double advance(double now) override {
+    report_progress(now);
     while (!replayed_.empty() && replayed_.top().end <= now) {
       const Replayed r = replayed_.top();
       replayed_.pop();
@@ -176,6 +180,26 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       start_flows(call);
     }
     return false;
+  }
+
+  // Every 64 calls: a stop request turned into Interrupted; and about once a second of wall time
+  // the progress to the options' callback.
+  void report_progress(double now) {
+    if (!options_.on_progress && !options_.stop_requested) return;
+    if (++advances_ % 64 != 0) return;
+    const bool stop = options_.stop_requested && options_.stop_requested();
+    const auto wall = std::chrono::steady_clock::now();
+    if (!stop && wall - last_report_ < std::chrono::seconds(1)) return;
+    last_report_ = wall;
+    SimulationProgress p;
+    p.simulated_s = now;
+    p.tasks_total = executor_.total_tasks();
+    p.tasks_done = p.tasks_total - executor_.unfinished();
+    p.flows = platform_.flows_simulated() - flows_before_;
+    p.replayed_calls = replayed_calls_;
+    p.wall_s = std::chrono::duration<double>(wall - started_).count();
+    if (stop) throw Interrupted(p);
+    if (options_.on_progress) options_.on_progress(p);
   }
 
   // Starts a call's flows on the platform. A call that finds the network idle may be running alone;
@@ -443,6 +467,10 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::priority_queue<Replayed, std::vector<Replayed>, std::greater<>> replayed_;  // by end
   std::unordered_map<const ScheduleFlows*, std::vector<core::Seconds>> alone_done_;  // a run alone: done per flow
   uint64_t replayed_calls_ = 0;
+  uint64_t flows_before_ = 0;  // the platform's flow count when the run started
+  uint64_t advances_ = 0;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_report_;
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, ScheduleFlows> collectives_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> copies_;  // by (rank, direction, bytes)

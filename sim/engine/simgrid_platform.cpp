@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <deque>
 #include <exception>
 #include <fmt/format.h>
@@ -184,7 +185,11 @@ namespace {
 SimgridPlatform* process_platform = nullptr;
 
 void start_engine() {
+  // Constructing the Engine installs SimGrid's SIGINT handler; the process keeps its own (simulate()).
+  struct sigaction before {};
+  sigaction(SIGINT, nullptr, &before);
   static sg4::Engine engine("trainsim");
+  sigaction(SIGINT, &before, nullptr);
   xbt_log_control_set("root.thres:critical");
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
@@ -498,7 +503,16 @@ void SimgridPlatform::simulate(FlowDriver& driver) {
     impl_->relays.push_back(sg4::Mailbox::by_name(fmt::format("dispatcher{}", impl_->relays.size())));
   }
   impl_->simulation = &sim;
-  sg4::Actor::create("driver", impl_->control_host, [this, &sim] { impl_->drive(sim); });
+  // SimGrid installs its own SIGINT handler (print the actors' status, exit 1) when the Engine is
+  // built and may again when it runs: the driver puts the process's back once the engine runs, so
+  // that Ctrl-C does what the command set up (the default: end the process; `run`: stop with what
+  // is known, SimulationOptions::stop_requested).
+  struct sigaction before {};
+  sigaction(SIGINT, nullptr, &before);
+  sg4::Actor::create("driver", impl_->control_host, [this, &sim, before] {
+    sigaction(SIGINT, &before, nullptr);
+    impl_->drive(sim);
+  });
   sg4::Engine::get_instance()->run();
   impl_->simulation = nullptr;
   if (sim.error) std::rethrow_exception(sim.error);

@@ -474,6 +474,35 @@ TEST(SimgridBackend, CallsThatOverlapOthersAreNotReplayed) {
   EXPECT_GT(b.iteration_time.value(), alone.iteration_time.value() * 1.1);
 }
 
+// A stop request (Ctrl-C in `run`) ends the run with what it knew: 200 compute + all_gather rounds,
+// stopped at the first check (every 64 calls of the driver), part of the way through.
+TEST(SimgridBackend, StopRequestEndsTheRunWithItsProgress) {
+  const network::ClusterConfig cluster = testing::make_cluster(2, 4, 300e9, 25e9, 2e-6);
+  core::Program p;
+  p.name = "rounds";
+  for (int i = 0; i < 200; ++i) {
+    p.add(compute(1e-4));
+    p.add(testing::collective(CollectiveOp::ALL_GATHER, 0, 1e6, Stream::COMPUTE));
+  }
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
+  w.groups = {{"data", Axis::DATA, {}, {}}};
+  w.validate();
+  SimulationOptions options = ring_options(Fidelity::FLOW);
+  int asked = 0;
+  options.stop_requested = [&asked] { return ++asked == 2; };
+  try {
+    make_simgrid_backend()->run(w, cluster, core::Profile{}, options);
+    FAIL() << "not interrupted";
+  } catch (const Interrupted& e) {
+    EXPECT_EQ(asked, 2);
+    EXPECT_EQ(e.progress.tasks_total, 8U * 400U);
+    EXPECT_GT(e.progress.tasks_done, 0U);
+    EXPECT_LT(e.progress.tasks_done, e.progress.tasks_total);
+    EXPECT_GT(e.progress.simulated_s, 0);
+    EXPECT_GT(e.progress.flows, 0U);
+  }
+}
+
 // Rank 0 sends with tag 1 what rank 1 waits for with tag 0: nothing can run, and the error names the
 // stuck tasks instead of hanging.
 TEST(SimgridBackend, MismatchedSendIsADeadlock) {
