@@ -909,6 +909,8 @@ void Search::recheck(SearchResult& result) const {
     const Scenario sc = scenario_of(result.ranked[i].layout);
     try {
       result.ranked[i].simgrid = figures_of(predict_report(sc, "simgrid"));
+    } catch (const engine::Interrupted&) {
+      return;  // Ctrl-C ended the simulation; this layout keeps its analytic figures
     } catch (const core::InputError& e) {
       // A layout whose simulation would exceed simulation.max_flows keeps its analytic figures (a
       // larger layout of the same job can need far more flows than the scenario's own). Any other

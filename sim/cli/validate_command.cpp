@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -319,6 +320,9 @@ core::Json predict_report(const Scenario& s, const std::string& backend) {
   const pid_t child = fork();
   TRAINSIM_CHECK(child >= 0, fmt::format("fork: {}", std::strerror(errno)));
   if (child == 0) {
+    // Ctrl-C ends the child at once, whatever the parent does with it (search: stops, keeping what it
+    // has; below: a child ended by SIGINT is an interruption, not a bug).
+    std::signal(SIGINT, SIG_DFL);
     close(pipe_fd[0]);
     core::Json message;
     try {
@@ -361,6 +365,7 @@ core::Json predict_report(const Scenario& s, const std::string& backend) {
   if (message.is_object() && message.contains("internal_error")) {
     throw core::InternalError(message["internal_error"].get<std::string>());
   }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) throw engine::Interrupted(engine::SimulationProgress{});
   throw core::InternalError(
       fmt::format("{}: the simulation process ended without a result (wait status {})", s.file, status));
 }
