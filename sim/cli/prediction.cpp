@@ -183,6 +183,15 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
                       flows, scenario.cluster.world_size(), flows / 0.5e6 / 60, flows / 0.05e6 / 60))
                                    .problems());
     }
+    // Up front, where the run is watched: a simulation that may take more than PROGRESS_PERIOD_S says
+    // so before it starts (the bound counts no replays, so the run may need fewer flows).
+    if (watch != nullptr && flows / 0.05e6 > WatchSimulations::PROGRESS_PERIOD_S) {
+      *watch->out << fmt::format(
+                         "simgrid: {}: up to {:.3g} flows to simulate ({:.0f} s to {:.0f} s at 0.05-0.5 million flows "
+                         "per CPU-second; fewer where calls are replayed); progress every {:.0f} s, Ctrl-C stops\n",
+                         watch->label, flows, flows / 0.5e6, flows / 0.05e6, WatchSimulations::PROGRESS_PERIOD_S)
+                  << std::flush;
+    }
   }
   p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
   // Inputs are bounded (physical ranges, training sizes), so a non-finite time is a bug, never a prediction.
