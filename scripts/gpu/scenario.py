@@ -32,15 +32,20 @@ def scenario(layers, hidden, heads, vocab, seq, micro_batch, accum, gpu_name):
     }
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def add_model_args(ap):
+    """The job's arguments, shared with train_step.py (which runs it)."""
     ap.add_argument("--layers", type=int, required=True)
     ap.add_argument("--hidden", type=int, required=True)
     ap.add_argument("--heads", type=int, required=True)
     ap.add_argument("--vocab", type=int, default=50304)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--micro-batch", type=int, default=4)
-    ap.add_argument("--accum", type=int, default=1)
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_model_args(ap)
     ap.add_argument("--gpu", required=True, help="torch.cuda.get_device_name()")
     a = ap.parse_args()
     print(json.dumps(scenario(a.layers, a.hidden, a.heads, a.vocab, a.seq, a.micro_batch, a.accum, a.gpu), indent=2))

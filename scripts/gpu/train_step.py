@@ -26,6 +26,8 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from scenario import add_model_args  # scripts/gpu/scenario.py: the same job's arguments
+
 
 class Block(nn.Module):
     def __init__(self, hidden, heads):
@@ -77,13 +79,7 @@ def buckets(params, limit_bytes=25 * 2**20):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layers", type=int, required=True)
-    ap.add_argument("--hidden", type=int, required=True)
-    ap.add_argument("--heads", type=int, required=True)
-    ap.add_argument("--vocab", type=int, default=50304)
-    ap.add_argument("--seq", type=int, default=2048)
-    ap.add_argument("--micro-batch", type=int, default=4)
-    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step")
+    add_model_args(ap)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--profile-dir", default="", help="torch.profiler (Kineto) trace of the timed steps")

@@ -384,6 +384,21 @@ TEST(SimgridBackend, SymmetryOnRailsLeavesOutTheTensorMirrorsOfShardedGroups) {
   EXPECT_GT(b.comm_time[tensor].value(), 1.2 * exact.comm_time[tensor].value());
 }
 
+// 8 ranks over data parallelism, each running `rounds` times a compute task of `compute_s` at peak
+// and a blocking all_gather of `bytes` over all of them.
+core::Workload gather_rounds(int rounds, double compute_s, double bytes) {
+  core::Program p;
+  p.name = "rounds";
+  for (int i = 0; i < rounds; ++i) {
+    p.add(compute(compute_s));
+    p.add(testing::collective(CollectiveOp::ALL_GATHER, 0, bytes, Stream::COMPUTE));
+  }
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
+  w.groups = {{"data", Axis::DATA, {}, {}}};
+  w.validate();
+  return w;
+}
+
 // Replays (SimulationOptions::replay_calls_alone): a call whose flows already ran alone on the idle
 // network, and that starts alone again and ends before anything else can start, is not simulated
 // again. Four compute + blocking all_gather rounds over 8 GPUs on 2 nodes: every gather runs alone,
@@ -392,15 +407,7 @@ TEST(SimgridBackend, SymmetryOnRailsLeavesOutTheTensorMirrorsOfShardedGroups) {
 // and every round takes the first one's time.
 TEST(SimgridBackend, ReplayedCallsAloneChangeNothing) {
   const network::ClusterConfig cluster = testing::make_cluster(2, 4, 300e9, 25e9, 2e-6);
-  core::Program p;
-  p.name = "rounds";
-  for (int i = 0; i < 4; ++i) {
-    p.add(compute(1e-3));
-    p.add(testing::collective(CollectiveOp::ALL_GATHER, 0, 64e6, Stream::COMPUTE));
-  }
-  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
-  w.groups = {{"data", Axis::DATA, {}, {}}};
-  w.validate();
+  const core::Workload w = gather_rounds(4, 1e-3, 64e6);
   for (Fidelity f : {Fidelity::FLOW, Fidelity::STEP}) {
     SCOPED_TRACE(std::string(to_string(f)));
     SimulationOptions off = ring_options(f);
@@ -478,15 +485,7 @@ TEST(SimgridBackend, CallsThatOverlapOthersAreNotReplayed) {
 // stopped at the first check (every 64 calls of the driver), part of the way through.
 TEST(SimgridBackend, StopRequestEndsTheRunWithItsProgress) {
   const network::ClusterConfig cluster = testing::make_cluster(2, 4, 300e9, 25e9, 2e-6);
-  core::Program p;
-  p.name = "rounds";
-  for (int i = 0; i < 200; ++i) {
-    p.add(compute(1e-4));
-    p.add(testing::collective(CollectiveOp::ALL_GATHER, 0, 1e6, Stream::COMPUTE));
-  }
-  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
-  w.groups = {{"data", Axis::DATA, {}, {}}};
-  w.validate();
+  const core::Workload w = gather_rounds(200, 1e-4, 1e6);
   SimulationOptions options = ring_options(Fidelity::FLOW);
   int asked = 0;
   options.stop_requested = [&asked] { return ++asked == 2; };
