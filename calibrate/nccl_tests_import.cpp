@@ -5,11 +5,12 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/text_file.hpp"
 
 namespace trainsim::calibrate {
 namespace {
@@ -359,8 +360,7 @@ std::vector<NcclTestsRun> parse_nccl_tests(std::istream& in, const std::string& 
 }
 
 std::vector<NcclTestsRun> load_nccl_tests(const std::string& path, std::optional<core::CollectiveOp> op) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::istringstream in(core::read_text_file(path, MAX_NCCL_TESTS_BYTES, "nccl-tests output"));
   return parse_nccl_tests(in, path, op);
 }
 

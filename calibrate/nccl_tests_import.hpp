@@ -40,6 +40,7 @@
 //   }
 
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <optional>
 #include <string>
@@ -95,7 +96,11 @@ std::optional<core::CollectiveOp> nccl_tests_program_op(std::string_view program
 // Parses one output; `file` names it in errors. `op`: see above.
 std::vector<NcclTestsRun> parse_nccl_tests(std::istream& in, const std::string& file,
                                            std::optional<core::CollectiveOp> op = std::nullopt);
-// Reads the file `path`; throws core::InputError when it cannot be read.
+// nccl-tests outputs are kilobytes (a full size sweep of one program is about 10 KB): a larger file
+// is not one, and a stream is cut off here (core/text_file.hpp).
+inline constexpr uintmax_t MAX_NCCL_TESTS_BYTES = uintmax_t{64} << 20;  // 64 MiB
+// Reads the file `path`; throws core::InputError when it cannot be read, is above
+// MAX_NCCL_TESTS_BYTES or holds binary data.
 std::vector<NcclTestsRun> load_nccl_tests(const std::string& path, std::optional<core::CollectiveOp> op = std::nullopt);
 
 // One sample per row: the run's op, ranks and scope, the row's size and time().

@@ -25,6 +25,17 @@ const OpArgument* tensor_at(const CpuOp& op, size_t i, size_t min_rank) {
   return a.tensor && a.dims.size() >= min_rank ? &a : nullptr;
 }
 
+// A GEMM operand: a tensor, or sizes without a type (the kernel's name may give the type).
+const OpArgument* operand_at(const CpuOp& op, size_t i, size_t min_rank) {
+  if (i >= op.inputs.size()) return nullptr;
+  const OpArgument& a = op.inputs[i];
+  return (a.tensor || a.untyped) && a.dims.size() >= min_rank ? &a : nullptr;
+}
+
+bool any_untyped(const CpuOp& op) {
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [](const OpArgument& a) { return a.untyped; });
+}
+
 trace::Gemm make_gemm(double m, double n, double k, double batch, const OpArgument& a, const OpArgument& b) {
   trace::Gemm g;
   g.set_m(static_cast<uint64_t>(m));
@@ -174,8 +185,10 @@ CpuOp read_cpu_op(const std::string& name, const Json& args) {
       a.tensor = ok && bytes > 0;
       a.element_bytes = a.tensor ? bytes : 0;
       a.data_type = type;
+    } else {
+      a.untyped = ok && !a.dims.empty();
     }
-    if (!a.tensor) a.dims.clear();
+    if (!a.tensor && !a.untyped) a.dims.clear();
     if (i < size(concrete) && (*concrete)[i].is_string()) a.concrete = (*concrete)[i].get<std::string>();
     op.inputs.push_back(std::move(a));
   }
@@ -187,22 +200,22 @@ bool is_attention_op(const std::string& name) { return attention_op(name) != nul
 std::optional<trace::Gemm> gemm_of(const CpuOp& op) {
   const std::string& n = op.name;
   if (n == "aten::mm" || n == "aten::_scaled_mm") {
-    const OpArgument *a = tensor_at(op, 0, 2), *b = tensor_at(op, 1, 2);
+    const OpArgument *a = operand_at(op, 0, 2), *b = operand_at(op, 1, 2);
     if (a && b && a->dims.size() == 2 && b->dims.size() == 2) return make_gemm(a->dims[0], b->dims[1], a->dims[1], 1, *a, *b);
   } else if (n == "aten::addmm" || n == "aten::_addmm_activation") {
-    const OpArgument *a = tensor_at(op, 1, 2), *b = tensor_at(op, 2, 2);
+    const OpArgument *a = operand_at(op, 1, 2), *b = operand_at(op, 2, 2);
     if (a && b && a->dims.size() == 2 && b->dims.size() == 2) return make_gemm(a->dims[0], b->dims[1], a->dims[1], 1, *a, *b);
   } else if (n == "aten::bmm" || n == "aten::baddbmm") {
     const size_t first = n == "aten::bmm" ? 0 : 1;
-    const OpArgument *a = tensor_at(op, first, 3), *b = tensor_at(op, first + 1, 3);
+    const OpArgument *a = operand_at(op, first, 3), *b = operand_at(op, first + 1, 3);
     if (a && b && a->dims.size() == 3 && b->dims.size() == 3) {
       return make_gemm(a->dims[1], b->dims[2], a->dims[2], a->dims[0], *a, *b);
     }
   } else if (n == "aten::matmul") {
-    const OpArgument *a = tensor_at(op, 0, 2), *b = tensor_at(op, 1, 2);
+    const OpArgument *a = operand_at(op, 0, 2), *b = operand_at(op, 1, 2);
     if (a && b) return matmul(*a, *b);
   } else if (n == "aten::linear") {
-    const OpArgument *x = tensor_at(op, 0, 1), *w = tensor_at(op, 1, 2);
+    const OpArgument *x = operand_at(op, 0, 1), *w = operand_at(op, 1, 2);
     if (x && w && w->dims.size() == 2) {
       return make_gemm(product(x->dims, 0, x->dims.size() - 1), w->dims[0], x->dims.back(), 1, *x, *w);
     }
@@ -211,6 +224,7 @@ std::optional<trace::Gemm> gemm_of(const CpuOp& op) {
 }
 
 std::optional<trace::Operation> operation_of(const CpuOp& op) {
+  if (any_untyped(op)) return std::nullopt;
   trace::Operation out;
   out.set_name(op.name);
   if (const AttentionOp* a = attention_op(op.name)) {

@@ -40,6 +40,9 @@ namespace trainsim::calibrate {
 struct OpArgument {
   std::vector<double> dims;  // sizes; empty for scalars, None and lists
   bool tensor = false;       // a tensor (its element type is known)
+  // Sizes recorded but no type ("Input type" missing or shorter than "Input Dims"): a GEMM's shape
+  // is known (its type may come from the kernel's name), its bytes are not.
+  bool untyped = false;
   double element_bytes = 0;  // 0 when not a tensor
   trace::DataType data_type = trace::DATA_TYPE_UNKNOWN;
   std::string concrete;      // "Concrete Inputs" entry ("" when absent)
@@ -62,7 +65,9 @@ CpuOp read_cpu_op(const std::string& name, const core::Json& args);
 std::pair<trace::DataType, double> torch_type(const std::string& name);
 
 // The GEMM an op runs (m, n, k, batch_count, a_type / b_type; compute_type left to the caller), or
-// nothing when the op is not a GEMM or its shapes are not known.
+// nothing when the op is not a GEMM or its shapes are not known. Untyped operands give a GEMM of
+// DATA_TYPE_UNKNOWN types. Attention and memory-bound ops with an untyped input have no cost (their
+// bytes would be undercounted).
 std::optional<trace::Gemm> gemm_of(const CpuOp& op);
 // The attention or memory-bound cost of an op (external_id left to the caller), or nothing.
 std::optional<trace::Operation> operation_of(const CpuOp& op);

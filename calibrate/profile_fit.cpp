@@ -77,17 +77,22 @@ struct GemmSample {
   double m = 0, n = 0, batch = 1;
 };
 
-// GEMM samples (FLOPs and shape, summed kernel time) by precision, over every trace.
-std::map<Precision, std::vector<GemmSample>> gemm_samples(const TraceSet& traces) {
+// GEMM samples (FLOPs and shape, summed kernel time) by precision, over every trace; `untyped`
+// counts the timed Gemm records whose operand type is unknown (left out: the rate depends on it).
+std::map<Precision, std::vector<GemmSample>> gemm_samples(const TraceSet& traces, size_t& untyped) {
   std::map<Precision, std::vector<GemmSample>> out;
+  untyped = 0;
   for (const core::TraceFile& f : traces.files()) {
     const KernelTimes times(f);
     for (const trace::Record& r : f.records) {
       if (!r.has_gemm()) continue;
       const trace::Gemm& g = r.gemm();
       Precision p;
-      if (!precision_of(g.a_type(), g.compute_type(), p)) continue;
       const double t = times.seconds(g.correlation_id());
+      if (!precision_of(g.a_type(), g.compute_type(), p)) {
+        untyped += t > 0 ? 1 : 0;
+        continue;
+      }
       const double batch = g.batch_count() == 0 ? 1.0 : static_cast<double>(g.batch_count());
       const double m = static_cast<double>(g.m()), n = static_cast<double>(g.n());
       const double flops = 2.0 * m * n * static_cast<double>(g.k()) * batch;
@@ -247,13 +252,23 @@ void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
   Precision best = Precision::BF16;
   size_t best_samples = 0;
   std::map<Precision, core::OpEfficiency> fitted;
-  const auto by_precision = gemm_samples(traces);
+  size_t untyped = 0;
+  const auto by_precision = gemm_samples(traces, untyped);
+  // GEMMs whose shapes are known but not their operand type (a Kineto trace whose GEMM ops lack
+  // "Input type", with kernel names that name no type): the join is fine, the precision is missing.
+  const std::string untyped_note =
+      untyped == 0 ? std::string()
+                   : fmt::format("{} GEMM kernel(s) join a Gemm record whose operand type is unknown (the Kineto "
+                                 "trace's GEMM ops have \"Input Dims\" but no \"Input type\", and their kernel names "
+                                 "name no type; record_shapes=True records both)",
+                                 untyped);
   if (by_precision.empty()) {
     FitCategory cat;
     cat.name = "gemm";
     cat.samples = kernels_of(traces, TimeCategory::GEMM);
-    cat.note = "not fitted: no GEMM kernel joins a Gemm record (shapes come from the tracer's cuBLAS wrappers, or "
-               "from Kineto traces recorded with record_shapes=True); defaults kept";
+    cat.note = untyped > 0 ? fmt::format("not fitted: {}; defaults kept", untyped_note)
+                           : "not fitted: no GEMM kernel joins a Gemm record (shapes come from the tracer's cuBLAS "
+                             "wrappers, or from Kineto traces recorded with record_shapes=True); defaults kept";
     out.categories.push_back(cat);
     return;
   }
@@ -291,6 +306,7 @@ void fit_gemm(const TraceSet& traces, const FitOptions& o, ProfileFit& out) {
         best_samples = samples.size();
       }
     }
+    if (untyped > 0) cat.note += fmt::format("{}{} left out", cat.note.empty() ? "" : "; ", untyped_note);
     out.categories.push_back(cat);
   }
   if (best_samples == 0) return;

@@ -22,6 +22,8 @@ constexpr int64_t MAX_WARMUP_STEPS = int64_t{1} << 50;
 constexpr int64_t MAX_SCALE_BLOCK = int64_t{1} << 40;
 
 const std::vector<std::string> METHODS = {"none", "fp16", "bf16", "fp8", "int8", "topk", "powersgd", "onebit_adam"};
+constexpr double MIN_TOPK_RATIO = 1e-6;
+
 const std::vector<std::string> KEYS = {"ratio", "rank", "warmup_steps", "error_feedback", "index_bytes", "scale_block"};
 
 CompressionMethod method_from(const std::string& s) {
@@ -130,10 +132,12 @@ CompressionConfig CompressionConfig::from_json(core::ObjectReader& r) {
   }
   if (c.method == CompressionMethod::TOPK) {
     if (const core::Json* v = r.raw("ratio")) {
-      if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() <= 1)) {
-        r.problem("ratio", fmt::format("expected the fraction of the gradient elements top-k sends, a number in (0, 1] "
-                                       "(0.01 sends 1%), found {}",
-                                       core::describe_json(*v)));
+      // At least one element in a million: DGC's 0.001 is 1,000 times that, and below it a bucket of
+      // a few million gradients sends a handful of values (1e-300 sent none and still "trained").
+      if (!v->is_number() || !(v->get<double>() >= MIN_TOPK_RATIO && v->get<double>() <= 1)) {
+        r.problem("ratio", fmt::format("expected the fraction of the gradient elements top-k sends, a number in "
+                                       "[{:g}, 1] (0.01 sends 1%), found {}",
+                                       MIN_TOPK_RATIO, core::describe_json(*v)));
       } else {
         c.ratio = v->get<double>();
       }

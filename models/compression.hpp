@@ -76,7 +76,7 @@ std::string to_string(CompressionMethod m);  // "none", "fp16", "bf16", "fp8", "
 //   method          "none" | "fp16" | "bf16" | "fp8" | "int8" | "topk" | "powersgd" | "onebit_adam";
 //                   default "none" (the other keys are then ignored, so that
 //                   --set optimizations.gradient_compression.method=none turns compression off)
-//   ratio           topk: fraction of the elements sent, in (0, 1]; default 0.01 (DGC sends 0.1%,
+//   ratio           topk: fraction of the elements sent, in [1e-6, 1]; default 0.01 (DGC sends 0.1%,
 //                   ratio 0.001)
 //   rank            powersgd: the approximation rank r, an integer >= 1 and at most the smaller
 //                   dimension of every compressed matrix; default 4 (Vogels et al. use 1-4)

@@ -99,8 +99,17 @@ struct LayerGraph {
   double multiply_adds_per_sample() const;
 };
 
+// The most layers a graph may have, counting every entry of `layers` and of each residual's `body`
+// and `shortcut`: 30 times ResNet-1001 (He et al. 2016b, ~3,400 entries in this form: conv, BN and
+// ReLU of 333 bottleneck blocks). Counted on the JSON before any layer is read; a graph above it is
+// refused with its count and what predicting it would take (about 6 us and 2 KB per layer and
+// micro-batch: 2 million layers, 4 GB). The scenario file's size limit
+// (core::MAX_SCENARIO_FILE_BYTES) refuses larger graphs before they are parsed.
+inline constexpr size_t MAX_GRAPH_LAYERS = 100'000;
+
 // Reads {"family": "layer_graph", "name", "source", "input": {"channels", "dims"}, "layers": [...]};
-// problems (malformed keys, shapes that do not fit, naming the layer) go to `diag` under `pointer`.
+// problems (malformed keys, shapes that do not fit, naming the layer, more than MAX_GRAPH_LAYERS)
+// go to `diag` under `pointer`.
 std::shared_ptr<const LayerGraph> read_layer_graph(const core::Json& value, const std::string& file,
                                                    const std::string& pointer, core::Diagnostics& diag);
 

@@ -123,7 +123,26 @@ void read_aggregation(core::ObjectReader& r, InterNode& out) {
       a.packet_payload = core::Bytes(256);
     }
     a.packet_header = o->bytes("packet_header", a.packet_header);
+    // A packet is one Ethernet frame: at most a 9,216-byte jumbo frame, payload and headers together.
+    constexpr double MAX_PACKET_BYTES = 9216;
+    if (a.packet_payload.value() + a.packet_header.value() > MAX_PACKET_BYTES) {
+      o->problem(o->has("packet_header") ? "packet_header" : "packet_payload",
+                 fmt::format("a packet (payload {} + header {}) must fit one Ethernet frame of at most {} bytes (a "
+                             "jumbo frame)",
+                             core::format_bytes(a.packet_payload), core::format_bytes(a.packet_header), MAX_PACKET_BYTES));
+      a.packet_payload = core::Bytes(256);
+      a.packet_header = core::Bytes(66);
+    }
+    // 0 is line rate; otherwise at least 1,000 packets per second: SwitchML's Tofino aggregates tens
+    // of millions per port, and a slower rate made a collective's time infinite (1e-300 printed null).
+    constexpr double MIN_PACKET_RATE = 1e3;
     a.packet_rate = o->number("packet_rate", a.packet_rate, 0.0, 1e12);
+    if (a.packet_rate > 0 && a.packet_rate < MIN_PACKET_RATE) {
+      o->problem("packet_rate", fmt::format("expected 0 (line rate) or a rate from {:g} to 1e12 packets per second, "
+                                            "found {:g}",
+                                            MIN_PACKET_RATE, a.packet_rate));
+      a.packet_rate = 0;
+    }
     o->finish();
   } else {
     r.problem("in_network_aggregation", "must be \"none\", \"sharp\", \"switchml\" or an object with \"kind\"");

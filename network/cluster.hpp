@@ -103,10 +103,12 @@ inline constexpr double NVLS_SHARE = 275.0 / 450.0;
 //            all_reduce, and only for groups whose nodes hang from one switch (a rack).
 //   pool_size       aggregation slots (switchml); default 512: the bandwidth-delay product of a
 //                   100 Gb/s port over a ~10 us RTT in 256-byte packets (NSDI 2021, section 4)
-//   packet_payload  gradient bytes per packet (switchml); default 256 B (64 32-bit elements)
+//   packet_payload  gradient bytes per packet (switchml); default 256 B (64 32-bit elements); payload
+//                   + header at most 9,216 B (a jumbo Ethernet frame)
 //   packet_header   header bytes per packet on the wire (switchml); default 66 B (Ethernet 18 with
 //                   FCS, preamble and gap 20, IPv4 20, UDP 8)
-//   packet_rate     packets per second one switch port aggregates (switchml); default 0: line rate
+//   packet_rate     packets per second one switch port aggregates (switchml); default 0: line rate,
+//                   else 1,000 to 1e12
 enum class AggregationKind { NONE, SHARP, SWITCHML };
 std::string to_string(AggregationKind k);  // "none", "sharp", "switchml"
 struct InNetworkAggregation {

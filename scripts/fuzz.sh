@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (tests/fuzz) with clang + ASan + UBSan and runs each for a given time,
 # seeded from the repository's own inputs (docs/hardening.md).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET ...]
-#   TARGET: scenario, kineto, trace, nccl_tests (default: all four, run at the same time).
+#   TARGET: scenario, kineto, trace, nccl_tests, shard, report, layer_graph, resilience (default: all,
+#   run at the same time).
 # Environment: FUZZ_DIR (default /tmp/trainsim-fuzz) keeps each target's growing corpus, its log
 #   and the inputs that failed (FUZZ_DIR/TARGET-findings/); BUILD (default REPO/build-fuzz).
 # Prints, per target: executions, coverage (edges), features, corpus size and findings. Exit status
@@ -12,7 +13,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-if ((${#targets[@]} == 0)); then targets=(scenario kineto trace nccl_tests); fi
+if ((${#targets[@]} == 0)); then targets=(scenario kineto trace nccl_tests shard report layer_graph resilience); fi
 fuzz_dir=${FUZZ_DIR:-/tmp/trainsim-fuzz}
 build=${BUILD:-"$repo/build-fuzz"}
 
@@ -54,7 +55,12 @@ seed() {
       rm -rf "$tmp"
       return ;;
     nccl_tests) mapfile -t files < <(find "$repo/tests/data/nccl-tests" -name '*.txt') ;;
-    *) echo "fuzz: unknown target '$target' (expected scenario, kineto, trace or nccl_tests)" >&2; exit 2 ;;
+    shard | report | layer_graph | resilience)
+      # Made by trainsim itself from the bundled scenarios (tests/fuzz/make_seeds.py).
+      python3 "$repo/tests/fuzz/make_seeds.py" "$target" "$build/sim/cli/trainsim" "$repo" "$dir"
+      return ;;
+    *) echo "fuzz: unknown target '$target' (expected scenario, kineto, trace, nccl_tests, shard, report," \
+         "layer_graph or resilience)" >&2; exit 2 ;;
   esac
   copy_seeds "$dir" "${files[@]}"
 }

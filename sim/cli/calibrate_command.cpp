@@ -24,18 +24,24 @@ namespace trainsim::cli {
 
 TracedCluster load_traced_cluster(const std::string& scenario_file, const std::vector<std::string>& overrides,
                                   const std::string& device_name, int gpus_per_node, int nodes) {
-  core::Json doc = scenario_file.empty() ? core::Json::object() : core::load_json_file(scenario_file);
+  core::Json doc = scenario_file.empty() ? core::Json::object() : core::load_scenario_file(scenario_file);
   for (const std::string& o : overrides) apply_override(doc, o);
-  const std::string origin = scenario_file.empty() ? "--set" : scenario_file;
+  // Without a scenario, the cluster comes from the traces and --set: an error names the option that
+  // gives the missing value.
+  const std::string origin = !scenario_file.empty() ? scenario_file : overrides.empty() ? "--scenario" : "--set";
   core::Json& cluster = doc["cluster"];
   if (cluster.is_null()) cluster = core::Json::object();
   if (cluster.is_object() && !cluster.contains("gpu")) {
     const core::GpuSpec* gpu = calibrate::catalog_gpu_for(device_name);
     if (gpu == nullptr) {
       throw core::InputError(origin, "/cluster/gpu",
-                             fmt::format("the measurements name the GPU \"{}\", which is not in the catalog (`trainsim "
-                                         "describe gpus`): give a scenario whose cluster names the GPU",
-                                         device_name));
+                             device_name.empty()
+                                 ? std::string("the traces name no GPU: give a scenario whose cluster names the GPU, or "
+                                               "--set cluster.gpu=NAME")
+                                 : fmt::format("the measurements name the GPU \"{}\", which is not in the catalog "
+                                               "(`trainsim describe gpus`): give a scenario whose cluster names the "
+                                               "GPU, or --set cluster.gpu=NAME",
+                                               device_name));
     }
     cluster["gpu"] = gpu->name;
   }
@@ -146,10 +152,10 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
                                   [](const calibrate::FitCategory& c) { return c.in_profile; });
 
   if (fitted) {
-    core::write_output_file(args.output, json.dump(2) + "\n", "-o");
+    core::write_output_file(args.output, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
   }
   if (args.format == Format::JSON) {
-    out << json["fit"].dump(2) << "\n";
+    out << json["fit"].dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   } else if (args.format == Format::CSV) {
     out << fit_csv(fit);
   } else {

@@ -21,6 +21,8 @@ using core::Bytes;
 using core::InputError;
 
 constexpr double FLOAT_BYTES = 4;  // nccl-tests' default data type
+// Sizes of one run: each is a simulation of its own (seconds at flow fidelity on large groups).
+constexpr double MAX_COLLECTIVE_SIZES = 1000;
 
 core::CollectiveOp parse_op(const std::string& text) {
   core::CollectiveOp op = core::CollectiveOp::ALL_REDUCE;
@@ -44,6 +46,15 @@ std::vector<Bytes> parse_sizes(const std::string& text, double factor) {
   const Bytes min = parse_size(text.substr(0, colon));
   const Bytes max = colon == std::string::npos ? min : parse_size(text.substr(colon + 1));
   if (max < min) throw InputError("--sizes", "", fmt::format("MAX ({}) is below MIN ({})", text.substr(colon + 1), text.substr(0, colon)));
+  // Counted before the sizes are made: a factor just above 1 over a wide range made tens of millions.
+  const double count = std::floor(std::log(max.value() / min.value() * (1 + 1e-12)) / std::log(factor)) + 1;
+  if (count > MAX_COLLECTIVE_SIZES) {
+    throw InputError::expected("--factor", "",
+                               fmt::format("at most {} sizes from MIN to MAX (nccl-tests' 1K:16G at factor 2 has 25): a "
+                                           "larger --factor or a narrower --sizes",
+                                           MAX_COLLECTIVE_SIZES),
+                               fmt::format("{} over {}: {:.3g} sizes", factor, text, count));
+  }
   std::vector<Bytes> sizes;
   for (double s = min.value(); s <= max.value() * (1 + 1e-12); s *= factor) sizes.emplace_back(std::round(s));
   return sizes;
@@ -182,7 +193,7 @@ void print_json(std::ostream& out, const CollectiveArgs& args, const Setup& s, i
     }
     doc["comparison"] = {{"source", args.compare}, {"sizes", cmp}};
   }
-  out << doc.dump(2) << "\n";
+  out << doc.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
 }
 
 void print_table(std::ostream& out, const CollectiveArgs& args, const Setup& s, int ranks,
@@ -256,6 +267,29 @@ void check_algorithm_applies(const engine::CollectiveRequest& request, const net
                                          core::to_string(request.op), g.ranks, g.nodes));
 }
 
+// The budgets of collective_command.hpp, on the whole cluster (its platform is built whatever the
+// group), before anything is built.
+void check_cluster_budget(int64_t gpus, engine::Fidelity fidelity, int64_t ranks) {
+  const bool simgrid = fidelity != engine::Fidelity::ANALYTIC;
+  const int64_t most = simgrid ? MAX_SIMGRID_COLLECTIVE_GPUS : MAX_ANALYTIC_COLLECTIVE_GPUS;
+  if (gpus <= most) return;
+  const double g = static_cast<double>(gpus);
+  const std::string size = ranks == gpus ? fmt::format("{} GPUs", gpus) : fmt::format("a cluster of {} GPUs (for a group of {})", gpus, ranks);
+  if (simgrid) {
+    throw InputError::expected(
+        "--fidelity", "",
+        fmt::format("a SimGrid platform of at most {} GPUs at step and flow fidelity: use --fidelity analytic "
+                    "(closed forms, up to {} GPUs) or fewer --gpus",
+                    most, MAX_ANALYTIC_COLLECTIVE_GPUS),
+        fmt::format("{} at {} fidelity (the platform alone: about {:.0f} GB and {:.0f} s to build before the first "
+                    "flow, at 18 KB and 40 us per GPU)",
+                    size, engine::to_string(fidelity), std::ceil(g * 18e3 / 1e9), std::ceil(g * 40e-6)));
+  }
+  throw InputError::expected("--gpus", "", fmt::format("a cluster of at most {} GPUs at analytic fidelity", most),
+                             fmt::format("{} (its topology alone: about {:.0f} GB, at 1.5 KB per GPU)", size,
+                                         std::ceil(g * 1.5e3 / 1e9)));
+}
+
 }  // namespace
 
 int collective_command(const CollectiveArgs& args, std::ostream& out) {
@@ -271,9 +305,12 @@ int collective_command(const CollectiveArgs& args, std::ostream& out) {
   request.top_links = args.top_links;
   request.use_symmetry = !args.no_symmetry;
   request.timings = args.timings ? &std::cerr : nullptr;
+  // Options make a cluster of --gpus GPUs: refused before it is read (its nodes are bounded too).
+  if (args.scenario.empty()) check_cluster_budget(args.gpus, request.fidelity, args.gpus);
   const Setup setup = make_setup(args);
   request.ranks = setup.ranks;
   const int ranks = setup.ranks.empty() ? setup.cluster.world_size() : static_cast<int>(setup.ranks.size());
+  check_cluster_budget(setup.cluster.world_size(), request.fidelity, ranks);
   check_algorithm_applies(request, setup.cluster, ranks);
   if (request.fidelity == engine::Fidelity::STEP) {
     const uint64_t flows = engine::step_flows_lower_bound(request, setup.cluster, setup.profile);

@@ -20,6 +20,13 @@
 // measured on one 8 x A100 NVSwitch node: the run must be that (op all_reduce, 8 GPUs in one node, an
 // A100, fabric nvswitch), else it is an input error.
 //
+// Budgets, checked before anything is built (docs/hardening.md, "Budgets"): the cluster's GPUs
+// (the whole cluster: its topology, and at step and flow fidelity its SimGrid platform, are built
+// even for a group of a few GPUs) are at most MAX_SIMGRID_COLLECTIVE_GPUS at step and flow fidelity
+// and MAX_ANALYTIC_COLLECTIVE_GPUS at analytic fidelity; above them the run is refused (exit 2) with
+// the platform's estimated memory and build time, naming --fidelity and --gpus. At step fidelity the
+// flows of the algorithm's transfers are bounded as well (engine::STEP_FLOW_BUDGET).
+//
 // Errors in options are core::InputError naming the option (exit 2).
 
 #include <optional>
@@ -33,6 +40,13 @@ class App;
 }
 
 namespace trainsim::cli {
+
+// The SimGrid platform of a fat-tree cluster takes about 18 KB of memory and 40 us of building per
+// GPU before the first flow (measured at 131,072 GPUs: 1.9 million links, 2.4 GB, 5.2 s; the flows
+// of one 1 GiB all-reduce then take 40 s more); a million GPUs would need about 18 GB.
+inline constexpr int MAX_SIMGRID_COLLECTIVE_GPUS = 1 << 17;  // 131,072
+// The topology alone at analytic fidelity: about 1.5 KB and 4 us per GPU (1.5 GB and 4.6 s at 2^20).
+inline constexpr int MAX_ANALYTIC_COLLECTIVE_GPUS = 1 << 20;  // 1,048,576
 
 struct CollectiveArgs {
   std::string op = "all_reduce";      // all_reduce | reduce_scatter | all_gather | broadcast | reduce | all_to_all

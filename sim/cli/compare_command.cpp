@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fmt/format.h>
 #include <iostream>
 #include <map>
@@ -105,6 +106,19 @@ void check_report(const core::Json& doc, const std::string& path) {
                fmt::format("expected an object (a report of `trainsim run`), found {}", core::describe_json(doc[section])));
     }
   }
+  // trainsim never writes null in a report (the null rule, docs/hardening.md): one is an edit, and
+  // compare prints the report whole.
+  const std::function<void(const core::Json&, const std::string&)> no_null = [&](const core::Json& j,
+                                                                                  const std::string& pointer) {
+    if (j.is_null()) {
+      diag.add(path, pointer, "expected a value (a report of `trainsim run` holds no null), found null");
+    } else if (j.is_object()) {
+      for (const auto& [key, value] : j.items()) no_null(value, core::append_pointer(pointer, key));
+    } else if (j.is_array()) {
+      for (size_t i = 0; i < j.size(); ++i) no_null(j[i], core::append_pointer(pointer, i));
+    }
+  };
+  no_null(doc, "");
   diag.throw_if_any();
   for (const ReportFigure& f : report_figures()) {
     const core::Json* v = figure_value(doc, f);
@@ -168,7 +182,7 @@ std::vector<Configuration> configurations_of(const CompareArgs& args) {
                              fmt::format("compares variations of one scenario, found {} inputs", args.inputs.size()));
     }
     const std::string& path = args.inputs.front();
-    const core::Json doc = core::load_json_file(path);
+    const core::Json doc = core::load_scenario_file(path);
     if (is_report(doc)) {
       throw core::InputError("--vary", "", fmt::format("needs a scenario; {} is a report (its figures are fixed)", path));
     }
@@ -228,7 +242,7 @@ std::vector<Configuration> configurations_of(const CompareArgs& args) {
   Progress bar("compare", args.inputs.size(), show_progress);
   for (const std::string& path : args.inputs) {
     bar.advance();
-    const core::Json doc = core::load_json_file(path);
+    const core::Json doc = core::load_scenario_file(path);
     Configuration c;
     if (is_report(doc)) {
       check_report(doc, path);
@@ -456,7 +470,7 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
   const std::optional<size_t> ref = reference_of(cs);
   const std::vector<Row> rows = rows_of(cs, ref);
   switch (args.format) {
-    case Format::JSON: out << json_of(cs, rows, ref).dump(2) << "\n"; break;
+    case Format::JSON: out << json_of(cs, rows, ref).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
     case Format::TABLE: write_table(cs, rows, ref, args.color, out); break;
   }

@@ -39,7 +39,7 @@ int describe_gpus(Format format, std::ostream& out) {
                       {"sparse_tensor_cores", g.sparse_tensor_cores},
                       {"source", g.source}});
     }
-    out << list.dump(2) << "\n";
+    out << list.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     return 0;
   }
   if (format == Format::CSV) {
@@ -87,7 +87,7 @@ int describe_models(Format format, std::ostream& out) {
                       {"input", models::to_string(g->input)}, {"parameters", g->parameter_count()},
                       {"forward_flops_per_sample", g->forward_flops_per_sample()}, {"source", g->source}});
     }
-    out << list.dump(2) << "\n";
+    out << list.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     return 0;
   }
   if (format == Format::CSV) {
@@ -152,7 +152,7 @@ int describe_command(const DescribeArgs& args, std::ostream& out) {
     }
     core::Json j = profile.to_json();
     j["source"] = profile.device.source;
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     return 0;
   }
   throw core::InputError("describe", "", fmt::format("expected gpus, models or profile, found \"{}\"", args.what));

@@ -125,6 +125,41 @@ std::string replay_table(const Replay& r) {
   return s;
 }
 
+// Seconds per rank-group membership (MAX_REPLAY_MEMBERSHIPS): group resolution and, under SimGrid,
+// the flows of collectives over groups that grow with --scale-data.
+constexpr double SIMGRID_S_PER_MEMBERSHIP = 3e-7;
+constexpr double ANALYTIC_S_PER_MEMBERSHIP = 3e-8;
+
+// The replayed world, before the workload is built (its layout's sizes are ints).
+void check_replay_world(const calibrate::TraceSet& traces, int scale_data) {
+  const int64_t world = static_cast<int64_t>(traces.world_size()) * scale_data;
+  if (world <= MAX_REPLAY_WORLD) return;
+  throw core::InputError::expected(
+      "--scale-data", "",
+      fmt::format("at most {} replicas of the {} traced ranks (a replayed world of at most {} GPUs, the largest "
+                  "cluster)",
+                  MAX_REPLAY_WORLD / std::max(traces.world_size(), 1), traces.world_size(), MAX_REPLAY_WORLD),
+      fmt::format("{} ({} GPUs)", scale_data, world));
+}
+
+// Every rank resolves the members of each of its groups: rank count x group sizes.
+void check_replay_cost(const calibrate::ReplayWorkload& built, int scale_data, const std::string& backend) {
+  const core::Workload& wl = built.workload;
+  const double world = wl.layout.world_size();
+  double memberships = 0;
+  for (const core::GroupKind& k : wl.groups) memberships += world * k.size(wl.layout);
+  if (memberships <= MAX_REPLAY_MEMBERSHIPS) return;
+  const double per = backend == "analytic" ? ANALYTIC_S_PER_MEMBERSHIP : SIMGRID_S_PER_MEMBERSHIP;
+  throw core::InputError::expected(
+      "--scale-data", "",
+      fmt::format("a replay of at most {:.0e} rank-group memberships (a replay simulates every rank: each of the "
+                  "world's ranks joins its groups, which grow with --scale-data, so the work grows as its square): "
+                  "a smaller --scale-data",
+                  MAX_REPLAY_MEMBERSHIPS),
+      fmt::format("{} (world {:.0f}: {:.3g} memberships, about {:.0f} CPU-seconds with the {} backend)", scale_data,
+                  world, memberships, std::ceil(memberships * per), backend));
+}
+
 }  // namespace
 
 int replay_command(const ReplayArgs& args, std::ostream& out) {
@@ -133,7 +168,9 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
   for (const std::string& w : traces.warnings()) std::cerr << w << "\n";
   Replay r;
   r.scale_data = args.scale_data;
+  check_replay_world(traces, args.scale_data);
   r.built = calibrate::build_replay_workload(traces, calibrate::ReplayOptions{args.scale_data});
+  check_replay_cost(r.built, args.scale_data, args.backend);
   const std::string files = fmt::format("{}", fmt::join(args.paths, ", "));
   if (r.built.compute_tasks + r.built.collective_tasks + r.built.copy_tasks == 0 || !(r.built.measured.value() > 0)) {
     // Traces without timed work (all records dropped as corrupt, or only markers): an input problem.
@@ -170,7 +207,7 @@ int replay_command(const ReplayArgs& args, std::ostream& out) {
                  fmt::format("a non-finite or non-positive replayed iteration time ({})", r.result.iteration_time.value()));
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   switch (args.format) {
-    case Format::JSON: out << replay_json(r).dump(2) << "\n"; break;
+    case Format::JSON: out << replay_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: out << replay_csv(r); break;
     case Format::TABLE: out << replay_table(r); break;
   }

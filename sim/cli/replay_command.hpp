@@ -14,8 +14,16 @@
 //       replicas of the traced run (the error then compares with the traced scale and is not
 //       printed as an error: the ratio to the measured time is).
 //
+// Budgets (docs/hardening.md, "Budgets"), checked before anything is simulated: the replayed world
+// (traced ranks x --scale-data) is at most MAX_REPLAY_WORLD GPUs, the largest cluster; and, since a
+// replay simulates every rank (no symmetry: each runs its own measured program), the rank-group
+// memberships the backend resolves (every rank times the size of each group it is in, which grows as
+// the square of --scale-data) are at most MAX_REPLAY_MEMBERSHIPS. Above either, --scale-data is
+// refused (exit 2) with the estimate and its CPU time.
+//
 // Returns the exit code and lets core::InputError propagate (exit 2 in main).
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -28,6 +36,11 @@ class App;
 }
 
 namespace trainsim::cli {
+
+inline constexpr int64_t MAX_REPLAY_WORLD = int64_t{1} << 24;
+// About 10 s of SimGrid (3e-7 s per membership: a 2-rank trace replayed 2,048 times, 1.7e7
+// memberships, took 5 s; 4,096 times 19.6 s) and 1 s of the analytic backend (3e-8 s).
+inline constexpr double MAX_REPLAY_MEMBERSHIPS = 3e7;
 
 struct ReplayArgs {
   std::vector<std::string> paths;      // trace files, or folders of *.trace files

@@ -106,7 +106,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   const std::string table = report_table(scenario, prediction);
 
   switch (args.format) {
-    case Format::JSON: out << report.dump(2) << "\n"; break;
+    case Format::JSON: out << report.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: out << report_csv(report); break;
     case Format::TABLE: out << table; break;
   }
@@ -120,9 +120,9 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     core::OutputFile json((dir / "report.json").string(), "--out");
     core::OutputFile text((dir / "report.txt").string(), "--out");
     core::OutputFile resolved((dir / "scenario.resolved.json").string(), "--out");
-    json.stream() << report.dump(2) << "\n";
+    json.stream() << report.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     text.stream() << table;
-    resolved.stream() << scenario.to_json().dump(2) << "\n";
+    resolved.stream() << scenario.to_json().dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
     for (core::OutputFile* f : {&json, &text, &resolved}) f->close();
     for (core::OutputFile* f : {&json, &text, &resolved}) f->commit();
   }
@@ -138,7 +138,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   const Scenario scenario = load_scenario(args.scenario, args.overrides);
   print_warnings(scenario, err);
-  out << scenario.to_json().dump(2) << "\n";
+  out << scenario.to_json().dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   return 0;
 }
 

@@ -468,7 +468,7 @@ void check_task_budget(const Scenario& s) {
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  core::Json doc = core::load_json_file(path);
+  core::Json doc = core::load_scenario_file(path);
   for (const std::string& o : overrides) apply_override(doc, o);
   return read_scenario(doc, path);
 }

@@ -234,7 +234,7 @@ std::string result_table(const Search& s, const SearchResult& r) {
 
 void print(const Search& s, const SearchResult& r, Format format, std::ostream& out) {
   if (format == Format::JSON) {
-    out << result_json(s, r).dump(2) << "\n";
+    out << result_json(s, r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   } else if (format == Format::CSV) {
     out << result_csv(s, r);
   } else {
@@ -311,7 +311,7 @@ std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrup
   const SearchResult result = search.evaluate();
   log_first_pass(result, args.options, err);
   interrupted = result.interrupted;
-  return shard_json(search, result).dump(1) + "\n";
+  return shard_json(search, result).dump(1, ' ', false, core::Json::error_handler_t::replace) + "\n";
 }
 
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
@@ -328,7 +328,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   SearchResult result = search.evaluate();
   log_first_pass(result, args.options, err);
   if (!args.shard.empty()) {
-    const std::string text = shard_json(search, result).dump(1) + "\n";
+    const std::string text = shard_json(search, result).dump(1, ' ', false, core::Json::error_handler_t::replace) + "\n";
     if (args.out.empty()) {
       out << text;
     } else {

@@ -377,7 +377,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
     throw core::InputError(FLAG, "", fmt::format("the ranges make {:.0f} points, more than {}: narrow them or pass --yes",
                                                  total, SWEEP_POINTS_WITHOUT_YES));
   }
-  core::Json doc = core::load_json_file(args.scenario);
+  core::Json doc = core::load_scenario_file(args.scenario);
   for (const std::string& o : args.overrides) apply_override(doc, o);
   check_keys(doc, ranges, args.scenario);
 
@@ -423,7 +423,7 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
   if (name.empty()) name = std::filesystem::path(args.scenario).stem().string();
 
   switch (args.format) {
-    case Format::JSON: out << format_json(name, args.backend, ranges, points).dump(2) << "\n"; break;
+    case Format::JSON: out << format_json(name, args.backend, ranges, points).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: out << format_csv(ranges, points); break;
     case Format::TABLE: out << format_table(name, args.backend, ranges, points); break;
   }

@@ -164,7 +164,7 @@ int trace_summary_command(const TraceSummaryArgs& args, std::ostream& out) {
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const calibrate::RankSummary& a, const calibrate::RankSummary& b) { return a.rank < b.rank; });
   switch (args.format) {
-    case Format::JSON: out << calibrate::summary_to_json(ranks).dump(2) << "\n"; break;
+    case Format::JSON: out << calibrate::summary_to_json(ranks).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: out << trace_summary_csv(ranks); break;
     case Format::TABLE: out << calibrate::format_summary_table(ranks); break;
   }

@@ -233,7 +233,7 @@ void write_json(const std::vector<CaseResult>& results, const Totals& t, const V
                     {"input_errors", t.input_errors}, {"internal_errors", t.internal_errors}};
   }
   if (args.tolerance) j["tolerance"] = *args.tolerance;
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
 }
 
 void write_csv(const std::vector<CaseResult>& results, const ValidateArgs& args, std::ostream& out) {

@@ -1,10 +1,9 @@
 #include "sim/core/json_reader.hpp"
 
 #include <cmath>
-#include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
+
+#include "sim/core/text_file.hpp"
 
 namespace trainsim::core {
 namespace {
@@ -28,6 +27,28 @@ std::string quoted_list(const std::vector<std::string>& items) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += i + 1 == items.size() ? " or " : ", ";
     out += '"' + items[i] + '"';
+  }
+  return out;
+}
+
+// `text` with every byte that is not part of valid UTF-8, and every control character, written as
+// \xNN: nlohmann's syntax errors echo the bytes read, and a message goes into JSON outputs
+// (`validate --format json`), which must be valid UTF-8.
+std::string printable_text(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    for (size_t k = 1; k < len; ++k) {
+      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) len = 0;
+    }
+    if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f))) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else {
+      out.append(text, i, len);
+      i += len;
+    }
   }
   return out;
 }
@@ -57,6 +78,33 @@ size_t too_deep_at(const std::string& text, size_t limit) {
   return std::string::npos;
 }
 
+// Whether `prefix` can begin a JSON text: its first syntax error, if any, is at its end (a value cut
+// off by the end of what was read so far), within a token's length of it.
+bool valid_json_prefix(const std::string& prefix) {
+  struct FirstError : nlohmann::json_sax<Json> {
+    size_t at = std::string::npos;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+      at = position;
+      return false;
+    }
+  } sax;
+  Json::sax_parse(prefix, &sax, nlohmann::detail::input_format_t::json, /*strict=*/true, /*ignore_comments=*/true);
+  constexpr size_t TOKEN_MARGIN = 64;  // a literal or number cut at the end errs within this
+  return sax.at == std::string::npos || sax.at + TOKEN_MARGIN >= prefix.size();
+}
+
 }  // namespace
 
 Json parse_json_text(const std::string& text, const std::string& origin) {
@@ -79,27 +127,31 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
     const size_t colon = what.rfind(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw InputError(origin, "",
-                     fmt::format("invalid JSON at {}: {}", line_column(text, e.byte == 0 ? 0 : e.byte - 1), what));
+                     fmt::format("invalid JSON at {}: {}", line_column(text, e.byte == 0 ? 0 : e.byte - 1),
+                                 printable_text(what)));
   }
 }
 
-Json load_json_file(const std::string& path) {
-  // A folder opens as a stream on Linux and reads as empty text ("invalid JSON at line 1").
-  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
-    throw InputError(path, "", "is a folder; expected a JSON file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > MAX_JSON_FILE_BYTES) {
-    throw InputError(path, "", fmt::format("the file is {} bytes; JSON input is limited to {} bytes (1 GiB)", size,
-                                           MAX_JSON_FILE_BYTES));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError(path, "", "error while reading the file");
-  return parse_json_text(buffer.str(), path);
+namespace {
+
+Json load_json(const std::string& path, uintmax_t max_bytes, std::string_view limit_reason) {
+  // A stream (FIFO, device) is parsed as far as it was read each time the text read doubles: one that
+  // is already invalid JSON (`yes` into a FIFO) is refused then, not after the limit.
+  const auto refuse_invalid_prefix = [&path](const std::string& prefix) {
+    if (too_deep_at(prefix, MAX_JSON_DEPTH) != std::string::npos || !valid_json_prefix(prefix)) {
+      parse_json_text(prefix, path);  // throws the same message as the whole text would
+    }
+  };
+  return parse_json_text(read_text_file(path, max_bytes, "JSON", refuse_invalid_prefix, limit_reason), path);
+}
+
+}  // namespace
+
+Json load_json_file(const std::string& path) { return load_json(path, MAX_JSON_FILE_BYTES, ""); }
+
+Json load_scenario_file(const std::string& path) {
+  return load_json(path, MAX_SCENARIO_FILE_BYTES,
+                   "(a scenario: the largest layer graph accepted, 100,000 layers, takes about 10 MB)");
 }
 
 std::string append_pointer(const std::string& pointer, std::string_view key) {

@@ -25,11 +25,20 @@ using Json = nlohmann::ordered_json;
 // scenario needs 5 levels, a Kineto trace 4) and file size (nlohmann's values take about 10x the text).
 constexpr size_t MAX_JSON_DEPTH = 256;
 constexpr uintmax_t MAX_JSON_FILE_BYTES = uintmax_t{1} << 30;
+// A scenario (or a report, or a validation case, where a scenario may be given) is kilobytes; the
+// largest a reader accepts, a layer graph of models::MAX_GRAPH_LAYERS layers, is about 10 MB. A larger
+// file is refused before it is parsed (nlohmann parses 20-40 MB/s: 2 million layers took 3.5 s).
+constexpr uintmax_t MAX_SCENARIO_FILE_BYTES = uintmax_t{16} << 20;
 
 // Reads and parses a JSON file; // and /* */ comments are allowed. Throws InputError naming the file
 // (and line:column for syntax errors) when the file cannot be read or parsed, is larger than
-// MAX_JSON_FILE_BYTES, nests deeper than MAX_JSON_DEPTH or holds a number beyond a double's range.
+// MAX_JSON_FILE_BYTES (counted while reading: a stream or device is cut off there, core/text_file.hpp),
+// holds binary data, nests deeper than MAX_JSON_DEPTH or holds a number beyond a double's range. A
+// stream that is not valid JSON is refused as soon as what was read shows it, not at the limit.
 Json load_json_file(const std::string& path);
+// A scenario file (also where a report or a validation case may be given instead): load_json_file
+// with MAX_SCENARIO_FILE_BYTES, its size message saying why.
+Json load_scenario_file(const std::string& path);
 // Parses JSON text; `origin` names it in error messages.
 Json parse_json_text(const std::string& text, const std::string& origin);
 

@@ -286,10 +286,17 @@ std::vector<uint32_t> Program::reorder_tail(uint32_t first, const std::vector<ui
 }
 
 uint32_t Workload::intern(std::string_view name) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<uint32_t>(i);
+  if (names_indexed_ > names.size()) {  // names shrank: index them again
+    name_index_.clear();
+    names_indexed_ = 0;
   }
+  for (; names_indexed_ < names.size(); ++names_indexed_) {
+    name_index_.try_emplace(names[names_indexed_], static_cast<uint32_t>(names_indexed_));  // the first one wins
+  }
+  if (auto it = name_index_.find(name); it != name_index_.end()) return it->second;
   names.emplace_back(name);
+  name_index_.emplace(names.back(), static_cast<uint32_t>(names.size() - 1));
+  names_indexed_ = names.size();
   return static_cast<uint32_t>(names.size() - 1);
 }
 

@@ -74,12 +74,19 @@ class PartnerCalls {
 
 }  // namespace
 
+// The factors shrink a scenario to the machine the emulation runs on: above 1 they would wait longer
+// than the scenario's own compute (1e300 waited forever) and allocate buffers larger than its own
+// messages (host memory the scenario's GPUs do not have).
 void check_emulation_options(const EmulationOptions& options) {
-  if (!(options.scale_compute > 0) || !std::isfinite(options.scale_compute)) {
-    throw core::InputError("--scale-compute", "", fmt::format("expected a positive factor, found {}", options.scale_compute));
+  if (!(options.scale_compute > 0 && options.scale_compute <= 1)) {
+    throw core::InputError("--scale-compute", "",
+                           fmt::format("expected a factor in (0, 1] (1: the scenario's own compute times), found {}",
+                                       options.scale_compute));
   }
-  if (!(options.scale_bytes > 0) || !std::isfinite(options.scale_bytes)) {
-    throw core::InputError("--scale-bytes", "", fmt::format("expected a positive factor, found {}", options.scale_bytes));
+  if (!(options.scale_bytes > 0 && options.scale_bytes <= 1)) {
+    throw core::InputError("--scale-bytes", "",
+                           fmt::format("expected a factor in (0, 1] (1: the scenario's own message sizes), found {}",
+                                       options.scale_bytes));
   }
 }
 

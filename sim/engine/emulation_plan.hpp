@@ -118,8 +118,8 @@ struct EmulationPlan {
   int max_mpi_tag = 0;
 };
 
-// Throws InputError (file "--scale-compute" or "--scale-bytes") unless both factors are positive
-// and finite.
+// Throws InputError (file "--scale-compute" or "--scale-bytes") unless both factors are in (0, 1]:
+// they shrink a scenario to the machine it is emulated on.
 void check_emulation_options(const EmulationOptions& options);
 
 // Throws InputError (file `file`, pointer "") unless `mpi_ranks` equals the number of ranks of

@@ -433,6 +433,59 @@ TEST(OpCosts, MemoryBoundBytes) {
   EXPECT_DOUBLE_EQ(bytes("aten::fill_", {{4, 1024}, {}}, {BF16, "Scalar"}), x);
   EXPECT_DOUBLE_EQ(bytes("aten::native_dropout", {{4, 1024}, {}, {}}, {BF16, "double", "bool"}), 2 * x + 4 * 1024);
   EXPECT_DOUBLE_EQ(bytes("aten::sum", {{4, 1024}}, {BF16}), -1.0);  // a reduction: not costed
+  // Sizes without a type: the bytes are unknown, so the op is not costed (not undercounted).
+  EXPECT_DOUBLE_EQ(bytes("aten::add", {{4, 1024}, {4, 1024}, {}}, Json::array()), -1.0);
+  EXPECT_DOUBLE_EQ(bytes("aten::add", {{4, 1024}, {4, 1024}, {}}, {BF16}), -1.0);
+}
+
+// "Input Dims" without "Input type": the GEMM's shape is known, its operand type is not.
+TEST(OpCosts, GemmShapeWithoutTypes) {
+  const std::optional<trace::Gemm> g =
+      gemm_of(read_cpu_op("aten::mm", {{"Input Dims", {{64, 32}, {32, 16}}}, {"Input type", Json::array()}}));
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->m(), 64u);
+  EXPECT_EQ(g->n(), 16u);
+  EXPECT_EQ(g->k(), 32u);
+  EXPECT_EQ(g->a_type(), trace::DATA_TYPE_UNKNOWN);
+}
+
+// GEMM ops whose "Input type" is missing (issue 34): the kernels join their Gemm records; when the
+// kernel names name the type, the fit uses it; when they do not, calibrate says that the type is
+// what is missing, not that no kernel joins a Gemm record.
+std::vector<trace::Record> untyped_gemm_records(const std::string& kernel) {
+  KinetoWriter w;
+  for (double n : {512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
+    w.op("aten::mm", {{4096, 1024}, {1024, n}}, Json::array(), {"", ""},
+         [&](int64_t id) { w.kernel(kernel, gemm_seconds(4096, n, 1024, 1), id); });
+  }
+  return import_kineto_json(w.doc(), "untyped.pt.trace.json").records;
+}
+
+ProfileFit fit_records(std::vector<trace::Record> records) {
+  core::TraceFile f;
+  f.path = "untyped.trace";
+  f.header.set_world_size(1);
+  f.records = std::move(records);
+  return fit_profile(TraceSet({f}), h100_options());
+}
+
+TEST(KinetoWithoutInputTypes, KernelNamesGiveTheType) {
+  const ProfileFit fit = fit_records(untyped_gemm_records(GEMM_KERNEL));
+  const FitCategory* gemm = category(fit, "gemm bf16");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->samples, 6u);
+  EXPECT_TRUE(gemm->fitted);
+}
+
+TEST(KinetoWithoutInputTypes, CalibrateSaysTheTypeIsMissing) {
+  const ProfileFit fit = fit_records(untyped_gemm_records("volta_sgemm_128x64_nn"));
+  const FitCategory* gemm = category(fit, "gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_FALSE(gemm->fitted);
+  EXPECT_NE(gemm->note.find("6 GEMM kernel(s) join a Gemm record whose operand type is unknown"), std::string::npos)
+      << gemm->note;
+  EXPECT_NE(gemm->note.find("no \"Input type\""), std::string::npos) << gemm->note;
+  EXPECT_EQ(gemm->note.find("no GEMM kernel joins"), std::string::npos) << gemm->note;
 }
 
 }  // namespace

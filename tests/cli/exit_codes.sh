@@ -41,7 +41,7 @@ contains pruning-v100 "$tmp/err" "/optimizations/pruning/method: 2:4 sparse kern
 expect pruning-run 0 "$bin" run "$src/scenarios/llama3-8b-2of4-h100-16.json" --backend analytic
 contains pruning-run "$tmp/out" "weights+grads+optimizer"
 
-# optimizations.gradient_compression: a top-k ratio outside (0, 1] is refused (exit 2, naming the
+# optimizations.gradient_compression: a top-k ratio outside [1e-6, 1] is refused (exit 2, naming the
 # key); a compressed run reports what it sent and its error-feedback memory.
 expect compression-ratio 2 "$bin" run "$src/tests/data/bad/compression-topk-ratio-zero.json"
 contains compression-ratio "$tmp/err" "/optimizations/gradient_compression/ratio: expected the fraction"
@@ -334,6 +334,66 @@ sed -e 's/"breakdown_s": {/"breakdown_s": 5, "x": {/' "$tmp/report.json" >"$tmp/
 expect compare-section-not-object 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
 contains compare-section-not-object "$tmp/err" "edited.json: /breakdown_s: expected an object"
 expect compare-report-unedited 0 "$bin" compare "$tmp/report.json" "$tmp/report.json"
+
+# Budgets (issue 34, docs/hardening.md "Budgets"): work that would explode is refused up front, exit 2
+# with the estimate and the flag or key to change. Streams: the size from stat() is not trusted.
+for dev in /dev/zero /dev/urandom; do
+  expect "stream-$dev" 2 "$bin" run "$dev"
+  contains "stream-$dev" "$tmp/err" "error: $dev: byte "
+  contains "stream-$dev" "$tmp/err" "this is binary data"
+  expect "nccl-stream-$dev" 2 "$bin" calibrate --nccl-tests "$dev" -o "$tmp/net.json"
+  contains "nccl-stream-$dev" "$tmp/err" "not nccl-tests output"
+done
+expect stream-invalid-json 2 bash -c 'yes "{\"a\": 1," | "$0" run /dev/stdin' "$bin"
+contains stream-invalid-json "$tmp/err" "error: /dev/stdin: invalid JSON at line"
+expect stream-endless-string 2 bash -c '{ printf "{\"name\": \""; yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | tr -d "\n"; } | "$0" run /dev/stdin' "$bin"
+contains stream-endless-string "$tmp/err" "more than 16777216 bytes (16 MiB) read and the stream goes on"
+expect stream-scenario-ok 0 bash -c '"$0" check /dev/stdin <"$1"' "$bin" "$src/scenarios/gpt3-6.7b-a100-8.json"
+# A scenario file above 16 MiB (a layer graph of 100,000 layers takes about 10 MB) before parsing.
+python3 -c 'import sys; sys.stdout.write("{\"name\": \"" + "x" * (17 << 20) + "\"}")' >"$tmp/huge.json"
+expect scenario-file-size 2 "$bin" check "$tmp/huge.json"
+contains scenario-file-size "$tmp/err" "JSON is limited to 16777216 bytes (a scenario: the largest layer graph"
+rm -f "$tmp/huge.json"
+# collective: the cluster's GPUs per fidelity, the number of sizes.
+expect collective-million-flow 2 "$bin" collective --gpus 1000000 --fidelity flow
+contains collective-million-flow "$tmp/err" "--fidelity: expected a SimGrid platform of at most 131072 GPUs"
+contains collective-million-flow "$tmp/err" "found 1000000 GPUs at flow fidelity (the platform alone: about 18 GB"
+expect collective-million-step 2 "$bin" collective --gpus 1000000 --fidelity step
+contains collective-million-step "$tmp/err" "at most 131072 GPUs"
+expect collective-analytic-too-many 2 "$bin" collective --gpus 2000000 --fidelity analytic
+contains collective-analytic-too-many "$tmp/err" "--gpus: expected a cluster of at most 1048576 GPUs at analytic fidelity"
+expect collective-sizes 2 "$bin" collective --gpus 8 --sizes 1:16G --factor 1.000001 --fidelity analytic
+contains collective-sizes "$tmp/err" "--factor: expected at most 1000 sizes from MIN to MAX"
+# replay --scale-data: the replayed world, and its rank-group memberships (square of the scale).
+eager=("$src/tests/data/traces/h200-eager" --backend analytic --set cluster.gpu=H200-SXM-141GB)
+expect replay-scale-world 2 "$bin" replay "${eager[@]}" --scale-data 2000000000
+contains replay-scale-world "$tmp/err" "--scale-data: expected at most 16777216 replicas of the 1 traced ranks"
+# Two ranks that all-reduce over the data axis: each replica adds a member to every rank's group.
+"$bin" trace import-kineto "$src/tests/data/traces/kineto_rank0.json" "$src/tests/data/traces/kineto_rank1.json" \
+  --out "$tmp/kineto" >/dev/null
+expect replay-scale-cost 2 "$bin" replay "$tmp/kineto" --scale-data 100000
+contains replay-scale-cost "$tmp/err" "--scale-data: expected a replay of at most 3e+07 rank-group memberships"
+contains replay-scale-cost "$tmp/err" "found 100000 (world 200000: 4e+10 memberships, about 12000 CPU-seconds with the simgrid backend)"
+expect replay-scale-cost-ok 0 "$bin" replay "$tmp/kineto" --scale-data 64
+expect replay-scale-ok 0 "$bin" replay "${eager[@]}" --scale-data 64
+# These traces name no GPU: the message names --scenario (or --set cluster.gpu), not a --set that
+# was never given.
+expect replay-no-gpu 2 "$bin" replay "$src/tests/data/traces/h200-eager" --backend analytic
+contains replay-no-gpu "$tmp/err" "error: --scenario: /cluster/gpu: the traces name no GPU"
+# emulate's factors shrink a scenario: above 1 is refused (1e300 waited forever).
+expect emulate-scale-above-one 2 "$bin" emulate "$src/scenarios/offload/zero-offload-10b-v100-1.json" --scale-compute 1e300
+contains emulate-scale-above-one "$tmp/err" "--scale-compute: expected a factor in (0, 1]"
+
+# Messages that go into JSON outputs are valid UTF-8 (issue 34: a byte that is not made `validate
+# --format json` end with an internal error).
+printf '{"name": "x\xff", ' >"$tmp/bad-utf8.json"
+expect validate-invalid-utf8 2 "$bin" validate "$tmp/bad-utf8.json" --format json
+python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$tmp/out" &&
+  passes=$((passes + 1)) || { echo "FAIL validate-invalid-utf8: the JSON output is not UTF-8 JSON"; failures=$((failures + 1)); }
+# A report holds no null (the null rule): an edited one is refused where the null is.
+sed -e 's/"scenario": "[^"]*"/"scenario": null/' "$tmp/report.json" >"$tmp/edited.json"
+expect compare-report-null 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
+contains compare-report-null "$tmp/err" "edited.json: /scenario: expected a value (a report of \`trainsim run\` holds no null), found null"
 
 # Write errors on every output (issue 34): exit 2 naming the path, and no partial file left behind.
 # /dev/full fails every write with ENOSPC; a file-size limit (ulimit -f, SIGXFSZ ignored so that

@@ -119,7 +119,7 @@ TEST(EmulationPlan, ACollectiveOnAGroupTheRankIsNotInCannotBeMapped) {
   }
 }
 
-TEST(EmulationPlan, NonPositiveScalesAreInputErrors) {
+TEST(EmulationPlan, ScalesOutsideZeroToOneAreInputErrors) {
   const core::Workload w = tp_dp_workload();
   EmulationOptions o;
   o.scale_compute = 0;
@@ -127,6 +127,16 @@ TEST(EmulationPlan, NonPositiveScalesAreInputErrors) {
   o.scale_compute = 1;
   o.scale_bytes = -1;
   EXPECT_THROW(plan_emulation(w, 0, make_cluster(1, 4), unit_profile().device, o, "s.json"), core::InputError);
+  // Above 1: longer waits than the scenario's compute, larger buffers than its messages (1e300
+  // waited forever).
+  o.scale_bytes = 1;
+  o.scale_compute = 1e300;
+  EXPECT_THROW(plan_emulation(w, 0, make_cluster(1, 4), unit_profile().device, o, "s.json"), core::InputError);
+  o.scale_compute = 1;
+  o.scale_bytes = 1.5;
+  EXPECT_THROW(plan_emulation(w, 0, make_cluster(1, 4), unit_profile().device, o, "s.json"), core::InputError);
+  o.scale_bytes = 1;
+  EXPECT_NO_THROW(plan_emulation(w, 0, make_cluster(1, 4), unit_profile().device, o, "s.json"));
 }
 
 TEST(EmulationPlan, TheScaledWorkloadIsWhatTheEmulatorRuns) {

@@ -361,7 +361,7 @@ TEST(Compression, ReadsTheSectionAndRefusesBadValues) {
   std::vector<std::string> messages;
   read(R"({"method": "topk", "ratio": 0})", &messages);
   EXPECT_EQ(messages[0], "/optimizations/gradient_compression/ratio: expected the fraction of the gradient elements "
-                         "top-k sends, a number in (0, 1] (0.01 sends 1%), found 0");
+                         "top-k sends, a number in [1e-06, 1] (0.01 sends 1%), found 0");
 }
 
 }  // namespace

@@ -183,6 +183,33 @@ TEST(LayerGraph, MismatchedShapesNameTheLayer) {
       << first_problem(d2);
 }
 
+// MAX_GRAPH_LAYERS counts every entry, residual bodies and shortcuts included, before any layer is
+// read (issue 34: a graph of 2 million layers ran for minutes).
+TEST(LayerGraph, LayerCountAboveTheBudgetIsRefusedWithItsCount) {
+  auto graph = [](size_t top, size_t body, size_t shortcut) {
+    Json layers = Json::array();
+    for (size_t i = 0; i < top; ++i) layers.push_back({{"type", "relu"}});
+    Json residual = {{"type", "residual"}, {"body", Json::array()}, {"shortcut", Json::array()}};
+    for (size_t i = 0; i < body; ++i) residual["body"].push_back({{"type", "relu"}});
+    for (size_t i = 0; i < shortcut; ++i) residual["shortcut"].push_back({{"type", "relu"}});
+    layers.push_back(residual);
+    return Json{{"family", "layer_graph"}, {"input", {{"channels", 4}, {"dims", {8, 8}}}}, {"layers", layers}};
+  };
+  core::Diagnostics over;
+  const auto g = read(graph(60'000, 30'000, MAX_GRAPH_LAYERS - 90'000), over);  // 1 + the budget
+  ASSERT_EQ(over.problems().size(), 1u);
+  EXPECT_EQ(over.problems().front().pointer, "/model/layers");
+  EXPECT_NE(first_problem(over).find("expected at most 100000 layers (counting residual bodies and shortcuts"),
+            std::string::npos)
+      << first_problem(over);
+  EXPECT_NE(first_problem(over).find("found 100001"), std::string::npos) << first_problem(over);
+  EXPECT_TRUE(g->layers.empty());  // nothing was read
+
+  core::Diagnostics at;
+  read(graph(60'000, 30'000, MAX_GRAPH_LAYERS - 90'001), at);  // the budget exactly
+  EXPECT_TRUE(at.empty()) << first_problem(at);
+}
+
 TEST(LayerGraph, SpatialSplitRules) {
   core::Diagnostics d0;
   auto g = read(small_3d(), d0);
