@@ -44,8 +44,11 @@ if "ranked" in d:  # search
           f"{json.dumps(best.get('layout', {}), separators=(',', ':'))[:60]} {fig.get('iteration_time_s', float('nan')):.4f} s")
 else:
     net = d.get("network", {})
+    closed = net.get("closed_form")
+    approximated = (f"  closed form: {','.join(g['group'] for g in closed['groups'])} ({closed['calls']} calls)"
+                    if closed else "")
     print(f"{label:<58} {mode:<16} {wall:>8}  {d['iteration_time_s']:.6f} s  flows {net.get('flows_simulated', '-')}"
-          f"  replayed {net.get('calls_replayed', '-')}")
+          f"  replayed {net.get('calls_replayed', '-')}{approximated}")
 EOF
   fi
 }

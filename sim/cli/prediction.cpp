@@ -1,6 +1,7 @@
 #include "sim/cli/prediction.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -122,6 +123,36 @@ struct ExtraTraffic {
   core::Bytes bytes;
 };
 
+// simulation.over_budget "approximate": the classes of collectives (group kinds) to price in closed
+// form so that the rest of the simulation fits `budget` flows, costliest first, as few as possible;
+// marks them in options.closed_form_groups and updates estimate.total. Sends and copies are never
+// approximated: when they alone exceed the budget every collective class is chosen and the caller
+// still refuses the run.
+std::vector<ClosedFormClass> closed_form_classes(const core::Workload& workload, engine::FlowEstimate& estimate,
+                                                 double budget, engine::SimulationOptions& options) {
+  std::vector<size_t> order(estimate.by_group.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // Costliest first; equal costs in group order, so that the choice is reproducible.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return estimate.by_group[a] > estimate.by_group[b]; });
+  options.closed_form_groups.assign(estimate.by_group.size(), false);
+  std::vector<ClosedFormClass> chosen;
+  for (size_t g : order) {
+    if (estimate.total <= budget || estimate.by_group[g] <= 0) break;
+    options.closed_form_groups[g] = true;
+    estimate.total -= estimate.by_group[g];
+    chosen.push_back({workload.groups[g].name, estimate.by_group[g]});
+  }
+  return chosen;
+}
+
+// "expert (1.91e+08 flows), data (2e+07 flows)".
+std::string describe_classes(const std::vector<ClosedFormClass>& classes) {
+  std::string out;
+  for (const ClosedFormClass& c : classes) out += fmt::format("{}{} ({:.3g} flows)", out.empty() ? "" : ", ", c.group, c.flows);
+  return out;
+}
+
 // The WatchSimulations in scope, if any.
 struct Watch {
   std::ostream* out = nullptr;
@@ -159,7 +190,12 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
     // collective into all of its algorithm's transfers (the collective command's budget); at flow
     // fidelity the scenario's budget (an MoE job's all-to-alls over thousands of GPUs can need
     // hundreds of millions of flows).
-    const double flows = engine::flows_lower_bound(p.built.workload, scenario.cluster, scenario.profile, options);
+    engine::FlowEstimate estimate = engine::estimate_flows(p.built.workload, scenario.cluster, scenario.profile, options);
+    const double budget = static_cast<double>(scenario.simulation.max_flows);
+    if (options.fidelity == engine::Fidelity::FLOW && estimate.total > budget && scenario.simulation.approximate_over_budget) {
+      p.closed_form = closed_form_classes(p.built.workload, estimate, budget, options);
+    }
+    const double flows = estimate.total;
     if (options.fidelity == engine::Fidelity::STEP && flows > static_cast<double>(engine::STEP_FLOW_BUDGET)) {
       throw ImpossibleScenario(core::InputError::expected(
           scenario.file, "/simulation/fidelity",
@@ -177,11 +213,25 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
           scenario.file, "/simulation/max_flows",
           fmt::format("a SimGrid simulation of at most {} flows (simulation.max_flows; SimGrid runs 0.05-0.5 "
                       "million flows per CPU-second): use --backend analytic (closed forms, no contention), "
-                      "a smaller job, or raise simulation.max_flows",
-                      scenario.simulation.max_flows),
-          fmt::format("at least {:.3g} flows per iteration for {} GPUs ({:.3g} to {:.3g} CPU-minutes at those rates)",
-                      flows, scenario.cluster.world_size(), flows / 0.5e6 / 60, flows / 0.05e6 / 60))
+                      "a smaller job, raise simulation.max_flows{}",
+                      scenario.simulation.max_flows,
+                      scenario.simulation.approximate_over_budget
+                          ? ""
+                          : ", or let simulation.over_budget \"approximate\" price the costliest collectives in closed form"),
+          fmt::format("at least {:.3g} flows per iteration for {} GPUs ({:.3g} to {:.3g} CPU-minutes at those rates){}",
+                      flows, scenario.cluster.world_size(), flows / 0.5e6 / 60, flows / 0.05e6 / 60,
+                      scenario.simulation.approximate_over_budget
+                          ? fmt::format(", {:.3g} of them sends and copies, which are always simulated",
+                                        estimate.point_to_point)
+                          : ""))
                                    .problems());
+    }
+    if (watch != nullptr && !p.closed_form.empty()) {
+      const std::string classes = describe_classes(p.closed_form);
+      *watch->out << fmt::format("simgrid: {}: over simulation.max_flows ({}): the collectives of the {} groups are "
+                                 "priced in closed form, without contention (simulation.over_budget)\n",
+                                 watch->label, scenario.simulation.max_flows, classes)
+                  << std::flush;
     }
     // Up front, where the run is watched: a simulation that may take more than PROGRESS_PERIOD_S says
     // so before it starts (the bound counts no replays, so the run may need fewer flows).
@@ -572,6 +622,14 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                     {"flows_simulated", p.result.network_flows},
                     {"calls_replayed", p.result.replayed_calls}};
   }
+  if (!p.closed_form.empty()) {
+    // Over simulation.max_flows: which collectives were priced in closed form instead of simulated.
+    core::Json classes = core::Json::array();
+    for (const ClosedFormClass& c : p.closed_form) classes.push_back({{"group", c.group}, {"flows", c.flows}});
+    j["network"]["closed_form"] = {{"groups", classes},
+                                   {"calls", p.result.closed_form_calls},
+                                   {"flows_budget", s.simulation.max_flows}};
+  }
   j["simulation"] = {{"backend", p.backend},
                      {"wall_s", p.wall_s},
                      {"events", p.result.events},
@@ -825,6 +883,12 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("simulated by {} backend in {:.3f} s ({} events{}, {} of {} ranks simulated, profile: {})",
                    p.backend, p.wall_s, p.result.events, flows, p.result.simulated_ranks, s.cluster.world_size(),
                    s.profile.device.source));
+  if (!p.closed_form.empty()) {
+    const std::string classes = describe_classes(p.closed_form);
+    line(fmt::format("approximated: {} collective calls of the {} groups priced in closed form, without contention "
+                     "(simulation.max_flows {}, simulation.over_budget \"approximate\")",
+                     p.result.closed_form_calls, classes, s.simulation.max_flows));
+  }
   for (const std::string& w : s.warnings) line("warning: " + w);
   return out;
 }

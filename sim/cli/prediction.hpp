@@ -27,6 +27,13 @@ struct WarmupPhase {
   double iteration_time_s = 0;
 };
 
+// A class of collectives that a SimGrid run priced in closed form because simulating its flows
+// would have exceeded simulation.max_flows (simulation.over_budget "approximate").
+struct ClosedFormClass {
+  std::string group;  // core::GroupKind::name: "data", "expert", ...
+  double flows = 0;   // the flows its calls would have needed (engine::FlowEstimate::by_group)
+};
+
 struct Prediction {
   models::BuiltWorkload built;
   engine::SimulationResult result;
@@ -36,6 +43,7 @@ struct Prediction {
   std::optional<ResilienceFigures> resilience;  // training.checkpoint given
   std::optional<SimulatedRuns> simulated_failures;  // `run --simulate-failures N`
   std::optional<WarmupPhase> warmup_phase;  // gradient compression with warmup_steps > 0
+  std::vector<ClosedFormClass> closed_form;  // SimGrid over its flow budget: what was not simulated
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };

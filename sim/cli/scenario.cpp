@@ -33,6 +33,7 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
   s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
   s.max_flows = r.integer("max_flows", s.max_flows, 1, MAX_TASKS_LIMIT);
+  s.approximate_over_budget = r.choice("over_budget", "approximate", {"approximate", "refuse"}) == "approximate";
   r.finish();
   return s;
 }
@@ -238,6 +239,7 @@ core::Json SimulationConfig::to_json() const {
   j["fidelity"] = std::string(engine::to_string(fidelity));
   j["max_tasks"] = max_tasks;
   j["max_flows"] = max_flows;
+  if (!approximate_over_budget) j["over_budget"] = "refuse";  // the default is left out: reports stay as they were
   return j;
 }
 

@@ -43,7 +43,10 @@ struct SimulationConfig {
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
   int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)
-  int64_t max_flows = DEFAULT_MAX_FLOWS;  // simgrid at flow fidelity: budget of flows (predict refuses above)
+  int64_t max_flows = DEFAULT_MAX_FLOWS;  // simgrid at flow fidelity: budget of flows
+  // Above max_flows: price the most expensive classes of collectives in closed form until the rest
+  // fits (true, the default), or refuse the run (false). simulation.over_budget "approximate" | "refuse".
+  bool approximate_over_budget = true;
 
   core::Json to_json() const;
 };

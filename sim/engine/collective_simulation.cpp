@@ -222,18 +222,24 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
 
 double flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const SimulationOptions& options) {
+  return estimate_flows(workload, cluster, profile, options).total;
+}
+
+FlowEstimate estimate_flows(const core::Workload& workload, const network::ClusterConfig& cluster,
+                            const core::Profile& profile, const SimulationOptions& options) {
   TRAINSIM_CHECK(options.fidelity != Fidelity::ANALYTIC, "the analytic fidelity runs no flows");
+  FlowEstimate estimate;
+  estimate.by_group.assign(workload.groups.size(), 0.0);
   const bool step = options.fidelity == Fidelity::STEP;
   std::vector<ProgramPlan> plans;
   for (const core::Program& p : workload.programs) plans.push_back(plan_program(p, workload, cluster, profile.device));
   const RankTable table(workload, cluster, plans, options.use_symmetry);
   const network::Topology topology = network::Topology::build(cluster);
   std::map<std::tuple<uint32_t, core::CollectiveOp, double>, double> per_call;  // by (meeting, op, bytes)
-  double total = 0;
   for (const SimulatedRank& sr : table.ranks()) {
     for (const core::Task& t : workload.programs[sr.program].tasks) {
       // A send is one flow (its receive is the same flow); a copy one more (SimGrid runs copies).
-      if (t.kind == core::TaskKind::SEND || t.kind == core::TaskKind::COPY) total += 1;
+      if (t.kind == core::TaskKind::SEND || t.kind == core::TaskKind::COPY) estimate.point_to_point += 1;
       if (t.kind != core::TaskKind::COLLECTIVE) continue;
       const uint32_t meeting = table.group_meeting(sr.group_base + t.group);
       const auto key = std::make_tuple(meeting, t.collective, t.bytes);
@@ -252,10 +258,15 @@ double flows_lower_bound(const core::Workload& workload, const network::ClusterC
         it = per_call.emplace(key, flows).first;
       }
       // Each simulated member of the call arrives once: the call's flows, shared among them.
-      total += it->second / table.meetings()[meeting].expected;
+      estimate.by_group[t.group] += it->second / table.meetings()[meeting].expected;
     }
   }
-  return total;
+  estimate.total = estimate.point_to_point;
+  for (size_t g = 0; g < estimate.by_group.size(); ++g) {
+    const bool closed_form = g < options.closed_form_groups.size() && options.closed_form_groups[g];
+    if (!closed_form) estimate.total += estimate.by_group[g];
+  }
+  return estimate;
 }
 
 // Wall-clock phases for CollectiveRequest::timings.

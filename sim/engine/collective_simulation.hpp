@@ -75,6 +75,18 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
 double flows_lower_bound(const core::Workload& workload, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const SimulationOptions& options);
 
+// flows_lower_bound split by class of call, so that a caller over its budget can price the most
+// expensive classes in closed form (SimulationOptions::closed_form_groups) and simulate the rest.
+// total is flows_lower_bound: point_to_point plus the collectives of every group kind that
+// options.closed_form_groups leaves to flows; by_group counts every kind's collectives, chosen or not.
+struct FlowEstimate {
+  double total = 0;
+  double point_to_point = 0;      // sends and copies: one flow each
+  std::vector<double> by_group;   // per core::Workload::groups entry: its collectives' flows
+};
+FlowEstimate estimate_flows(const core::Workload& workload, const network::ClusterConfig& cluster,
+                            const core::Profile& profile, const SimulationOptions& options);
+
 // The most flows a step-fidelity simulation may run: about a minute of SimGrid at its best rate, and
 // a few GB (../shared/SIMGRID-NOTES.md: budget ~1e7 flows per simulation).
 inline constexpr uint64_t STEP_FLOW_BUDGET = 20'000'000;

@@ -101,6 +101,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     result.flows = std::move(flows_);
     result.network_flows = platform_.flows_simulated() - flows_before;
     result.replayed_calls = replayed_calls_;
+    result.closed_form_calls = closed_form_calls_;
     return result;
   }
 
@@ -156,7 +157,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     } else if (t.kind == TaskKind::COLLECTIVE) {
       const Meeting& m = executor_.table().meetings()[l.meeting];
       const std::vector<int>& members = members_of(l.meeting, t);
-      if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC) {
+      const bool closed_form = t.group < options_.closed_form_groups.size() && options_.closed_form_groups[t.group];
+      if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC || closed_form) {
+        if (closed_form && members.size() > 1) ++closed_form_calls_;
         const core::Seconds cost =
             members.size() <= 1 ? core::Seconds(0)
                                 : network::collective_cost(t.collective, core::Bytes(t.bytes),
@@ -467,6 +470,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::priority_queue<Replayed, std::vector<Replayed>, std::greater<>> replayed_;  // by end
   std::unordered_map<const ScheduleFlows*, std::vector<core::Seconds>> alone_done_;  // a run alone: done per flow
   uint64_t replayed_calls_ = 0;
+  uint64_t closed_form_calls_ = 0;
   uint64_t flows_before_ = 0;  // the platform's flow count when the run started
   uint64_t advances_ = 0;
   std::chrono::steady_clock::time_point started_;

@@ -247,11 +247,19 @@ expect set-beyond-double 2 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" -
 contains set-beyond-double "$tmp/err" "--set: training.global_batch: expected a number within a double's range, found 1e309"
 expect sweep-beyond-double 2 "$bin" sweep "$src/scenarios/gpt3-6.7b-a100-8.json" --set-range training.global_batch=1e309,2
 contains sweep-beyond-double "$tmp/err" "1e309 is beyond a double's range"
-# simulation.max_flows: a SimGrid run whose flows (a lower bound, counted before simulating) exceed
-# the budget is refused with the bound and its CPU time, and the analytic backend is suggested.
-expect flow-budget 2 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --set simulation.max_flows=10
+# simulation.max_flows: with simulation.over_budget "refuse", a SimGrid run whose flows (a lower
+# bound, counted before simulating) exceed the budget is refused with the bound and its CPU time, and
+# the analytic backend is suggested; by default ("approximate") the costliest collectives are priced
+# in closed form and the run says so.
+expect flow-budget 2 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --set simulation.max_flows=10 \
+  --set simulation.over_budget=refuse
 contains flow-budget "$tmp/err" "/simulation/max_flows: expected a SimGrid simulation of at most 10 flows"
 contains flow-budget "$tmp/err" "use --backend analytic"
+contains flow-budget "$tmp/err" "simulation.over_budget"
+expect flow-budget-approximated 0 timeout 20 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --set simulation.max_flows=10
+contains flow-budget-approximated "$tmp/out" "approximated: "
+expect flow-budget-bad-policy 2 "$bin" check "$src/scenarios/gpt3-6.7b-a100-8.json" --set simulation.over_budget=maybe
+contains flow-budget-bad-policy "$tmp/err" "over_budget"
 
 # replay of ranks whose traces disagree on a collective: an input error naming the rank and the call,
 # not "this is a bug".

@@ -145,6 +145,45 @@ TEST(SimgridBackend, PipelineSendsSlowDataParallelRingsSharingTheirNic) {
   }
 }
 
+// SimulationOptions::closed_form_groups, the over-budget approximation: the same job as above, whose
+// pipeline sends slow the data-parallel rings sharing their NIC. With the data group's calls priced
+// in closed form they neither feel nor cause that contention: the sends run alone, as in
+// OneFOneBPipelineAcrossNodesMatchesAnalytic, and every figure is the analytic backend's. The flows
+// simulated are the estimate's exactly (every rank simulated, no replays): the full run's less the
+// data group's, and closed_form_calls counts the data-parallel calls.
+TEST(SimgridBackend, ClosedFormGroupsAreThoseOfTheAnalyticBackend) {
+  const network::ClusterConfig cluster = testing::make_cluster(8, 2, 300e9, 25e9, 2e-6);
+  const core::Workload w = testing::hybrid_workload(2, 2, 4, 4);
+  size_t data = w.groups.size();
+  for (size_t g = 0; g < w.groups.size(); ++g) {
+    if (w.groups[g].axis == Axis::DATA) data = g;
+  }
+  ASSERT_LT(data, w.groups.size());
+  SimulationOptions o = ring_options(Fidelity::FLOW);
+  const FlowEstimate all = estimate_flows(w, cluster, core::Profile{}, o);
+  const SimulationResult full = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
+  EXPECT_EQ(full.closed_form_calls, 0u);
+  EXPECT_EQ(all.total, static_cast<double>(full.network_flows));
+
+  o.closed_form_groups.assign(w.groups.size(), false);
+  o.closed_form_groups[data] = true;
+  const FlowEstimate rest = estimate_flows(w, cluster, core::Profile{}, o);
+  EXPECT_GT(all.by_group[data], 0);
+  EXPECT_DOUBLE_EQ(rest.total, all.total - all.by_group[data]);
+  EXPECT_EQ(rest.by_group, all.by_group) << "by_group counts every class, chosen or not";
+  const SimulationResult approximated = run_both(w, cluster, core::Profile{}, o, 1e-6);
+  EXPECT_EQ(static_cast<double>(approximated.network_flows), rest.total);
+  // One gradient all-reduce per data-parallel group (a call, whatever its members): TP2 x PP4 groups.
+  EXPECT_EQ(approximated.closed_form_calls, 8u);
+  EXPECT_LT(approximated.iteration_time.value(), full.iteration_time.value());
+
+  // Every collective class in closed form: only the sends are flows.
+  o.closed_form_groups.assign(w.groups.size(), true);
+  const FlowEstimate sends = estimate_flows(w, cluster, core::Profile{}, o);
+  EXPECT_EQ(sends.total, sends.point_to_point);
+  EXPECT_EQ(static_cast<double>(run_both(w, cluster, core::Profile{}, o, 1e-6).network_flows), sends.total);
+}
+
 // Two 2-rank data-parallel all-reduces at once on 8 nodes of one GPU and one 200 Gb/s NIC (B = 25
 // GB/s), on a fat-tree of radix 4 with 2:1 oversubscription: every switch-to-switch link has B/2.
 // Static routing takes 0 -> 4 and 1 -> 6 through leaf 0's up port 0, while 1 -> 5 takes port 1
