@@ -13,10 +13,10 @@
 #include <map>
 #include <set>
 
-#include "sim/cli/progress.hpp"
-#include "sim/cli/report_figures.hpp"
-#include "sim/cli/scenario_warnings.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/report_figures.hpp"
+#include "sim/plan/scenario_warnings.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
@@ -25,6 +25,8 @@
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 constexpr const char* REPORT_SCHEMA = "trainsim.report/1";

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "sim/cli/progress.hpp"
+#include "sim/plan/progress.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
@@ -16,6 +16,8 @@
 #include "sim/report/chart_file.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 int parse_positive(const std::string& text, const std::string& flag) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
-#include "sim/cli/search.hpp"
+#include "sim/plan/search.hpp"
 
 namespace CLI {
 class App;
@@ -19,7 +19,7 @@ class App;
 namespace trainsim::cli {
 
 struct SearchArgs {
-  SearchOptions options;
+  plan::SearchOptions options;
   std::string gpus;           // --gpus "512:4096" (powers of two between) or "512,1024"
   std::string shard;          // --shard I/N
   std::string out;            // --out FILE: where a shard writes its JSON (default stdout)

@@ -10,16 +10,18 @@
 #include <optional>
 
 #include "sim/cli/cli_options.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/cli/scenario_warnings.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/scenario_warnings.hpp"
 #include "sim/cli/validate_command.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/chart_file.hpp"
 #include "sim/report/line_chart.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 constexpr const char* FLAG = "--set-range";

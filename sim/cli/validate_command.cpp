@@ -1,7 +1,7 @@
 #include "sim/cli/validate_command.hpp"
 
-#include "sim/cli/progress.hpp"
-#include "sim/cli/scenario_warnings.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/scenario_warnings.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,11 +18,13 @@
 #include <string>
 
 #include "calibrate/accuracy.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/report_figures.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/report_figures.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 // A path named on the command line, or found in a named folder; `problem` is set when it names
@@ -149,7 +151,7 @@ CaseResult run_case(const CasePath& path, const ValidateArgs& args, const CasePr
   return c;
 }
 
-// One InputProblem as JSON, and back (the SimGrid child sends its InputError to the parent).
+// One InputProblem as JSON.
 core::Json problem_json(const core::InputProblem& p) {
   return {{"file", p.file}, {"pointer", p.pointer}, {"message", p.message}};
 }
@@ -309,66 +311,6 @@ void write_table(const std::vector<CaseResult>& results, const Totals& t, const 
 }
 
 }  // namespace
-
-core::Json predict_report(const Scenario& s, const std::string& backend) {
-  const std::string chosen = backend.empty() ? s.simulation.backend : backend;
-  if (chosen != "simgrid") return report_json(s, predict(s, backend));
-  // The child sends back one JSON document: {"report": ...}, {"input_error": [problems]} or
-  // {"internal_error": message}, which the parent throws again as the same kind.
-  std::array<int, 2> pipe_fd{};
-  TRAINSIM_CHECK(pipe(pipe_fd.data()) == 0, fmt::format("pipe: {}", std::strerror(errno)));
-  const pid_t child = fork();
-  TRAINSIM_CHECK(child >= 0, fmt::format("fork: {}", std::strerror(errno)));
-  if (child == 0) {
-    // Ctrl-C ends the child at once, whatever the parent does with it (search: stops, keeping what it
-    // has; below: a child ended by SIGINT is an interruption, not a bug).
-    std::signal(SIGINT, SIG_DFL);
-    close(pipe_fd[0]);
-    core::Json message;
-    try {
-      message["report"] = report_json(s, predict(s, backend));
-    } catch (const core::InputError& e) {
-      core::Json problems = core::Json::array();
-      for (const core::InputProblem& p : e.problems()) problems.push_back(problem_json(p));
-      message["input_error"] = problems;
-    } catch (const std::exception& e) {
-      message["internal_error"] = e.what();
-    }
-    const std::string text = message.dump();
-    const char* p = text.data();
-    size_t left = text.size();
-    while (left > 0) {
-      const ssize_t n = write(pipe_fd[1], p, left);
-      if (n <= 0) break;
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-    _exit(0);  // no atexit handlers, no flush of the parent's buffered output
-  }
-  close(pipe_fd[1]);
-  std::string text;
-  std::array<char, 4096> buffer{};
-  ssize_t n = 0;
-  while ((n = read(pipe_fd[0], buffer.data(), buffer.size())) > 0) text.append(buffer.data(), static_cast<size_t>(n));
-  close(pipe_fd[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  const core::Json message = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (message.is_object() && message.contains("report")) return message["report"];
-  if (message.is_object() && message.contains("input_error")) {
-    std::vector<core::InputProblem> problems;
-    for (const core::Json& p : message["input_error"]) {
-      problems.push_back({p["file"].get<std::string>(), p["pointer"].get<std::string>(), p["message"].get<std::string>()});
-    }
-    throw core::InputError(problems);
-  }
-  if (message.is_object() && message.contains("internal_error")) {
-    throw core::InternalError(message["internal_error"].get<std::string>());
-  }
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) throw engine::Interrupted(engine::SimulationProgress{});
-  throw core::InternalError(
-      fmt::format("{}: the simulation process ended without a result (wait status {})", s.file, status));
-}
 
 int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err) {
   std::vector<CaseResult> results;

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/search_estimate.hpp"
+#include "sim/plan/scenario.hpp"
+#include "sim/plan/search_estimate.hpp"
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S };
 // "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s".
@@ -218,4 +218,4 @@ struct Shard {
 Shard read_shard(const core::Json& j, const std::string& file);
 SearchResult shard_from_json(const core::Json& j, const std::string& file);
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

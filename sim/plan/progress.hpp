@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 class Progress {
  public:
@@ -57,8 +57,4 @@ class StopOnInterrupt {
   static bool requested();
 };
 
-// The exit code of a command stopped by Ctrl-C after printing its partial results: 130 (128 +
-// SIGINT, the shell's convention), outside STYLE.md's 0-3 because the command did not finish.
-inline constexpr int EXIT_INTERRUPTED = 130;
-
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -19,7 +19,7 @@
 
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 class ScenarioWarnings {
  public:
@@ -36,4 +36,4 @@ class ScenarioWarnings {
   std::vector<std::pair<std::string, std::vector<std::string>>> entries_;
 };
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -1,4 +1,4 @@
-#include "sim/cli/search.hpp"
+#include "sim/plan/search.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,13 +11,12 @@
 #include <thread>
 
 #include "models/accounting.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/cli/time_to_train.hpp"
-#include "sim/cli/validate_command.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/time_to_train.hpp"
 #include "sim/core/error.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 using models::Recompute;
 using models::ZeroImpl;
@@ -1120,4 +1119,4 @@ Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, in
   return l;
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan
