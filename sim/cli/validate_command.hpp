@@ -1,5 +1,6 @@
 #pragma once
-// `trainsim validate`: predict published runs and compare with what was measured.
+// `trainsim validate`: predict published runs and compare with what was measured. The options and
+// printing of plan::validate (sim/plan/validate.hpp), which runs the cases.
 //
 //   trainsim validate validation/training --backend analytic [--tolerance 10] [--format table|json|csv]
 //
@@ -33,18 +34,13 @@
 #include <string>
 
 #include "sim/cli/commands.hpp"
-#include "sim/plan/prediction.hpp"
+#include "sim/plan/validate.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim::cli {
 
-// The prediction a case is compared with: its report (report_json's fields), given the scenario
-// and the --backend override ("" = the scenario's own). Throws InputError or InternalError.
-using CasePredictor = std::function<core::Json(const plan::Scenario& scenario, const std::string& backend)>;
-
-// The predictor of `trainsim validate` is plan::predict_report (sim/plan/prediction.hpp).
-
-// validate_command with another predictor (tests: a predictor that throws, or fixed reports).
-int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err);
+// validate_command with another predictor than plan::predict_report (tests: a predictor that throws,
+// or fixed reports).
+int validate_command(const ValidateArgs& args, const plan::CasePredictor& predictor, std::ostream& out, std::ostream& err);
 
 }  // namespace trainsim::cli
