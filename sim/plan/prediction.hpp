@@ -1,5 +1,6 @@
 #pragma once
-// One prediction: scenario -> workload -> backend -> report. Shared by `run` and `validate`.
+// One prediction: scenario -> workload -> backend -> report. Shared by `run`, `validate`, `compare`,
+// `sweep` and search's re-check (through predict_report).
 
 #include <optional>
 #include <ostream>

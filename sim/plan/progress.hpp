@@ -1,7 +1,9 @@
 #pragma once
-// A progress bar with an ETA for long commands (search, validate), drawn on a terminal only: it
-// writes to stderr when stderr is a TTY and the command was not given --quiet, and nothing
-// otherwise, so that logs and pipes stay clean (STYLE.md: progress only on a TTY). advance() may be
+// A progress bar with an ETA for long commands (search, compare, sweep, validate), drawn on a
+// terminal only: it writes to stderr when stderr is a TTY and the caller did not ask for quiet
+// (--quiet; every options struct of sim/plan has `quiet`), and nothing otherwise, so that logs and
+// pipes stay clean (STYLE.md: progress only on a TTY). It is the planner library's only output of
+// its own. advance() may be
 // called from any thread; the bar is redrawn at most 10 times a second, by whichever thread
 // advances it then.
 //
