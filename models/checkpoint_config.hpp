@@ -1,6 +1,6 @@
 #pragma once
 // training.checkpoint: how often and how a training run saves its state (docs/scenario.md). Read by
-// TrainingConfig::from_json; what it costs is models/checkpoint.hpp and sim/cli/resilience.hpp.
+// TrainingConfig::from_json; what it costs is models/checkpoint.hpp and sim/plan/resilience.hpp.
 //
 //   "checkpoint": {
 //     "interval": "auto",          // steps between checkpoints (a positive integer), a duration

@@ -33,7 +33,7 @@
 // When: pruning starts at iteration `start_iteration`; the iterations before it are dense. The
 // report predicts the steady-state iteration after the start; with start_iteration > 0 it also
 // predicts the dense iteration (time and memory; the job must fit dense first), and time to train
-// counts start_iteration dense iterations (sim/cli/prediction.hpp).
+// counts start_iteration dense iterations (sim/plan/prediction.hpp).
 
 #include <cstdint>
 #include <string>

@@ -60,7 +60,7 @@ namespace trainsim::models {
 //                    Default false; true with another precision is an error.
 //   tokens           total tokens the training run consumes (a positive number, 15e12 for 15T, at
 //                    most 1e18). Optional, no default: given, every report gains time_to_train
-//                    (sim/cli/time_to_train.hpp); absent, the report has no such field.
+//                    (sim/plan/time_to_train.hpp); absent, the report has no such field.
 //   checkpoint       how the run checkpoints (models/checkpoint_config.hpp). Optional: absent, no
 //                    checkpoint, failure or goodput figures are modelled (the report has none).
 //   stack            the framework that runs the job (core/stack.hpp): "megatron" | "torchtitan" |

@@ -15,12 +15,14 @@
 #include "calibrate/trace_set.hpp"
 #include "network/collective_cost.hpp"
 #include "sim/cli/cli_options.hpp"
-#include "sim/cli/report_figures.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/report_figures.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 
 TracedCluster load_traced_cluster(const std::string& scenario_file, const std::vector<std::string>& overrides,
                                   const std::string& device_name, int gpus_per_node, int nodes) {

@@ -9,12 +9,14 @@
 #include <map>
 
 #include "network/collective_cost.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/collective_simulation.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 using core::Bytes;

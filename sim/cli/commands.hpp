@@ -18,6 +18,10 @@ enum class Format { TABLE, JSON, CSV };
 // `validate`'s "outside the tolerance", a measured answer rather than an error.
 inline constexpr int EXIT_NOTHING_FITTED = 3;
 
+// The exit code of a command stopped by Ctrl-C after printing its partial results: 130 (128 +
+// SIGINT, the shell's convention), outside STYLE.md's 0-3 because the command did not finish.
+inline constexpr int EXIT_INTERRUPTED = 130;
+
 struct RunArgs {
   std::string scenario;
   std::vector<std::string> overrides;  // --set key.path=value

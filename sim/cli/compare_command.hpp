@@ -1,5 +1,6 @@
 #pragma once
-// `trainsim compare`: several configurations side by side, with the differences highlighted.
+// `trainsim compare`: several configurations side by side, with the differences highlighted: the
+// options and printing of plan::compare (sim/plan/compare.hpp), which does the work.
 //
 //   trainsim compare INPUT... [--set key=value]... [--backend analytic|simgrid] [--format table|json|csv]
 //       Each INPUT is a report ("schema": "trainsim.report/1", from `run --format json` or `run --out`)
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
+#include "sim/plan/compare.hpp"
 
 namespace CLI {
 class App;
@@ -52,9 +54,6 @@ struct CompareArgs {
 // terminal, a progress bar over the configurations.
 int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
-// "key.path=v1,v2,..." -> the assignments "key.path=v1", "key.path=v2", ... Throws InputError (file
-// "--vary") when there is no "=", the key is empty or a value is empty.
-std::vector<std::string> vary_assignments(const std::string& vary);
 
 // `compare`, registered on the application's CLI11 App (like ReplaySubcommand).
 //

@@ -14,7 +14,7 @@
 
 #include "models/workload_builder.hpp"
 #include "sim/cli/emulate_command.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/communication_model.hpp"
@@ -28,6 +28,8 @@
 #endif
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 #ifdef TRAINSIM_HAVE_MPI

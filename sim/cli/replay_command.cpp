@@ -13,10 +13,12 @@
 #include "calibrate/trace_set.hpp"
 #include "sim/cli/calibrate_command.hpp"
 #include "sim/cli/cli_options.hpp"
-#include "sim/cli/report_figures.hpp"
+#include "sim/plan/report_figures.hpp"
 #include "sim/engine/backend.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 struct Replay {

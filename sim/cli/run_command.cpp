@@ -4,14 +4,16 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/html_report.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/cli/report_figures.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/engine/timeline.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 std::vector<int> default_timeline_ranks(const Scenario& s) {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "sim/cli/progress.hpp"
+#include "sim/plan/progress.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
@@ -16,6 +16,8 @@
 #include "sim/report/chart_file.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 int parse_positive(const std::string& text, const std::string& flag) {
@@ -50,20 +52,6 @@ void parse_shard(const std::string& text, SearchOptions& o) {
   }
 }
 
-// The figures a candidate is ranked on: SimGrid's when re-checked, else the analytic backend's.
-const Figures* best_figures(const Evaluated& e) { return e.simgrid ? &*e.simgrid : e.analytic ? &*e.analytic : nullptr; }
-
-double time_of(const Evaluated& e) {
-  const Figures* f = best_figures(e);
-  return f ? f->iteration_time_s : e.estimate.iteration_time_s;
-}
-
-// The objective of a candidate on the figures it is ranked on (the estimate has no goodput: 1).
-double objective_of(const Search& s, const Evaluated& e) {
-  const Figures* f = best_figures(e);
-  return s.objective_value(e.layout, time_of(e), f ? f->goodput.value_or(1) : 1);
-}
-
 std::vector<std::pair<std::string, double>> breakdown_rows(const Figures& f) {
   std::vector<std::pair<std::string, double>> rows;
   const core::Json& b = f.breakdown_s;
@@ -80,7 +68,7 @@ std::vector<std::pair<std::string, double>> breakdown_rows(const Figures& f) {
 }
 
 std::string objective_text(const Search& s, const Evaluated& e) {
-  const double v = objective_of(s, e);
+  const double v = s.objective_of(e);
   switch (s.options().objective) {
     case Objective::MFU: return fmt::format("{:.1f}%", 100 * v);
     case Objective::TOKENS_PER_S:
@@ -107,7 +95,7 @@ core::Json result_json(const Search& s, const SearchResult& r) {
     core::Json c;
     c["rank"] = i + 1;
     c["layout"] = e.layout.to_json();
-    c["objective"] = objective_of(s, e);
+    c["objective"] = s.objective_of(e);
     c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
     if (e.analytic) c["analytic"] = e.analytic->to_json();
     if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
@@ -125,7 +113,7 @@ std::string result_csv(const Search& s, const SearchResult& r) {
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
     const Layout& l = e.layout;
-    const Figures* f = best_figures(e);
+    const Figures* f = e.best_figures();
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
@@ -133,7 +121,7 @@ std::string result_csv(const Search& s, const SearchResult& r) {
                        e.simgrid ? fmt::format("{}", e.simgrid->iteration_time_s) : "",
                        f ? fmt::format("{}", f->tokens_per_s) : "", f ? fmt::format("{}", f->mfu) : "",
                        f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes, f ? (f->fits ? "true" : "false") : "",
-                       objective_of(s, e), f && f->goodput ? fmt::format("{}", *f->goodput) : "", l.spatial,
+                       s.objective_of(e), f && f->goodput ? fmt::format("{}", *f->goodput) : "", l.spatial,
                        f ? fmt::format("{}", f->samples_per_s) : "", l.stack, l.stack_runs ? "true" : "false");
   }
   return out;
@@ -168,14 +156,14 @@ std::string result_table(const Search& s, const SearchResult& r) {
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(o.top));
   // With training.checkpoint every refined candidate has a goodput: a column (the objective uses it).
   bool goodputs = false;
-  for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (best_figures(r.ranked[i]) && best_figures(r.ranked[i])->goodput);
+  for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (r.ranked[i].best_figures() && r.ranked[i].best_figures()->goodput);
   line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
                    many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s",
                    s.layer_graph() ? "samples/s" : "tokens/s",
                    "MFU", "mem_GiB", goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
   for (size_t i = 0; i < shown; ++i) {
     const Evaluated& e = r.ranked[i];
-    const Figures* f = best_figures(e);
+    const Figures* f = e.best_figures();
     const std::string goodput = !goodputs ? ""
                                 : f && f->goodput ? fmt::format(" {:>7.2f}%", 100 * *f->goodput)
                                                   : fmt::format(" {:>8}", "-");
@@ -199,19 +187,19 @@ std::string result_table(const Search& s, const SearchResult& r) {
   // The runner-up: the first layout whose figures differ from the winner's (layouts that differ only
   // in an implementation detail the model prices the same, e.g. fsdp and fsdp2, tell nothing).
   size_t runner = 1;
-  if (!r.ranked.empty() && best_figures(r.ranked[0])) {
-    const double t0 = best_figures(r.ranked[0])->iteration_time_s;
+  if (!r.ranked.empty() && r.ranked[0].best_figures()) {
+    const double t0 = r.ranked[0].best_figures()->iteration_time_s;
     for (size_t i = 1; i < r.ranked.size(); ++i) {
-      const Figures* f = best_figures(r.ranked[i]);
+      const Figures* f = r.ranked[i].best_figures();
       if (f != nullptr && std::abs(f->iteration_time_s - t0) > 1e-4 * t0) {
         runner = i;
         break;
       }
     }
   }
-  if (r.ranked.size() > runner && best_figures(r.ranked[0]) && best_figures(r.ranked[runner])) {
-    const Figures& a = *best_figures(r.ranked[0]);
-    const Figures& b = *best_figures(r.ranked[runner]);
+  if (r.ranked.size() > runner && r.ranked[0].best_figures() && r.ranked[runner].best_figures()) {
+    const Figures& a = *r.ranked[0].best_figures();
+    const Figures& b = *r.ranked[runner].best_figures();
     const std::string second = fmt::format("#{}", runner + 1);
     line("");
     line(fmt::format("why #1 wins over {}, the first with different figures ({} figures, seconds per iteration on the "
@@ -247,7 +235,7 @@ void write_plot(const Search& search, const SearchResult& r, const std::string& 
   std::vector<LabeledReport> bars;
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(search.options().top));
   for (size_t i = 0; i < shown; ++i) {
-    const Figures* f = best_figures(r.ranked[i]);
+    const Figures* f = r.ranked[i].best_figures();
     if (f == nullptr) continue;
     core::Json report;
     report["iteration_time_s"] = f->iteration_time_s;
@@ -273,8 +261,7 @@ void log_first_pass(const SearchResult& result, const SearchOptions& o, std::ost
 }
 
 int finish(const Search& search, SearchResult& result, const SearchArgs& args, std::ostream& out) {
-  search.rank(result);
-  if (search.options().recheck && !result.interrupted) search.recheck(result);
+  search.finish(result);
   print(search, result, args.format, out);
   if (!args.plot.empty()) write_plot(search, result, args.plot);
   return result.interrupted ? EXIT_INTERRUPTED : 0;
@@ -345,74 +332,8 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
 }
 
 int merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, const SearchArgs& args, std::ostream& out) {
-  // Shard files are input, read like a scenario (read_shard): a field of the wrong type or out of
-  // range is an input error naming the file and pointer, and so is a shard of another search.
-  std::vector<Shard> shards;
-  std::vector<bool> seen;
-  for (const auto& [j, file] : files) {
-    Shard shard = read_shard(j, file);
-    if (shards.empty()) {
-      seen.assign(static_cast<size_t>(shard.count), false);
-    } else if (shard.options_json != shards.front().options_json || static_cast<size_t>(shard.count) != seen.size()) {
-      throw core::InputError(file, "/options",
-                             fmt::format("this shard comes from another search than {} (its options or shard count differ)",
-                                         files.front().second));
-    }
-    const auto index = static_cast<size_t>(shard.index);
-    if (seen[index]) throw core::InputError(file, "/shard", fmt::format("shard {} given twice", index));
-    seen[index] = true;
-    shards.push_back(std::move(shard));
-  }
-  for (size_t i = 0; i < seen.size(); ++i) {
-    if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
-  }
-  SearchOptions o = args.options;
-  const SearchOptions& recorded = shards.front().options;
-  o.scenario = recorded.scenario;
-  o.overrides = recorded.overrides;
-  o.gpus = recorded.gpus;
-  o.gpu_types = recorded.gpu_types;
-  o.objective = recorded.objective;
-  o.refine = recorded.refine;
-  o.max_gpus = recorded.max_gpus;
-  o.min_mfu = recorded.min_mfu;
-  o.fits = recorded.fits;
-  o.max_micro_batch = recorded.max_micro_batch;
-  o.offload = recorded.offload;
-  o.compression = recorded.compression;
-  std::optional<Search> search;
-  try {
-    search.emplace(o);
-  } catch (const core::InputError& e) {
-    // The options came from the shard, not from the command line: name the file, not the flag.
-    std::vector<core::InputProblem> problems = e.problems();
-    for (core::InputProblem& p : problems) {
-      if (p.file.starts_with("--")) p = {files.front().second, "/options", fmt::format("{} ({})", p.message, p.file)};
-    }
-    throw core::InputError(problems);
-  }
-  // Each layout must be the candidate its index names in the search the options describe, in this
-  // shard's share: a shard of another scenario (or of the same one since edited) is refused here.
-  std::vector<SearchResult> results;
-  for (size_t k = 0; k < shards.size(); ++k) {
-    const Shard& shard = shards[k];
-    for (size_t i = 0; i < shard.result.ranked.size(); ++i) {
-      const Layout& l = shard.result.ranked[i].layout;
-      const std::optional<Layout> expected = search->candidate(l.index);
-      if (!expected || expected->to_json() != l.to_json() ||
-          l.index % static_cast<uint64_t>(shard.count) != static_cast<uint64_t>(shard.index)) {
-        throw core::InputError(
-            files[k].second, fmt::format("/evaluated/{}/layout", i),
-            fmt::format("layout {} ({}) is not candidate {} of shard {}/{} of the search of {} (its {}): the shard "
-                        "comes from another search, or the scenario changed since",
-                        l.index, l.describe(), l.index, shard.index, shard.count, o.scenario,
-                        expected ? expected->describe() : fmt::format("{} candidates", search->candidate_count())));
-      }
-    }
-    results.push_back(shard.result);
-  }
-  SearchResult result = search->merge(results);
-  return finish(*search, result, args, out);
+  plan::MergedShards merged = plan::merge_shards(files, args.options);
+  return finish(merged.search, merged.result, args, out);
 }
 
 int search_merge_command(SearchArgs args, std::ostream& out, std::ostream&) {

@@ -1,5 +1,6 @@
 #pragma once
-// `trainsim search SCENARIO [options]` and `trainsim search merge SHARD.json...` (docs/search.md).
+// `trainsim search SCENARIO [options]` and `trainsim search merge SHARD.json...` (docs/search.md): the
+// options and printing of plan::Search (sim/plan/search.hpp), which does the search.
 // Exit codes: 0 ranked; 2 bad options, an empty or exploding search space, nothing left after the
 // constraints; 130 (EXIT_INTERRUPTED) stopped by Ctrl-C after printing the best found so far.
 
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "sim/cli/commands.hpp"
-#include "sim/cli/search.hpp"
+#include "sim/plan/search.hpp"
 
 namespace CLI {
 class App;
@@ -19,7 +20,7 @@ class App;
 namespace trainsim::cli {
 
 struct SearchArgs {
-  SearchOptions options;
+  plan::SearchOptions options;
   std::string gpus;           // --gpus "512:4096" (powers of two between) or "512,1024"
   std::string shard;          // --shard I/N
   std::string out;            // --out FILE: where a shard writes its JSON (default stdout)
@@ -35,9 +36,10 @@ int search_merge_command(SearchArgs args, std::ostream& out, std::ostream& err);
 // checked first): the shard JSON text that `--shard` writes; `interrupted` tells whether Ctrl-C
 // stopped it. Logs the first-pass timing on `err` unless quiet. Throws InputError as search_command.
 std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted);
-// `search merge` on shard documents already read (each with the name its errors give): checks that
-// they come from one search and cover every shard once, then ranks, re-checks and prints the result
-// as one process would have (args: --top, --no-recheck, --format, --plot, --quiet, --jobs).
+// `search merge` on shard documents already read (each with the name its errors give):
+// plan::merge_shards (they come from one search and cover every shard once), then ranks, re-checks
+// and prints the result as one process would have (args: --top, --no-recheck, --format, --plot,
+// --quiet, --jobs).
 int merge_shards(const std::vector<std::pair<core::Json, std::string>>& shards, const SearchArgs& args, std::ostream& out);
 
 // Parses --gpus: "A:B" (the powers of two from A to B, A and B included) or "A,B,C". Throws

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cli/progress.hpp"
+#include "sim/plan/progress.hpp"
 #include "sim/core/error.hpp"
 
 #ifdef TRAINSIM_HAVE_MPI
@@ -16,6 +16,8 @@
 #endif
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 // A positive integer environment variable, or -1.

@@ -15,11 +15,13 @@
 #include "calibrate/kineto_import.hpp"
 #include "calibrate/trace_summary.hpp"
 #include "sim/cli/cli_options.hpp"
-#include "sim/cli/report_figures.hpp"
+#include "sim/plan/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/trace_io.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace fs = std::filesystem;
 
 namespace {

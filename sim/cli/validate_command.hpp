@@ -1,9 +1,10 @@
 #pragma once
-// `trainsim validate`: predict published runs and compare with what was measured.
+// `trainsim validate`: predict published runs and compare with what was measured. The options and
+// printing of plan::validate (sim/plan/validate.hpp), which runs the cases.
 //
 //   trainsim validate validation/training --backend analytic [--tolerance 10] [--format table|json|csv]
 //
-// A validation case is a scenario with an "expect" block (sim/cli/scenario.hpp, Expectation) giving
+// A validation case is a scenario with an "expect" block (sim/plan/scenario.hpp, Expectation) giving
 // one or more measured figures: iteration_time_s, model_tflops_per_gpu, tokens_per_s, mfu,
 // hardware_tflops_per_gpu. Each is compared with the report field of the same name
 // ("trainsim.report/1", report_json). The case is *judged* on one figure: iteration_time_s when
@@ -33,19 +34,13 @@
 #include <string>
 
 #include "sim/cli/commands.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/validate.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim::cli {
 
-// The prediction a case is compared with: its report (report_json's fields), given the scenario
-// and the --backend override ("" = the scenario's own). Throws InputError or InternalError.
-using CasePredictor = std::function<core::Json(const Scenario& scenario, const std::string& backend)>;
-
-// The predictor of `trainsim validate`: predict() then report_json(), in a child process for SimGrid.
-core::Json predict_report(const Scenario& scenario, const std::string& backend);
-
-// validate_command with another predictor (tests: a predictor that throws, or fixed reports).
-int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err);
+// validate_command with another predictor than plan::predict_report (tests: a predictor that throws,
+// or fixed reports).
+int validate_command(const ValidateArgs& args, const plan::CasePredictor& predictor, std::ostream& out, std::ostream& err);
 
 }  // namespace trainsim::cli

@@ -103,7 +103,7 @@ struct SparseKernels {
 // What a profile was measured on: `trainsim calibrate` records the traced GPU and the software stack
 // the traces name; a built-in profile names the catalog GPU it describes. Empty strings: not known
 // (the datasheet defaults describe no GPU in particular). `run` warns when a profile's GPU is not the
-// scenario's (sim/cli/scenario.hpp).
+// scenario's (sim/plan/scenario.hpp).
 struct FittedOn {
   std::string gpu;        // catalog name (or a described GPU's name), e.g. "A100-SXM4-80GB"
   std::string cuda;       // CUDA runtime version, e.g. "12.4"

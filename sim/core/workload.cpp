@@ -101,7 +101,7 @@ bool to_storage(CopyDirection d) {
 }
 
 // A task is 80 bytes (the sparse kernel fields sit in what was padding): workload memory grows by
-// about TASK_BYTES per task (sim/cli/scenario.hpp), so keep it from growing by accident.
+// about TASK_BYTES per task (sim/plan/scenario.hpp), so keep it from growing by accident.
 static_assert(sizeof(Task) <= 80, "Task grew: update TASK_BYTES and the max_tasks documentation");
 
 std::string_view to_string(OpClass c) {

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::filesystem::path BAD = std::filesystem::path(TRAINSIM_SOURCE_DIR) / "tests/data/bad";

@@ -5,10 +5,12 @@
 
 #include <string>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string CNN = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/cnn/";

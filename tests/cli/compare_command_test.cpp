@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 // stderr of the commands (warnings, progress): not what these tests look at.

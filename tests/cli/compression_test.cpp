@@ -5,13 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/search.hpp"
-#include "sim/cli/search_estimate.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
+#include "sim/plan/search.hpp"
+#include "sim/plan/search_estimate.hpp"
 #include "tests/cli/task_estimate.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIO = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/compression/gpt-1.3b-powersgd-25gbe-32.json";

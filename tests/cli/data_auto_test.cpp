@@ -1,11 +1,13 @@
 // parallelism.data "auto": the data-parallel degree that fills the cluster, resolved when the
-// scenario is read (sim/cli/scenario.hpp).
+// scenario is read (sim/plan/scenario.hpp).
 
 #include <gtest/gtest.h>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";

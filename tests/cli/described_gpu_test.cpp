@@ -11,8 +11,8 @@
 #include <fstream>
 
 #include "sim/cli/compare_command.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/cli/search_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
@@ -20,6 +20,8 @@
 #include "sim/engine/compute_model.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";

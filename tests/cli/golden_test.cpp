@@ -15,9 +15,11 @@
 #include <fstream>
 #include <gtest/gtest.h>
 
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);

@@ -7,11 +7,13 @@
 
 #include <string>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/search.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/search.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string OFFLOAD = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/offload/";

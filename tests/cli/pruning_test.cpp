@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/search_estimate.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
+#include "sim/plan/search_estimate.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIO = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/llama3-8b-2of4-h100-16.json";

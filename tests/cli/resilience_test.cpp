@@ -1,22 +1,24 @@
-// Checkpoints, failures and goodput (sim/cli/resilience.hpp, models/checkpoint.hpp,
+// Checkpoints, failures and goodput (sim/plan/resilience.hpp, models/checkpoint.hpp,
 // docs/resilience.md): the closed forms against hand-computed values, the checkpoint stall of each
 // mode against size / bandwidth, the flush contending with data-parallel traffic in SimGrid only, the
 // seeded Monte Carlo, and the bad inputs.
 
-#include "sim/cli/resilience.hpp"
+#include "sim/plan/resilience.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
 
 #include "models/checkpoint.hpp"
 #include "models/workload_builder.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/time_to_train.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/time_to_train.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/host_model.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 // Hand computation, C = 10 s, M = 3 h = 10,800 s:

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "models/workload_builder.hpp"
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 #include "tests/cli/task_estimate.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::filesystem::path SOURCE(TRAINSIM_SOURCE_DIR);

@@ -1,12 +1,14 @@
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";

@@ -1,4 +1,4 @@
-#include "sim/cli/search.hpp"
+#include "sim/plan/search.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,11 +13,13 @@
 #include <tuple>
 #include <utility>
 
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 #include "sim/cli/search_command.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";

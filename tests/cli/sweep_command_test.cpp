@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 // stderr of the commands (warnings, progress): not what these tests look at.

@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "models/workload_builder.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli::test_support {
 
 // Expects the estimate within 1.25x of the real count; returns the estimate.
-inline double expect_task_estimate_near_real(const Scenario& s) {
+inline double expect_task_estimate_near_real(const plan::Scenario& s) {
   const double estimate = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
   const double real = static_cast<double>(
       models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression)

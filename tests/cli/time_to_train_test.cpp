@@ -1,17 +1,19 @@
-// Time-to-train and cost (sim/cli/time_to_train.hpp) against hand-computed figures, and their place
+// Time-to-train and cost (sim/plan/time_to_train.hpp) against hand-computed figures, and their place
 // in the report: present with training.tokens, cost only with cluster.price_per_gpu_hour, absent
 // (not zero) otherwise.
 
-#include "sim/cli/time_to_train.hpp"
+#include "sim/plan/time_to_train.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/report_figures.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/report_figures.hpp"
+#include "sim/plan/scenario.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/engine/timeline.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 struct Traced {

@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
+
+using namespace trainsim::plan;
 namespace {
 
 const std::string DIR = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/validate-command/";

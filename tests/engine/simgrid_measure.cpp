@@ -10,7 +10,7 @@
 
 #include "models/workload_builder.hpp"
 #include "network/topology.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/simgrid_platform.hpp"
 
@@ -20,7 +20,7 @@ using trainsim::engine::Backend;
 using trainsim::engine::SimulationOptions;
 using trainsim::engine::SimulationResult;
 
-SimulationResult timed(Backend& backend, const trainsim::cli::Scenario& s, const trainsim::core::Workload& w,
+SimulationResult timed(Backend& backend, const trainsim::plan::Scenario& s, const trainsim::core::Workload& w,
                        const SimulationOptions& options, double& wall_s) {
   const auto start = std::chrono::steady_clock::now();
   SimulationResult r = backend.run(w, s.cluster, s.profile, options);
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const trainsim::cli::Scenario s = trainsim::cli::load_scenario(argv[1]);
+    const trainsim::plan::Scenario s = trainsim::plan::load_scenario(argv[1]);
     const trainsim::models::BuiltWorkload built =
         trainsim::models::build_workload(s.model, s.training, s.parallelism);
     SimulationOptions options;

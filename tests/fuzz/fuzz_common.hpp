@@ -17,8 +17,8 @@
 #include <string_view>
 
 #include "models/workload_builder.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim::fuzz {
@@ -38,17 +38,17 @@ inline const std::string& write_scratch(const uint8_t* data, size_t size, const 
   return path;
 }
 
-// The task budget of `trainsim check` (cli::check_task_budget, InputError above it), then an analytic
+// The task budget of `trainsim check` (plan::check_task_budget, InputError above it), then an analytic
 // prediction when the workload is small enough to keep the fuzzer fast (at most 20,000 estimated
 // tasks: ~10 ms); nothing above that, or for a layer graph unless `layer_graphs`.
-inline std::optional<cli::Prediction> predict_if_small(const cli::Scenario& s, bool layer_graphs) {
+inline std::optional<plan::Prediction> predict_if_small(const plan::Scenario& s, bool layer_graphs) {
   constexpr double kMaxFuzzTasks = 20'000;
-  cli::check_task_budget(s);
+  plan::check_task_budget(s);
   if ((!layer_graphs && s.model.is_layer_graph()) ||
       models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression) > kMaxFuzzTasks) {
     return std::nullopt;
   }
-  return cli::predict(s, "analytic");
+  return plan::predict(s, "analytic");
 }
 
 // A number a reader accepted and returned as a result must be finite and not negative: a silently

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
@@ -24,9 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       "simulation": {"backend": "analytic"}
     })", "fuzz-layer-graph.json");
     doc["model"] = core::parse_json_text(fuzz::as_text(data, size), "fuzz-layer-graph.json");
-    const cli::Scenario s = cli::read_scenario(doc, "fuzz-layer-graph.json");
-    if (const std::optional<cli::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/true)) {
-      fuzz::require_sane_json(cli::report_json(s, *p));
+    const plan::Scenario s = plan::read_scenario(doc, "fuzz-layer-graph.json");
+    if (const std::optional<plan::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/true)) {
+      fuzz::require_sane_json(plan::report_json(s, *p));
     }
   } catch (const core::InputError&) {
   }

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
@@ -30,9 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     })", "fuzz-resilience.json");
     const core::Json patch = core::parse_json_text(fuzz::as_text(data, size), "fuzz-resilience.json");
     doc.merge_patch(patch);
-    const cli::Scenario s = cli::read_scenario(doc, "fuzz-resilience.json");
-    if (const std::optional<cli::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/false)) {
-      fuzz::require_sane_json(cli::report_json(s, *p));
+    const plan::Scenario s = plan::read_scenario(doc, "fuzz-resilience.json");
+    if (const std::optional<plan::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/false)) {
+      fuzz::require_sane_json(plan::report_json(s, *p));
     }
   } catch (const core::InputError&) {
   }

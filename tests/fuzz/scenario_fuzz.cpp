@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace trainsim;
   try {
     const core::Json doc = core::parse_json_text(fuzz::as_text(data, size), "fuzz-scenario.json");
-    const cli::Scenario s = cli::read_scenario(doc, "fuzz-scenario.json");
-    const std::optional<cli::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/false);
+    const plan::Scenario s = plan::read_scenario(doc, "fuzz-scenario.json");
+    const std::optional<plan::Prediction> p = fuzz::predict_if_small(s, /*layer_graphs=*/false);
     if (!p) return 0;
     fuzz::require_sane(p->iteration_time_s(), "the analytic iteration time");
     if (p->iteration_time_s() <= 0) std::abort();

@@ -4,7 +4,7 @@
 // a described GPU without a base) must reach the user there as they do in `run`, but a warning that
 // every point shares is printed once, not once per point.
 //
-// Example (sim/cli/sweep_command.cpp):
+// Example (sim/plan/sweep.cpp collects them, sim/cli/sweep_command.cpp prints them):
 //   ScenarioWarnings warnings;
 //   for (...) { const Scenario s = read_scenario(...); warnings.add(s.warnings, label); ... }
 //   warnings.print(err, points.size());
@@ -19,7 +19,7 @@
 
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 class ScenarioWarnings {
  public:
@@ -36,4 +36,4 @@ class ScenarioWarnings {
   std::vector<std::pair<std::string, std::vector<std::string>>> entries_;
 };
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -1,4 +1,4 @@
-#include "sim/cli/search_estimate.hpp"
+#include "sim/plan/search_estimate.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include "sim/engine/compute_model.hpp"
 #include "sim/engine/host_model.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 namespace {
 
 using core::Axis;
@@ -461,4 +461,4 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   return out;
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

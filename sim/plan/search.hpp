@@ -23,13 +23,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "sim/cli/scenario.hpp"
-#include "sim/cli/search_estimate.hpp"
+#include "sim/plan/scenario.hpp"
+#include "sim/plan/search_estimate.hpp"
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S };
 // "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s".
@@ -39,26 +40,26 @@ std::string to_string(Objective o);
 const std::map<std::string, Objective>& objective_names();
 
 struct SearchOptions {
-  std::string scenario;
-  std::vector<std::string> overrides;   // --set, applied before the search
-  std::vector<int> gpus;                // world sizes to search (default: the scenario's)
-  std::vector<std::string> gpu_types;   // catalog names (default: the scenario's)
+  std::string scenario{};
+  std::vector<std::string> overrides{};  // --set, applied before the search
+  std::vector<int> gpus{};              // world sizes to search (default: the scenario's)
+  std::vector<std::string> gpu_types{};  // catalog names (default: the scenario's)
   Objective objective = Objective::ITERATION_TIME;
   int top = 10;                         // shown, and re-simulated with SimGrid
   int refine = 30;                      // best estimates evaluated with the analytic backend
   bool recheck = true;                  // SimGrid re-check of the top
-  std::optional<int> max_gpus;
-  std::optional<double> min_mfu;        // fraction, e.g. 0.4
+  std::optional<int> max_gpus{};
+  std::optional<double> min_mfu{};      // fraction, e.g. 0.4
   bool fits = true;                     // only layouts that fit in GPU memory
   // Largest micro-batch tried; 0: 16 for a transformer (sequences), the whole per-replica batch for a
   // layer-graph model (images: hundreds per GPU are usual).
   int max_micro_batch = 0;
   // Offload choices tried for every layout (--offload): preset names (models::OffloadConfig::presets())
   // or "activations" (the scenario's offload plus activations to the host). Empty: the scenario's.
-  std::vector<std::string> offload;
+  std::vector<std::string> offload{};
   // Gradient compression methods tried for every layout (--compression): models::CompressionMethod
   // names, each at its defaults ("none": uncompressed). Empty: the scenario's.
-  std::vector<std::string> compression;
+  std::vector<std::string> compression{};
   int jobs = 1;                         // evaluation threads
   bool yes = false;                     // allow more than MAX_CANDIDATES
   bool quiet = false;                   // no progress bar
@@ -131,6 +132,12 @@ struct Evaluated {
   Estimate estimate;
   std::optional<Figures> analytic;
   std::optional<Figures> simgrid;
+
+  // The figures it is ranked on: SimGrid's when re-checked, else the analytic backend's; nullptr when
+  // it only has the first-pass estimate.
+  const Figures* best_figures() const;
+  // best_figures()'s iteration time, else the estimate's.
+  double iteration_time_s() const;
 };
 
 struct SearchResult {
@@ -155,6 +162,14 @@ class Search {
   // or an empty or exploding search space.
   explicit Search(SearchOptions options);
   ~Search();
+  Search(Search&&) noexcept;
+  Search& operator=(Search&&) noexcept;
+
+  // The whole search in this process: evaluate(), then finish(). Throws InputError as rank().
+  SearchResult run() const;
+  // rank(), then recheck() unless options().recheck is false or Ctrl-C stopped the evaluation
+  // (result.interrupted): the end of a search, on one process's result or on merged shards.
+  void finish(SearchResult& result) const;
 
   uint64_t candidate_count() const { return total_; }
   // Stages 1-4 on this shard's share of the candidates: `ranked` holds the `refine` best estimates
@@ -187,6 +202,9 @@ class Search {
   // time_to_train.with_failures; a goodput of 0 (a run that never ends) is the worst value.
   // iteration_time, tokens_per_s and mfu are steady-state figures and ignore it.
   double objective_value(const Layout& layout, double iteration_time_s, double goodput = 1) const;
+  // objective_value() of a candidate on the figures it is ranked on (Evaluated::best_figures; the
+  // estimate has no goodput: 1).
+  double objective_of(const Evaluated& e) const;
 
   struct Variant;
   struct Shape;
@@ -218,4 +236,17 @@ struct Shard {
 Shard read_shard(const core::Json& j, const std::string& file);
 SearchResult shard_from_json(const core::Json& j, const std::string& file);
 
-}  // namespace trainsim::cli
+// `search merge`: the search that shard documents (each with the file name its errors give) come
+// from, and their results merged as one process would have evaluated them (Search::merge; ready for
+// Search::finish). The search's scenario, space, objective and constraints come from the shards'
+// recorded options; `options` gives the rest (top, recheck, jobs, quiet). Throws InputError naming
+// the file and pointer for a malformed shard (read_shard), shards of different searches, a shard
+// given twice or missing, or a layout that is not the candidate its index names in the search the
+// options describe (a shard of another scenario, or of the same one since edited).
+struct MergedShards {
+  Search search;
+  SearchResult result;
+};
+MergedShards merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, const SearchOptions& options);
+
+}  // namespace trainsim::plan

@@ -9,7 +9,7 @@
 
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 // Which way a figure improves, for highlighting differences (NEITHER: a label, a count).
 enum class Better { LOWER, HIGHER, NEITHER };
@@ -44,4 +44,4 @@ std::string csv_value(const core::Json* v);
 // for figures it lacks), so that rows from several runs concatenate under one header.
 std::string report_csv(const core::Json& report);
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -42,7 +42,7 @@
 #include "network/cluster.hpp"
 #include "sim/core/device.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 struct Estimate {
   double iteration_time_s = 0;
@@ -56,4 +56,4 @@ Estimate estimate_layout(const models::ModelSpec& model, const models::TrainingC
                          const models::OffloadConfig& offload = {},
                          const models::CompressionConfig& compression = {});
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

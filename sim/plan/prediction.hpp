@@ -1,5 +1,6 @@
 #pragma once
-// One prediction: scenario -> workload -> backend -> report. Shared by `run` and `validate`.
+// One prediction: scenario -> workload -> backend -> report. Shared by `run`, `validate`, `compare`,
+// `sweep` and search's re-check (through predict_report).
 
 #include <optional>
 #include <ostream>
@@ -7,12 +8,12 @@
 #include <vector>
 
 #include "models/workload_builder.hpp"
-#include "sim/cli/resilience.hpp"
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/resilience.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 // The iterations before optimizations.pruning.start_iteration: the same job without pruning.
 struct DensePhase {
@@ -87,4 +88,11 @@ void simulate_failures(const Scenario& scenario, Prediction& p, int runs, uint64
 // The same as a human-readable table.
 std::string report_table(const Scenario& scenario, const Prediction& p);
 
-}  // namespace trainsim::cli
+// predict() then report_json(), for commands that run many scenarios (validate, compare, sweep and
+// search's SimGrid re-check): with the SimGrid backend (`backend`, or the scenario's own when "") the
+// prediction runs in a child process of its own, because SimGrid 3.32 builds one platform per process
+// and the scenarios' clusters differ. The child's InputError and InternalError are thrown again here
+// as the same kind; a child ended by Ctrl-C throws engine::Interrupted. REQUIRES: as predict().
+core::Json predict_report(const Scenario& scenario, const std::string& backend);
+
+}  // namespace trainsim::plan

@@ -1,12 +1,12 @@
-#include "sim/cli/time_to_train.hpp"
+#include "sim/plan/time_to_train.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 core::Json TimeToTrain::to_json() const {
   core::Json j;
@@ -97,4 +97,4 @@ std::optional<TimeToTrain> time_to_train(const Scenario& s, double iteration_tim
                        s.cluster.world_size(), s.cluster.price_per_gpu_hour, early);
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -1,4 +1,4 @@
-#include "sim/cli/prediction.hpp"
+#include "sim/plan/prediction.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -8,13 +8,13 @@
 #include <fmt/ranges.h>
 
 #include "models/checkpoint.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/cli/time_to_train.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/time_to_train.hpp"
 #include "sim/engine/collective_simulation.hpp"
 #include "sim/engine/compute_model.hpp"
 #include "sim/engine/host_model.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 namespace {
 
 struct Metrics {
@@ -392,7 +392,7 @@ void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed
     throw core::InputError("--simulate-failures", "", "the expected run never ends (goodput 0): failures are far more "
                                                       "frequent than the checkpoints");
   }
-  p.simulated_failures = cli::simulate_failures(t->days * 86400.0, f.interval_s, f.stall_s, f.recovery_s, f.job_mtbf_s,
+  p.simulated_failures = plan::simulate_failures(t->days * 86400.0, f.interval_s, f.stall_s, f.recovery_s, f.job_mtbf_s,
                                                 runs, seed);
 }
 
@@ -893,4 +893,4 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   return out;
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -1,11 +1,11 @@
-#include "sim/cli/report_figures.hpp"
+#include "sim/plan/report_figures.hpp"
 
 #include <fmt/format.h>
 
 #include "sim/core/units.hpp"
 #include "sim/core/workload.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 const std::vector<ReportFigure>& report_figures() {
   static const std::vector<ReportFigure> figures = [] {
@@ -88,4 +88,4 @@ std::string report_csv(const core::Json& report) {
   return header + "\n" + row + "\n";
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -13,7 +13,7 @@
 //   days        iterations x iteration_time_s / 86,400
 //   gpu_hours   iterations x iteration_time_s / 3,600 x GPUs
 //   cost        gpu_hours x price_per_gpu_hour (USD); absent without a price
-// With training.checkpoint (sim/cli/resilience.hpp) the report adds, beside them:
+// With training.checkpoint (sim/plan/resilience.hpp) the report adds, beside them:
 //   with_failures       {days, gpu_hours, cost (with a price), failures, goodput}: the expected wall
 //                       time Ts / goodput (Daly's model: checkpoint stalls, failures, the work they
 //                       roll back and the restarts), Ts being `days` above; failures = that time /
@@ -37,10 +37,10 @@
 #include <optional>
 #include <vector>
 
-#include "sim/cli/resilience.hpp"
+#include "sim/plan/resilience.hpp"
 #include "sim/core/json_reader.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 struct Scenario;
 
@@ -89,4 +89,4 @@ std::optional<TimeToTrain> time_to_train(const Scenario& scenario, double iterat
                                          std::optional<double> dense_iteration_time_s = std::nullopt,
                                          std::optional<double> uncompressed_iteration_time_s = std::nullopt);
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -1,7 +1,9 @@
 #pragma once
-// A progress bar with an ETA for long commands (search, validate), drawn on a terminal only: it
-// writes to stderr when stderr is a TTY and the command was not given --quiet, and nothing
-// otherwise, so that logs and pipes stay clean (STYLE.md: progress only on a TTY). advance() may be
+// A progress bar with an ETA for long commands (search, compare, sweep, validate), drawn on a
+// terminal only: it writes to stderr when stderr is a TTY and the caller did not ask for quiet
+// (--quiet; every options struct of sim/plan has `quiet`), and nothing otherwise, so that logs and
+// pipes stay clean (STYLE.md: progress only on a TTY). It is the planner library's only output of
+// its own. advance() may be
 // called from any thread; the bar is redrawn at most 10 times a second, by whichever thread
 // advances it then.
 //
@@ -16,7 +18,7 @@
 #include <mutex>
 #include <string>
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 class Progress {
  public:
@@ -57,8 +59,4 @@ class StopOnInterrupt {
   static bool requested();
 };
 
-// The exit code of a command stopped by Ctrl-C after printing its partial results: 130 (128 +
-// SIGINT, the shell's convention), outside STYLE.md's 0-3 because the command did not finish.
-inline constexpr int EXIT_INTERRUPTED = 130;
-
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

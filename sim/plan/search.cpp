@@ -1,4 +1,4 @@
-#include "sim/cli/search.hpp"
+#include "sim/plan/search.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,13 +11,12 @@
 #include <thread>
 
 #include "models/accounting.hpp"
-#include "sim/cli/prediction.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/cli/time_to_train.hpp"
-#include "sim/cli/validate_command.hpp"
+#include "sim/plan/prediction.hpp"
+#include "sim/plan/progress.hpp"
+#include "sim/plan/time_to_train.hpp"
 #include "sim/core/error.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 using models::Recompute;
 using models::ZeroImpl;
@@ -365,6 +364,31 @@ Figures Figures::from_json(core::ObjectReader& r) {
 }
 
 Search::~Search() = default;
+Search::Search(Search&&) noexcept = default;
+Search& Search::operator=(Search&&) noexcept = default;
+
+const Figures* Evaluated::best_figures() const { return simgrid ? &*simgrid : analytic ? &*analytic : nullptr; }
+
+double Evaluated::iteration_time_s() const {
+  const Figures* f = best_figures();
+  return f ? f->iteration_time_s : estimate.iteration_time_s;
+}
+
+double Search::objective_of(const Evaluated& e) const {
+  const Figures* f = e.best_figures();
+  return objective_value(e.layout, e.iteration_time_s(), f ? f->goodput.value_or(1) : 1);
+}
+
+SearchResult Search::run() const {
+  SearchResult result = evaluate();
+  finish(result);
+  return result;
+}
+
+void Search::finish(SearchResult& result) const {
+  rank(result);
+  if (options_.recheck && !result.interrupted) recheck(result);
+}
 
 Search::Search(SearchOptions options) : options_(std::move(options)) {
   if (options_.top < 1) throw core::InputError("--top", "", fmt::format("expected at least 1, found {}", options_.top));
@@ -1120,4 +1144,75 @@ Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, in
   return l;
 }
 
-}  // namespace trainsim::cli
+MergedShards merge_shards(const std::vector<std::pair<core::Json, std::string>>& files, const SearchOptions& options) {
+  // Shard files are input, read like a scenario (read_shard): a field of the wrong type or out of
+  // range is an input error naming the file and pointer, and so is a shard of another search.
+  std::vector<Shard> shards;
+  std::vector<bool> seen;
+  for (const auto& [j, file] : files) {
+    Shard shard = read_shard(j, file);
+    if (shards.empty()) {
+      seen.assign(static_cast<size_t>(shard.count), false);
+    } else if (shard.options_json != shards.front().options_json || static_cast<size_t>(shard.count) != seen.size()) {
+      throw core::InputError(file, "/options",
+                             fmt::format("this shard comes from another search than {} (its options or shard count differ)",
+                                         files.front().second));
+    }
+    const auto index = static_cast<size_t>(shard.index);
+    if (seen[index]) throw core::InputError(file, "/shard", fmt::format("shard {} given twice", index));
+    seen[index] = true;
+    shards.push_back(std::move(shard));
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) throw core::InputError("search merge", "", fmt::format("shard {}/{} is missing", i, seen.size()));
+  }
+  SearchOptions o = options;
+  const SearchOptions& recorded = shards.front().options;
+  o.scenario = recorded.scenario;
+  o.overrides = recorded.overrides;
+  o.gpus = recorded.gpus;
+  o.gpu_types = recorded.gpu_types;
+  o.objective = recorded.objective;
+  o.refine = recorded.refine;
+  o.max_gpus = recorded.max_gpus;
+  o.min_mfu = recorded.min_mfu;
+  o.fits = recorded.fits;
+  o.max_micro_batch = recorded.max_micro_batch;
+  o.offload = recorded.offload;
+  o.compression = recorded.compression;
+  std::optional<Search> search;
+  try {
+    search.emplace(o);
+  } catch (const core::InputError& e) {
+    // The options came from the shard, not from the command line: name the file, not the flag.
+    std::vector<core::InputProblem> problems = e.problems();
+    for (core::InputProblem& p : problems) {
+      if (p.file.starts_with("--")) p = {files.front().second, "/options", fmt::format("{} ({})", p.message, p.file)};
+    }
+    throw core::InputError(problems);
+  }
+  // Each layout must be the candidate its index names in the search the options describe, in this
+  // shard's share: a shard of another scenario (or of the same one since edited) is refused here.
+  std::vector<SearchResult> results;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const Shard& shard = shards[k];
+    for (size_t i = 0; i < shard.result.ranked.size(); ++i) {
+      const Layout& l = shard.result.ranked[i].layout;
+      const std::optional<Layout> expected = search->candidate(l.index);
+      if (!expected || expected->to_json() != l.to_json() ||
+          l.index % static_cast<uint64_t>(shard.count) != static_cast<uint64_t>(shard.index)) {
+        throw core::InputError(
+            files[k].second, fmt::format("/evaluated/{}/layout", i),
+            fmt::format("layout {} ({}) is not candidate {} of shard {}/{} of the search of {} (its {}): the shard "
+                        "comes from another search, or the scenario changed since",
+                        l.index, l.describe(), l.index, shard.index, shard.count, o.scenario,
+                        expected ? expected->describe() : fmt::format("{} candidates", search->candidate_count())));
+      }
+    }
+    results.push_back(shard.result);
+  }
+  SearchResult result = search->merge(results);
+  return {std::move(*search), std::move(result)};
+}
+
+}  // namespace trainsim::plan

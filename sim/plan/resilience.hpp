@@ -27,7 +27,7 @@
 
 #include "models/checkpoint.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 // REQUIRES: cost_s >= 0, mtbf_s > 0.
 double young_interval(double cost_s, double mtbf_s);
@@ -86,4 +86,4 @@ struct ResilienceFigures {
   double amortized_s_per_iteration() const { return stall_s / static_cast<double>(interval_steps); }
 };
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

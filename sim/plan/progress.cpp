@@ -1,11 +1,11 @@
-#include "sim/cli/progress.hpp"
+#include "sim/plan/progress.hpp"
 
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 #include <unistd.h>
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 namespace {
 
 volatile std::sig_atomic_t interrupted = 0;
@@ -72,4 +72,4 @@ StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, SIG_DFL); }
 
 bool StopOnInterrupt::requested() { return interrupted != 0; }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

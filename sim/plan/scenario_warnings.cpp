@@ -1,8 +1,8 @@
-#include "sim/cli/scenario_warnings.hpp"
+#include "sim/plan/scenario_warnings.hpp"
 
 #include <algorithm>
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 void ScenarioWarnings::add(const std::vector<std::string>& warnings, const std::string& label) {
   for (const std::string& w : warnings) {
@@ -36,4 +36,4 @@ void ScenarioWarnings::print(std::ostream& err, size_t runs) const {
   }
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

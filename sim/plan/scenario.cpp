@@ -1,4 +1,4 @@
-#include "sim/cli/scenario.hpp"
+#include "sim/plan/scenario.hpp"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include "models/workload_builder.hpp"
 #include "sim/core/variability.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 namespace {
 
 // The largest simulation.max_tasks (and max_flows) accepted: 2^40 tasks would need over 100 TB.
@@ -475,4 +475,4 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return read_scenario(doc, path);
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

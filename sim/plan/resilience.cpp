@@ -1,4 +1,4 @@
-#include "sim/cli/resilience.hpp"
+#include "sim/plan/resilience.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "sim/core/error.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 double young_interval(double cost_s, double mtbf_s) {
   TRAINSIM_CHECK(cost_s >= 0 && mtbf_s > 0, "young_interval: negative cost or MTBF <= 0");
@@ -100,4 +100,4 @@ SimulatedRuns simulate_failures(double solve_s, double tau_s, double cost_s, dou
   return out;
 }
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan

@@ -19,7 +19,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
 
-namespace trainsim::cli {
+namespace trainsim::plan {
 
 // Default of simulation.max_tasks: the most tasks the workload's programs (one per pipeline stage)
 // may have. Memory grows by about TASK_BYTES per task (measured 120-170 bytes: the task and
@@ -163,4 +163,4 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 enum class StrategyCheck { CHECK, SKIP };
 Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy = StrategyCheck::CHECK);
 
-}  // namespace trainsim::cli
+}  // namespace trainsim::plan
