@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <thread>
 
@@ -146,6 +147,17 @@ std::string result_table(const Search& s, const SearchResult& r) {
                    rechecked > r.simgrid_runs && r.simgrid_runs > 0
                        ? fmt::format(" ({} simulations: layouts with the same workload timing share one)", r.simgrid_runs)
                        : ""));
+  // Re-checks over simulation.max_flows that priced some collectives in closed form (marked ~).
+  std::map<std::string, size_t> approximated;
+  for (size_t i = 0; i < std::min(r.ranked.size(), static_cast<size_t>(o.top)); ++i) {
+    const std::optional<plan::Figures>& f = r.ranked[i].simgrid;
+    if (f && !f->closed_form.empty()) ++approximated[fmt::format("{}", fmt::join(f->closed_form, ", "))];
+  }
+  for (const auto& [groups, n] : approximated) {
+    line(fmt::format("approximated: {} re-check(s) over simulation.max_flows priced the collectives of the {} groups in "
+                     "closed form, without contention (simgrid_s marked ~; simulation.over_budget)",
+                     n, groups));
+  }
   for (const auto& [reason, n] : r.recheck_refused) {
     line(fmt::format("not re-checked: {} simulation(s) {} (analytic figures kept; --backend analytic or a larger "
                      "simulation.max_flows)",
@@ -171,7 +183,9 @@ std::string result_table(const Search& s, const SearchResult& r) {
                      many_types ? fmt::format(" {:<16}", e.layout.gpu) : "", e.layout.describe(),
                      e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
                                 : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
-                     e.simgrid ? fmt::format("{:.4f}", e.simgrid->iteration_time_s) : "-",
+                     e.simgrid ? fmt::format("{}{:.4f}", e.simgrid->closed_form.empty() ? "" : "~",
+                                             e.simgrid->iteration_time_s)
+                               : "-",
                      f ? fmt::format("{:.0f}", s.layer_graph() ? f->samples_per_s : f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
                      (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, goodput,
                      objective_text(s, e)));

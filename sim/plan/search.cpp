@@ -130,6 +130,9 @@ Figures figures_of(const core::Json& report) {
   f.fits = report["memory"]["fits"].get<bool>();
   f.breakdown_s = report["breakdown_s"];
   if (report.contains("goodput")) f.goodput = report["goodput"].get<double>();
+  if (report.contains("network") && report["network"].contains("closed_form")) {
+    for (const core::Json& g : report["network"]["closed_form"]["groups"]) f.closed_form.push_back(g["group"].get<std::string>());
+  }
   return f;
 }
 
@@ -314,6 +317,7 @@ core::Json Figures::to_json() const {
                   {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
   if (goodput) j["goodput"] = *goodput;
   if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
+  if (!closed_form.empty()) j["closed_form"] = closed_form;
   return j;
 }
 
@@ -359,6 +363,7 @@ Figures Figures::from_json(core::ObjectReader& r) {
   }
   if (r.has("goodput")) f.goodput = r.number("goodput", 1, 0, 1);
   f.fingerprint = r.string("workload_fingerprint", "");
+  if (r.has("closed_form")) f.closed_form = r.string_array("closed_form");
   r.finish();
   return f;
 }

@@ -122,6 +122,10 @@ struct Figures {
   // profile ("" when unknown). Layouts with equal fingerprints simulate to the same time, so the
   // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).
   std::string fingerprint;
+  // SimGrid figures over simulation.max_flows (simulation.over_budget "approximate"): the group kinds
+  // whose collectives the run priced in closed form (the report's network.closed_form); empty when
+  // everything was simulated.
+  std::vector<std::string> closed_form;
   core::Json to_json() const;
   // Ranges checked: times finite and positive, MFU and goodput in [0, 1], sizes up to 1 EiB.
   static Figures from_json(core::ObjectReader& r);

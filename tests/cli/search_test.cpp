@@ -452,7 +452,17 @@ TEST(Search, ReChecksAboveTheFlowBudgetApproximateByDefault) {
   search->recheck(r);
   ASSERT_GE(r.ranked.size(), 2U);
   EXPECT_TRUE(r.recheck_refused.empty());
-  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(r.ranked[i].simgrid.has_value());
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(r.ranked[i].simgrid.has_value());
+    EXPECT_EQ(r.ranked[i].simgrid->closed_form, std::vector<std::string>{"data"}) << "the report's network.closed_form";
+    EXPECT_TRUE(r.ranked[i].analytic->closed_form.empty());
+  }
+  // Kept through a shard file and read back.
+  const core::Json written = r.ranked[0].simgrid->to_json();
+  core::Diagnostics diag;
+  core::ObjectReader reader(written, "shard.json", "/ranked/0/simgrid", diag);
+  EXPECT_EQ(Figures::from_json(reader).closed_form, std::vector<std::string>{"data"});
+  EXPECT_TRUE(diag.empty());
 }
 
 // A layer-graph model (docs/cnn.md) is searched over what it runs: spatial x data = 8 GPUs and the
