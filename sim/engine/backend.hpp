@@ -72,9 +72,11 @@ struct SimulationOptions {
   // SimGrid backend: per group kind of the workload (core::Workload::groups, by index), whether its
   // collectives run as closed-form timed waits (network/collective_cost.hpp, as at the `analytic`
   // fidelity) instead of flows, whatever the fidelity: the approximation a caller chooses for the
-  // call classes that would not fit a flow budget (flow_estimate). Those calls then neither feel nor
+  // call classes that would not fit a flow budget (estimate_flows). Those calls then neither feel nor
   // cause contention. Empty (the default), or shorter than the group list: none.
   std::vector<bool> closed_form_groups;
+
+  bool closed_form(size_t group) const { return group < closed_form_groups.size() && closed_form_groups[group]; }
 };
 
 // One network flow of the SimGrid backend (a send/recv, or one transfer or edge of a collective's
@@ -146,7 +148,7 @@ struct SimulationResult {
   uint64_t network_flows = 0;                                  // SimGrid backend: flows simulated (images included)
   uint64_t replayed_calls = 0;                                 // SimGrid backend: calls replayed from a run alone (SimulationOptions::replay_calls_alone)
   uint64_t closed_form_calls = 0;                              // SimGrid backend: calls priced in closed form
-                                                               // (SimulationOptions::closed_form_groups), over simulated ranks
+                                                               // (SimulationOptions::closed_form_groups), one per call
   std::vector<TimelineEvent> timeline;
   // SimGrid backend: the most utilized network links over the iteration (utilization = bytes /
   // (simulated capacity x iteration time)), at most 5, most utilized first; empty for the analytic

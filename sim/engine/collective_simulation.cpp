@@ -263,8 +263,7 @@ FlowEstimate estimate_flows(const core::Workload& workload, const network::Clust
   }
   estimate.total = estimate.point_to_point;
   for (size_t g = 0; g < estimate.by_group.size(); ++g) {
-    const bool closed_form = g < options.closed_form_groups.size() && options.closed_form_groups[g];
-    if (!closed_form) estimate.total += estimate.by_group[g];
+    if (!options.closed_form(g)) estimate.total += estimate.by_group[g];
   }
   return estimate;
 }

@@ -157,7 +157,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     } else if (t.kind == TaskKind::COLLECTIVE) {
       const Meeting& m = executor_.table().meetings()[l.meeting];
       const std::vector<int>& members = members_of(l.meeting, t);
-      const bool closed_form = t.group < options_.closed_form_groups.size() && options_.closed_form_groups[t.group];
+      const bool closed_form = options_.closed_form(t.group);
       if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC || closed_form) {
         if (closed_form && members.size() > 1) ++closed_form_calls_;
         const core::Seconds cost =
