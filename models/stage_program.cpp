@@ -206,7 +206,7 @@ class StageEmitter {
   StageResult run() {
     if (plan_.overlap_param_gather) emit_parameter_prefetch();
     emit_schedule();
-    if (!overlap_reductions() && !plan_.zero3) {
+    if (!overlap_reductions() && !plan_.sharded_params) {
       for (size_t c = 0; c < units_.size(); ++c) {
         for (const auto& ready : buckets_[c]) {
           for (const Bucket& b : ready) reduce_bucket(b, 0, plan_.micro_batches - 1);
@@ -279,7 +279,7 @@ class StageEmitter {
     buckets_.resize(units_.size());
     bucket_units_.resize(units_.size());
     // FSDP reduce-scatters unit by unit instead; DeepSpeed ZeRO-3 keeps its reduce buckets.
-    if (plan_.zero3 && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
+    if (plan_.sharded_params && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
     const double capacity = par_.bucket_elements();
     for (size_t c = 0; c < units_.size(); ++c) {
       const std::vector<Unit>& units = units_[c];
@@ -520,7 +520,7 @@ class StageEmitter {
   void offload_unit_gradients(const Unit& u, int mb, bool last_of_chunk) {
     if (!offload().step_on_host) return;
     if (offload().gradients == OffloadTarget::NONE && !last_of_chunk) return;
-    const bool reduced = plan_.zero3 || last_of_chunk;
+    const bool reduced = plan_.sharded_params || last_of_chunk;
     double params = 0;
     if (!(reduced && plan_.reduce_dense)) params += u.params.dense;
     if (!(reduced && plan_.reduce_expert)) params += u.params.expert;
@@ -659,8 +659,12 @@ class StageEmitter {
   //     fully_shard's reshard_after_forward: "the root FSDP state has its value specially set to
   //     False"): the embedding and the output head, the root's own parameters when the layers are
   //     the wrapped units, are not gathered again for backward.
+  //   SHARD_GRAD_OP (FSDP1) and reshard_after_forward=False (FSDP2) keep every unit as the root:
+  //     no unit is gathered again for backward; each micro-batch's backward frees them after its
+  //     reduce-scatter (FSDP1 _should_free_in_backward: gradients are synchronized every micro-batch).
   void gather_unit(const Unit& u, size_t index, Phase phase, int mb) {
     const bool root = u.kind != UnitKind::LAYER;
+    if (phase == Phase::BACKWARD && !plan_.reshard_after_forward) return;
     if (phase == Phase::BACKWARD && root && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
     std::vector<uint32_t> deps;
     const size_t reuse = static_cast<size_t>(pass_prefetch_) + 1;
@@ -680,7 +684,7 @@ class StageEmitter {
                                                                           : CopyDirection::HOST_TO_DEVICE;
       const uint32_t fetch = copy(d, shard * plan_.weight_bytes, phase, u.layer, mb, "fetch parameters", deps);
       deps = {fetch};
-      if (!plan_.zero3) ids.push_back(fetch);
+      if (!plan_.sharded_params) ids.push_back(fetch);
     }
     auto gather = [&](double params, double sent, double index_bytes, uint16_t group) {
       const int messages = plan_.gather_message_elements > 0
@@ -695,7 +699,7 @@ class StageEmitter {
         count_data(t.bytes, params / messages * plan_.weight_bytes);
       }
     };
-    if (!plan_.zero3) return;
+    if (!plan_.sharded_params) return;
     if (plan_.reduce_dense && u.params.dense > 0) gather(u.params.dense, u.sent.dense, u.index.dense, plan_.groups.data);
     if (plan_.reduce_expert && u.params.expert > 0) {
       gather(u.params.expert, u.sent.expert, u.index.expert, plan_.groups.expert_data);
@@ -705,7 +709,7 @@ class StageEmitter {
   // Issues the ZeRO-3 gathers of the pass up to the unit `index` + prefetch, then makes the next
   // compute wait for those of unit `index`.
   void gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb) {
-    if (!plan_.zero3 && !plan_.offload_params) return;
+    if (!plan_.sharded_params && !plan_.offload_params) return;
     const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(pass_prefetch_));
     for (; gathers_issued_ <= through; ++gathers_issued_) gather_unit(*order[gathers_issued_], gathers_issued_, phase, mb);
     const std::vector<uint32_t>& mine = unit_gathers_[index];
@@ -767,7 +771,7 @@ class StageEmitter {
     unit_done_.push_back(*last_compute_);
     // FSDP1 BACKWARD_POST (_post_backward_reshard prefetches before _reduce_grad): the next unit's
     // gather is issued once this unit's gradients are computed, ahead of its reduce-scatter.
-    if (plan_.backward_prefetch_post && plan_.zero3 && index + 1 < order.size() && gathers_issued_ == index + 1) {
+    if (plan_.backward_prefetch_post && plan_.sharded_params && index + 1 < order.size() && gathers_issued_ == index + 1) {
       gather_unit(*order[index + 1], index + 1, Phase::BACKWARD, mb);
       ++gathers_issued_;
     }
@@ -801,7 +805,7 @@ class StageEmitter {
 
   // After the last compute that writes the unit's gradients for micro-batch `mb`.
   void unit_gradients_final(const Unit& u, int mb, const std::vector<Bucket>& ready, bool last_of_chunk) {
-    if (plan_.zero3) {
+    if (plan_.sharded_params) {
       // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their
       // defaults) reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync
       // is unsupported for stages 2-3). FSDP: one reduce-scatter per unit; DeepSpeed: per reduce
@@ -809,37 +813,37 @@ class StageEmitter {
       const double grad = plan_.gradient_reduce_bytes;
       if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
         for (const Bucket& b : ready) {
-          zero3_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data,
+          sharded_reductions_.push_back({b.expert ? plan_.groups.expert_data : plan_.groups.data,
                                        message_bytes(b.sent, b.index, grad), b.sent, b.index, u.layer, b.parameters * grad,
                                        b.parameters, b.expert});
         }
       } else {
         if (plan_.reduce_dense && u.params.dense > 0) {
-          zero3_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.sent.dense,
+          sharded_reductions_.push_back({plan_.groups.data, message_bytes(u.sent.dense, u.index.dense, grad), u.sent.dense,
                                        u.index.dense, u.layer,
                                        u.params.dense * grad, u.params.dense, false});
         }
         if (plan_.reduce_expert && u.params.expert > 0) {
-          zero3_reductions_.push_back({plan_.groups.expert_data, message_bytes(u.sent.expert, u.index.expert, grad),
+          sharded_reductions_.push_back({plan_.groups.expert_data, message_bytes(u.sent.expert, u.index.expert, grad),
                                        u.sent.expert, u.index.expert, u.layer, u.params.expert * grad, u.params.expert, true});
         }
       }
-      if (par_.overlap_grad_reduce) flush_zero3_reductions(mb);
+      if (par_.overlap_grad_reduce) flush_sharded_reductions(mb);
     }
     offload_unit_gradients(u, mb, last_of_chunk);
     if (u.kind != UnitKind::LAYER && plan_.groups.embedding >= 0) embedding_gradient_ = *last_compute_;
-    if (!plan_.zero3 && last_of_chunk && overlap_reductions()) {
+    if (!plan_.sharded_params && last_of_chunk && overlap_reductions()) {
       for (const Bucket& b : ready) reduce_bucket(b, u.layer, mb);
     }
   }
 
-  void flush_zero3_reductions(int mb) {
-    for (const Reduction& r : zero3_reductions_) {
+  void flush_sharded_reductions(int mb) {
+    for (const Reduction& r : sharded_reductions_) {
       reduce_gradients(CollectiveOp::REDUCE_SCATTER, r.expert, r.sent, r.index, {}, r.layer, mb, *last_compute_,
                        r.dense_bytes);
       offload_reduced_gradients(r.params, r.expert, r.layer, mb, gradient_collectives_.back());
     }
-    zero3_reductions_.clear();
+    sharded_reductions_.clear();
   }
 
   void reduce_bucket(const Bucket& b, int layer, int mb) {
@@ -933,7 +937,7 @@ class StageEmitter {
     for (size_t i = 0; i < order.size(); ++i) {
       unit_backward(order, i, mb, chunk_buckets.empty() ? none : chunk_buckets[i], last_of_chunk);
     }
-    flush_zero3_reductions(mb);
+    flush_sharded_reductions(mb);
   }
 
   // A zero-bubble W pass: every unit's weight gradients, in backward order (buckets fill as in B).
@@ -1265,7 +1269,7 @@ class StageEmitter {
       t.bytes = updated * plan_.optimizer_step_bytes * (plan_.update_every_micro_batch ? plan_.micro_batches : 1);
       step = prog().add(t, deps);
     }
-    if (par_.zero_stage == 0 || plan_.zero3 || plan_.overlap_param_gather) return;
+    if (par_.zero_stage == 0 || par_.gathers_parameters() || plan_.overlap_param_gather) return;
     for (const Bucket& b : reduced_) {
       Task g = make(TaskKind::COLLECTIVE, Stream::DATA_COMM, Phase::OPTIMIZER, 0, 0, "parameter all_gather");
       g.collective = CollectiveOp::ALL_GATHER;
@@ -1411,7 +1415,7 @@ class StageEmitter {
     double params = 0;       // parameters reduced (offloaded gradients: the rank's share goes to the host)
     bool expert = false;
   };
-  std::vector<Reduction> zero3_reductions_;    // waiting for the end of the pass (no overlap_grad_reduce)
+  std::vector<Reduction> sharded_reductions_;    // waiting for the end of the pass (no overlap_grad_reduce)
   std::vector<uint32_t> gradient_collectives_;
   std::vector<Bucket> reduced_;                // buckets in the order they were reduced
   std::optional<uint32_t> embedding_gradient_;  // backward compute that finalizes the tied embedding gradient

@@ -107,7 +107,10 @@ struct BuildPlan {
   double master_bytes = 4;       // fp32 master weights per parameter (0 in fp32 training)
 
   GroupIds groups;
-  bool zero3 = false;            // ZeRO-3 with more than one replica
+  bool sharded_params = false;   // parameters sharded at rest and gathered unit by unit (ZeRO-3, or
+                                 // FSDP's SHARD_GRAD_OP at zero_stage 2), with more than one replica
+  bool reshard_after_forward = true;  // sharded_params: gathered again for the backward (ZeRO-3); false
+                                      // for SHARD_GRAD_OP, which keeps them from forward to backward
   bool reduce_dense = false;     // dense gradients need a data-parallel reduction
   bool reduce_expert = false;    // expert gradients need one
 

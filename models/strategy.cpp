@@ -177,7 +177,10 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   // The stack's own sharding where it has one (training.stack): torchtitan shards with FSDP2,
   // DeepSpeed with its ZeRO at every stage.
   ZeroImpl default_zero = p.zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
-  if (stack == core::Stack::TORCHTITAN && p.zero_stage == 3) default_zero = ZeroImpl::FSDP2;
+  // Stage 2 under a PyTorch stack is its ZeRO-2-style FSDP: Composer's and FSDP1's SHARD_GRAD_OP,
+  // torchtitan's fully_shard(reshard_after_forward=False).
+  if ((stack == core::Stack::COMPOSER || stack == core::Stack::FSDP) && p.zero_stage == 2) default_zero = ZeroImpl::FSDP;
+  if (stack == core::Stack::TORCHTITAN && p.zero_stage >= 2) default_zero = ZeroImpl::FSDP2;
   if (stack == core::Stack::DEEPSPEED) default_zero = ZeroImpl::DEEPSPEED;
   const std::string default_impl = to_string(default_zero);
   if (r.has("zero_impl") && !sharded) {
@@ -187,8 +190,9 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   for (size_t i = 0; i < zero_impl_names().size(); ++i) {
     if (zero_impl_names()[i] == impl) p.zero_impl = static_cast<ZeroImpl>(i);
   }
-  if (sharded && p.zero_stage < 3 && (p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2)) {
-    r.problem("zero_impl", fmt::format("\"{}\" shards parameters (FULL_SHARD): it needs zero_stage 3, found zero_stage {}",
+  if (sharded && p.zero_stage < 2 && (p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2)) {
+    r.problem("zero_impl", fmt::format("\"{}\" shards parameters: it needs zero_stage 3 (FULL_SHARD) or 2 "
+                                       "(SHARD_GRAD_OP), found zero_stage {}",
                                        impl, p.zero_stage));
   }
   if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER) {
@@ -200,22 +204,31 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   // DeepSpeed's overlap_comm defaults to false for stages 1-2 (deepspeed.ai/docs/config-json).
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", !(deepspeed && p.zero_stage < 3));
 
-  const bool param_gather_stage = p.zero_stage == 1 || p.zero_stage == 2;
+  // FSDP's SHARD_GRAD_OP gathers parameters unit by unit in every forward, not after the step.
+  const bool param_gather_stage = (p.zero_stage == 1 || p.zero_stage == 2) && !p.shard_grad_op();
   if (r.has("overlap_param_gather") && !param_gather_stage) {
-    r.problem("overlap_param_gather",
-              fmt::format("overlap_param_gather applies to zero_stage 1 or 2 (all-gather of the updated parameters), "
-                          "found zero_stage {}",
-                          p.zero_stage));
+    if (p.shard_grad_op()) {
+      r.problem("overlap_param_gather",
+                fmt::format("overlap_param_gather applies to the updated parameters' all-gather after the step; \"{}\" "
+                            "at zero_stage 2 (SHARD_GRAD_OP) gathers them unit by unit in each forward instead",
+                            impl));
+    } else {
+      r.problem("overlap_param_gather",
+                fmt::format("overlap_param_gather applies to zero_stage 1 or 2 (all-gather of the updated parameters), "
+                            "found zero_stage {}",
+                            p.zero_stage));
+    }
   }
   p.overlap_param_gather = r.boolean("overlap_param_gather", param_gather_stage && !deepspeed);
   if (!param_gather_stage) p.overlap_param_gather = false;
 
-  if (r.has("prefetch") && p.zero_stage != 3) {
-    r.problem("prefetch", fmt::format("prefetch applies to zero_stage 3 (parameter gathers), found zero_stage {}",
+  if (r.has("prefetch") && !p.gathers_parameters()) {
+    r.problem("prefetch", fmt::format("prefetch applies to zero_stage 3 or FSDP's zero_stage 2 (parameter gathers), "
+                                      "found zero_stage {}",
                                       p.zero_stage));
   }
   if (r.has("prefetch")) p.prefetch = static_cast<int>(r.integer("prefetch", 1, 0, MAX_PARALLEL));
-  if (p.zero_stage == 3 && p.prefetch < 0 && p.zero_impl != ZeroImpl::DEEPSPEED) p.prefetch = 1;
+  if (p.gathers_parameters() && p.prefetch < 0 && p.zero_impl != ZeroImpl::DEEPSPEED) p.prefetch = 1;
 
   const bool fsdp1 = p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP;
   if (r.has("backward_prefetch") && !fsdp1) {
@@ -255,8 +268,8 @@ core::Json ParallelismConfig::to_json() const {
   j["bucket_size"] = core::format_bytes(bucket_size);
   j["overlap_grad_reduce"] = overlap_grad_reduce;
   if (zero_stage >= 1) j["zero_impl"] = to_string(zero_impl);
-  if (zero_stage == 1 || zero_stage == 2) j["overlap_param_gather"] = overlap_param_gather;
-  if (zero_stage == 3 && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
+  if ((zero_stage == 1 || zero_stage == 2) && !shard_grad_op()) j["overlap_param_gather"] = overlap_param_gather;
+  if (gathers_parameters() && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
   if (zero_stage == 3 && zero_impl == ZeroImpl::FSDP) j["backward_prefetch"] = backward_prefetch_post ? "post" : "pre";
   j["tp_comm_overlap"] = tp_comm_overlap;
   if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
@@ -272,8 +285,8 @@ std::array<int, core::AXIS_COUNT> ParallelismConfig::layout_sizes() const {
 
 core::Stack implied_stack(const ParallelismConfig& p) {
   if (p.zero_stage >= 1 && p.zero_impl == ZeroImpl::DEEPSPEED) return core::Stack::DEEPSPEED;
-  if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2) return core::Stack::TORCHTITAN;
-  if (p.zero_stage == 3) return core::Stack::FSDP;
+  if (p.zero_stage >= 2 && p.zero_impl == ZeroImpl::FSDP2) return core::Stack::TORCHTITAN;
+  if (p.zero_stage == 3 || p.shard_grad_op()) return core::Stack::FSDP;
   return core::Stack::MEGATRON;
 }
 
@@ -291,6 +304,7 @@ struct StackRefusal {
 std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismConfig& p) {
   const bool sharded = p.zero_stage >= 1;
   const bool zero3 = p.zero_stage == 3;
+  const bool fsdp_sharded = p.gathers_parameters();  // FULL_SHARD, or FSDP's SHARD_GRAD_OP
   const bool expert = p.expert > 1 || p.folded();
   switch (stack) {
     case core::Stack::MEGATRON:
@@ -299,15 +313,18 @@ std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismCo
       }
       return std::nullopt;
     case core::Stack::TORCHTITAN:
-      if (sharded && !(zero3 && p.zero_impl == ZeroImpl::FSDP2)) {
-        return StackRefusal{"fully_shard (zero_impl \"fsdp2\" at stage three) or no sharding", true};
+      if (sharded && !(fsdp_sharded && p.zero_impl == ZeroImpl::FSDP2)) {
+        return StackRefusal{"fully_shard (zero_impl \"fsdp2\" at stage three, or two without resharding after forward) "
+                            "or no sharding",
+                            true};
       }
       if (expert) return StackRefusal{"FSDP x TP x PP x CP: expert parallelism is not available", false};
       return std::nullopt;
     case core::Stack::COMPOSER:
     case core::Stack::FSDP:
-      if (sharded && !(zero3 && p.zero_impl == ZeroImpl::FSDP)) {
-        return StackRefusal{"PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP", true};
+      if (sharded && !(fsdp_sharded && p.zero_impl == ZeroImpl::FSDP)) {
+        return StackRefusal{"PyTorch FSDP (zero_impl \"fsdp\": FULL_SHARD at stage three, SHARD_GRAD_OP at two) or DDP",
+                            true};
       }
       if (stack == core::Stack::COMPOSER && (p.tensor > 1 || p.pipeline > 1 || p.context > 1 || expert)) {
         return StackRefusal{

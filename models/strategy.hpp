@@ -136,9 +136,11 @@ std::string to_string(Recompute r);         // "none", "selective", "full"
 //       (overlap_param_gather) or blocking after the step.
 //   FSDP      PyTorch FullyShardedDataParallel (FSDP1), FULL_SHARD, one unit per transformer layer
 //             (zero_stage 3): all-gather per unit in forward and again in backward, BACKWARD_PRE
-//             prefetch, reduce-scatter per unit, every micro-batch.
+//             prefetch, reduce-scatter per unit, every micro-batch. At zero_stage 2 SHARD_GRAD_OP:
+//             the forward's gather only (parameters stay unsharded until the unit's backward).
 //   FSDP2     PyTorch fully_shard (zero_stage 3): per-parameter sharding with the same message
-//             pattern and one unit of implicit prefetch in both directions.
+//             pattern and one unit of implicit prefetch in both directions. At zero_stage 2
+//             fully_shard(reshard_after_forward=False): the forward's gather only.
 //   DEEPSPEED DeepSpeed ZeRO (zero_stage 1-3): 16-bit gradient reduction in reduce_bucket_size
 //             buckets; stage 3 gathers parameters in stage3_prefetch_bucket_size messages.
 enum class ZeroImpl { MEGATRON_DISTRIBUTED_OPTIMIZER, FSDP, FSDP2, DEEPSPEED };
@@ -169,23 +171,27 @@ std::string to_string(ZeroImpl z);
 //                        the data-parallel group; default 0
 //   zero_impl            "megatron-distributed-optimizer" | "fsdp" | "fsdp2" | "deepspeed": who
 //                        implements the sharding (see ZeroImpl); default "megatron-distributed-optimizer"
-//                        for zero_stage 1-2 and "fsdp" for zero_stage 3. An error with zero_stage 0
-//                        (nothing is sharded, so it would mean nothing), with fsdp / fsdp2 below
-//                        stage 3 and with megatron-distributed-optimizer at stage 3.
+//                        for zero_stage 1-2 and "fsdp" for zero_stage 3 (training.stack composer /
+//                        fsdp: "fsdp" at stage 2 too; torchtitan: "fsdp2" at stages 2-3). "fsdp" /
+//                        "fsdp2" at stage 2 is FSDP's SHARD_GRAD_OP (shard_grad_op()). An error with
+//                        zero_stage 0 (nothing is sharded, so it would mean nothing), with fsdp /
+//                        fsdp2 at stage 1 and with megatron-distributed-optimizer at stage 3.
 //   bucket_size          fp32 gradient bytes per data-parallel bucket; default "40 MB"; with
 //                        zero_impl "deepspeed" the default is DeepSpeed's reduce_bucket_size, 5e8
 //                        elements (given: bucket_size / 4 elements)
 //   overlap_grad_reduce  reduce each bucket as soon as its gradients are final; default true, except
 //                        DeepSpeed ZeRO-1/2, whose overlap_comm defaults to false. At zero_stage 3
 //                        false means each micro-batch's reduce-scatters wait for its whole backward.
-//   overlap_param_gather zero_stage 1-2: all-gather the updated parameters bucket by bucket during
+//   overlap_param_gather zero_stage 1-2 (not SHARD_GRAD_OP, which gathers in every forward): all-gather
+//                        the updated parameters bucket by bucket during
 //                        the next forward (true) or right after the optimizer step (false); default
 //                        true for megatron-distributed-optimizer (NeMo / Megatron-Bridge recipes set
 //                        it), false for deepspeed (it gathers after the step). An error at stage 0 or 3.
-//   prefetch             zero_stage 3: parameter gathers issued ahead of the unit in use (0: each
-//                        gather waits for the previous unit's compute); default 1 for fsdp / fsdp2,
-//                        and for deepspeed stage3_prefetch_bucket_size (5e7 elements) / a layer's
-//                        parameters, at least 1. An error below 0 or at stage 0-2.
+//   prefetch             zero_stage 3 or SHARD_GRAD_OP: parameter gathers issued ahead of the unit in
+//                        use (0: each gather waits for the previous unit's compute); default 1 for
+//                        fsdp / fsdp2, and for deepspeed stage3_prefetch_bucket_size (5e7 elements) /
+//                        a layer's parameters, at least 1. An error below 0 and wherever nothing is
+//                        gathered (stages 0-1, ZeRO-2 other than SHARD_GRAD_OP).
 //   backward_prefetch    zero_impl "fsdp" (FSDP1's backward_prefetch): "pre" (BACKWARD_PRE, PyTorch's
 //                        default: the next unit's all-gather is issued before the current unit's
 //                        gradient computation) | "post" (BACKWARD_POST, Composer's default: issued
@@ -245,6 +251,15 @@ struct ParallelismConfig {
   // bucket_size is not given).
   double bucket_elements() const;
 
+  // FSDP's ZeRO-2: zero_stage 2 with zero_impl "fsdp" (FSDP1 ShardingStrategy.SHARD_GRAD_OP) or
+  // "fsdp2" (fully_shard with reshard_after_forward=False). Parameters are sharded at rest, gathered
+  // unit by unit in each forward and kept unsharded until that unit's backward (no second gather).
+  bool shard_grad_op() const {
+    return zero_stage == 2 && (zero_impl == ZeroImpl::FSDP || zero_impl == ZeroImpl::FSDP2);
+  }
+  // Parameters gathered unit by unit during the passes: ZeRO-3 (any implementation) or shard_grad_op().
+  bool gathers_parameters() const { return zero_stage == 3 || shard_grad_op(); }
+
   bool folded() const { return expert_tensor > 0; }  // Megatron-core parallel folding
   // Default: tensor x context x expert x data x pipeline; folded: tensor x context x data x pipeline.
   int world_size() const {
@@ -288,10 +303,10 @@ core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p);
 // Empty when `stack` can run the layout, else why not (one sentence naming the stack):
 //   megatron    TP/PP/CP/EP, ZeRO 0-2 with the distributed optimizer (no ZeRO-3, no DeepSpeed)
 // (messages spell numbers that are names in words, so that search groups rejections by reason)
-//   torchtitan  FSDP2 (zero_impl fsdp2, or none) x TP x PP x CP; no expert parallelism
-//   composer    FSDP1 (zero_impl fsdp, stage 3) or DDP, data parallelism only
+//   torchtitan  FSDP2 (zero_impl fsdp2 at stage 3, or 2 without resharding; or none) x TP x PP x CP; no EP
+//   composer    FSDP1 (zero_impl fsdp: FULL_SHARD at stage 3, SHARD_GRAD_OP at 2) or DDP, data parallelism only
 //   deepspeed   ZeRO 0-3 (zero_impl deepspeed) x PP; TP only through Megatron-DeepSpeed (allowed), no CP/EP
-//   fsdp        FSDP1 (stage 3, zero_impl fsdp) x TP (2-D), data parallel otherwise
+//   fsdp        FSDP1 (zero_impl fsdp, stage 2 or 3) x TP (2-D), data parallel otherwise
 //   ddp         data parallelism only, no ZeRO
 std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p);
 // stack_unsupported(stack, p).empty(), without formatting a message (search asks for every layout).

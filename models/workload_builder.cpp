@@ -128,7 +128,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   // as from_json resolves it.
   plan.zero_impl = p.zero_stage == 3 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER ? ZeroImpl::FSDP
                                                                                                : p.zero_impl;
-  plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2);
+  plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2) && !p.shard_grad_op();
   plan.gradient_reduce_bytes = gradient_reduce_bytes(t, p);
   const double word_embedding = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / p.tensor;
   plan.embedding_gradient_bytes = word_embedding * plan.gradient_reduce_bytes;
@@ -156,7 +156,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.groups = groups;
   plan.reduce_dense = p.dense_replicas() > 1;
   plan.reduce_expert = p.expert_replicas() > 1;
-  plan.zero3 = p.zero_stage == 3 && plan.reduce_dense;
+  plan.sharded_params = p.gathers_parameters() && plan.reduce_dense;
+  plan.reshard_after_forward = p.zero_stage == 3;
 
   // Ideal timing with costs proportional to layers (backward twice forward, plus the recompute; a
   // split backward's B and W one forward each, B with the recompute).
@@ -200,8 +201,10 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 
 // ZeRO-3 keeps the unit in use and the `prefetch` units gathered ahead resident.
 // Parameters offloaded (ZeRO-Infinity) are fetched unit by unit into the same buffers.
+// SHARD_GRAD_OP holds every unit unsharded from its forward to its backward: that peak is in the
+// model states' weights (model_state_memory shards weights at stage 3 only), not here.
 core::Bytes gather_buffers(const BuildPlan& plan) {
-  if (!plan.zero3 && !plan.offload_params) return core::Bytes(0);
+  if (!(plan.sharded_params && plan.reshard_after_forward) && !plan.offload_params) return core::Bytes(0);
   const double largest = std::max({plan.dense_layer.params.total(), plan.moe_layer.params.total(),
                                    plan.embedding_params.total(), plan.head_params.total()});
   return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
@@ -221,7 +224,8 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
   if (m.is_layer_graph()) return estimate_layer_graph_task_count(m, t, p);
   const double micro_batches = static_cast<double>(micro_batch_count(t, p));
   const bool tp = p.tensor > 1;
-  const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
+  const bool gathered = p.gathers_parameters() && p.dense_replicas() > 1;
+  const double gather_passes = p.zero_stage == 3 ? 2 : 1;  // SHARD_GRAD_OP: the forward's only
   // Tasks of one layer for one micro-batch, forward + backward + recompute.
   auto per_layer = [&](LayerKind kind) {
     const double ops = static_cast<double>(layer_ops(m, t, p, kind).size());
@@ -239,14 +243,14 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
     if (p.context > 1) comms += 1;                            // K/V all-gather (reduce-scatter back)
     if (kind == LayerKind::MOE && p.expert > 1) comms += 2;   // dispatch and combine all-to-all
     n += comms * (p.recompute == Recompute::FULL ? 3 : 2);
-    if (zero3) {
+    if (gathered) {
       // Gathers forward and backward (DeepSpeed cuts them into stage3_prefetch_bucket_size messages),
       // reduce-scatter.
       const double params = layer_parameters(m, p, kind).total();
       const double messages = p.zero_impl == ZeroImpl::DEEPSPEED
                                   ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
                                   : 1.0;
-      n += 1 + 2 * messages;
+      n += 1 + gather_passes * messages;
       if (compression.quantization()) n += 2;                // compress and decompress every reduce-scatter
     }
     if (offload.activations != OffloadTarget::NONE) n += 6;  // out and back, with their memory tasks
@@ -311,7 +315,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
         mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
-                                         (plan.zero3 ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
+                                         (plan.sharded_params ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);
     built.nvme_states.push_back(split.nvme);

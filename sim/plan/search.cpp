@@ -29,7 +29,8 @@ struct ZeroOption {
 const std::vector<ZeroOption> ZERO_OPTIONS = {
     {0, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER}, {1, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER},
     {1, ZeroImpl::DEEPSPEED},                      {2, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER},
-    {2, ZeroImpl::DEEPSPEED},                      {3, ZeroImpl::FSDP},
+    {2, ZeroImpl::DEEPSPEED},                      {2, ZeroImpl::FSDP},
+    {2, ZeroImpl::FSDP2},                          {3, ZeroImpl::FSDP},
     {3, ZeroImpl::FSDP2},                          {3, ZeroImpl::DEEPSPEED}};
 const Recompute RECOMPUTES[] = {Recompute::NONE, Recompute::SELECTIVE, Recompute::FULL};
 

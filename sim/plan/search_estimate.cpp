@@ -243,7 +243,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
                                 : 0.0;
 
   const std::vector<int> split = models::balanced_split(m.layers, positions);
-  const bool zero3 = p.zero_stage == 3 && p.dense_replicas() > 1;
+  // Parameters gathered unit by unit (ZeRO-3, or FSDP's SHARD_GRAD_OP: the forward's gather only).
+  const bool zero3 = p.gathers_parameters() && p.dense_replicas() > 1;
+  const bool backward_gather = p.zero_stage == 3;
   const bool framework_zero = p.zero_stage >= 1 && p.zero_impl != models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
   const double grad_bytes = framework_zero ? e : models::gradient_bytes_per_parameter();
   const double weight_bytes = models::weight_bytes_per_parameter(t);
@@ -306,9 +308,10 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     if (pos > 0) f += p2p;
     if (pos < positions - 1) b += p2p;
     if (zero3) {
-      // Gathered before the forward and again before the backward, reduce-scattered after it. The
-      // first unit's gather of each pass cannot be prefetched (it waits for the previous pass's
-      // buffers): one layer's gather is exposed per pass, every micro-batch.
+      // Gathered before the forward and again before the backward (not under SHARD_GRAD_OP),
+      // reduce-scattered after it. The first unit's gather of each pass cannot be prefetched (it
+      // waits for the previous pass's buffers): one layer's gather is exposed per pass, every
+      // micro-batch.
       const double sent = models::sent_elements(params, pruned, pruning).total();
       const double index = models::sent_index_bytes(pruned, pruning).total();
       const double gather = x.collective(CollectiveOp::ALL_GATHER, sent * weight_bytes + index, data_group);
@@ -318,7 +321,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, sent * scatter_bytes + index, data_group);
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
       f = std::max(f, gather) + first_unit;
-      b = std::max(b, gather + scatter) + first_unit;
+      b = backward_gather ? std::max(b, gather + scatter) + first_unit : std::max(b, scatter);
     }
     if (offload.parameters != models::OffloadTarget::NONE) {
       // ZeRO-Infinity fetches the rank's shard of every unit before each pass.
@@ -452,7 +455,8 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
 
     const models::MemoryBreakdown state =
         models::split_model_states(models::model_state_memory(params, t, p, pruning, pruned), params, t, p, offload).gpu;
-    const bool fetched = zero3 || offload.parameters != models::OffloadTarget::NONE;
+    // SHARD_GRAD_OP's unsharded parameters are in state.weights (sharded at stage 3 only).
+    const bool fetched = (zero3 && backward_gather) || offload.parameters != models::OffloadTarget::NONE;
     const double buffers = fetched ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
     const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +
                           peak + moving + error_feedback;

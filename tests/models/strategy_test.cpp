@@ -225,6 +225,16 @@ TEST(StrategyJson, ZeroImplementationDefaultsFollowTheStage) {
   EXPECT_FALSE(p.overlap_param_gather) << "DeepSpeed gathers after the step";
   EXPECT_FALSE(p.overlap_grad_reduce) << "DeepSpeed's overlap_comm defaults to false below stage 3";
   EXPECT_EQ(p.bucket_elements(), 5e8) << "reduce_bucket_size";
+  p = read_parallelism(R"({"zero_stage": 2, "zero_impl": "fsdp"})", diag);
+  EXPECT_TRUE(p.shard_grad_op()) << "FSDP1 SHARD_GRAD_OP";
+  EXPECT_TRUE(p.gathers_parameters());
+  EXPECT_EQ(p.prefetch, 1);
+  EXPECT_FALSE(p.overlap_param_gather) << "gathered in each forward, not after the step";
+  EXPECT_EQ(implied_stack(p), core::Stack::FSDP);
+  p = read_parallelism(R"({"zero_stage": 2, "zero_impl": "fsdp2", "prefetch": 0})", diag);
+  EXPECT_TRUE(p.shard_grad_op()) << "fully_shard(reshard_after_forward=False)";
+  EXPECT_EQ(p.prefetch, 0);
+  EXPECT_EQ(implied_stack(p), core::Stack::TORCHTITAN);
   p = read_parallelism(R"({"zero_stage": 3, "zero_impl": "deepspeed"})", diag);
   EXPECT_EQ(p.prefetch, -1) << "resolved from the layer size by the workload builder";
   EXPECT_TRUE(p.overlap_grad_reduce);
@@ -246,7 +256,8 @@ TEST(StrategyJson, ZeroImplementationDefaultsFollowTheStage) {
 TEST(StrategyJson, ZeroKeysThatMeanNothingForTheStageAreErrors) {
   core::Diagnostics diag;
   read_parallelism(R"({"zero_impl": "fsdp", "prefetch": -1, "overlap_param_gather": true})", diag);
-  read_parallelism(R"({"zero_stage": 2, "zero_impl": "fsdp2"})", diag);
+  read_parallelism(R"({"zero_stage": 1, "zero_impl": "fsdp2"})", diag);
+  read_parallelism(R"({"zero_stage": 2, "zero_impl": "fsdp", "overlap_param_gather": true})", diag);
   read_parallelism(R"({"zero_stage": 3, "zero_impl": "megatron-distributed-optimizer", "overlap_param_gather": false})", diag);
   std::vector<std::string> got;
   for (const core::InputProblem& p : diag.problems()) got.push_back(p.to_string());
@@ -255,10 +266,13 @@ TEST(StrategyJson, ZeroKeysThatMeanNothingForTheStageAreErrors) {
       "found zero_stage 0",
       "s.json: /parallelism/overlap_param_gather: overlap_param_gather applies to zero_stage 1 or 2 (all-gather of "
       "the updated parameters), found zero_stage 0",
-      "s.json: /parallelism/prefetch: prefetch applies to zero_stage 3 (parameter gathers), found zero_stage 0",
+      "s.json: /parallelism/prefetch: prefetch applies to zero_stage 3 or FSDP's zero_stage 2 (parameter gathers), "
+      "found zero_stage 0",
       "s.json: /parallelism/prefetch: expected an integer in [0, 1048576], found -1",
-      "s.json: /parallelism/zero_impl: \"fsdp2\" shards parameters (FULL_SHARD): it needs zero_stage 3, found "
-      "zero_stage 2",
+      "s.json: /parallelism/zero_impl: \"fsdp2\" shards parameters: it needs zero_stage 3 (FULL_SHARD) or 2 "
+      "(SHARD_GRAD_OP), found zero_stage 1",
+      "s.json: /parallelism/overlap_param_gather: overlap_param_gather applies to the updated parameters' all-gather "
+      "after the step; \"fsdp\" at zero_stage 2 (SHARD_GRAD_OP) gathers them unit by unit in each forward instead",
       "s.json: /parallelism/zero_impl: \"megatron-distributed-optimizer\" shards optimizer states and gradients "
       "only: it needs zero_stage 1 or 2, found zero_stage 3 (use \"fsdp\", \"fsdp2\" or \"deepspeed\")",
       "s.json: /parallelism/overlap_param_gather: overlap_param_gather applies to zero_stage 1 or 2 (all-gather of "
@@ -310,7 +324,8 @@ TEST_F(CheckStrategy, AGivenStackRefusesTheLayoutsItCannotRun) {
   EXPECT_EQ(problems(gpt, training, fsdp, 1024), Lines{});
   fsdp.zero_impl = ZeroImpl::FSDP2;
   EXPECT_EQ(problems(gpt, training, fsdp, 1024),
-            Lines{"/training/stack: stack \"composer\" runs PyTorch FSDP (zero_impl \"fsdp\" at stage three) or DDP, "
+            Lines{"/training/stack: stack \"composer\" runs PyTorch FSDP (zero_impl \"fsdp\": FULL_SHARD at stage three, "
+                  "SHARD_GRAD_OP at two) or DDP, "
                   "found zero_stage 3 with zero_impl \"fsdp2\""});
   training.stack = core::Stack::TORCHTITAN;
   EXPECT_EQ(problems(gpt, training, fsdp, 1024), Lines{});
@@ -338,6 +353,13 @@ TEST(StackDefaults, ZeroImplAndBackwardPrefetch) {
   EXPECT_EQ(parse_parallelism(zero3, core::Stack::DEEPSPEED, errors).zero_impl, ZeroImpl::DEEPSPEED);
   EXPECT_FALSE(parse_parallelism(zero3, std::nullopt, errors).backward_prefetch_post);
   EXPECT_TRUE(parse_parallelism(zero3, core::Stack::COMPOSER, errors).backward_prefetch_post);
+  // Stage 2 under a PyTorch stack is its SHARD_GRAD_OP; without one, Megatron's distributed optimizer.
+  const core::Json zero2 = {{"data", 8}, {"zero_stage", 2}};
+  EXPECT_EQ(parse_parallelism(zero2, std::nullopt, errors).zero_impl, ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  EXPECT_EQ(parse_parallelism(zero2, core::Stack::COMPOSER, errors).zero_impl, ZeroImpl::FSDP);
+  EXPECT_EQ(parse_parallelism(zero2, core::Stack::FSDP, errors).zero_impl, ZeroImpl::FSDP);
+  EXPECT_EQ(parse_parallelism(zero2, core::Stack::TORCHTITAN, errors).zero_impl, ZeroImpl::FSDP2);
+  EXPECT_FALSE(parse_parallelism(zero2, core::Stack::COMPOSER, errors).backward_prefetch_post) << "nothing gathered in backward";
   core::Json pre = zero3;
   pre["backward_prefetch"] = "pre";
   EXPECT_FALSE(parse_parallelism(pre, core::Stack::COMPOSER, errors).backward_prefetch_post);

@@ -412,6 +412,58 @@ TEST(BuildWorkload, FsdpGathersAndReduceScattersEachLayerEveryMicroBatch) {
   expect_runs_to_completion(late);
 }
 
+// FSDP's SHARD_GRAD_OP (zero_stage 2, zero_impl fsdp / fsdp2): each layer is gathered before its
+// forward only, 789,760 x 2 = 1,579,520 bytes per micro-batch, never again for its backward; its
+// gradients are reduce-scattered per unit every micro-batch (1,579,520 bytes), and nothing is
+// gathered after the optimizer step. Memory: the unsharded 16-bit weights stay resident from forward
+// to backward, so weights count whole (as at stage 0) and no gather buffers; gradients and optimizer
+// states are sharded over the two ranks (half of stage 0's).
+TEST(BuildWorkload, ShardGradOpGathersOnlyBeforeTheForward) {
+  Config c = fsdp_over_two();
+  c.par.zero_stage = 2;
+  ASSERT_TRUE(c.par.shard_grad_op());
+  const int m = 2;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[0];
+  for (uint32_t mb = 0; mb < static_cast<uint32_t>(m); ++mb) {
+    for (uint16_t layer = 1; layer < 8; ++layer) {
+      double forward_gather = 0, backward_gather = 0, scatter = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::COLLECTIVE || t.micro_batch != mb || t.layer != layer) continue;
+        if (name(w, t) == "parameter all_gather") (t.phase == Phase::FORWARD ? forward_gather : backward_gather) += t.bytes;
+        if (name(w, t) == "gradient reduce_scatter") scatter += t.bytes;
+      }
+      EXPECT_DOUBLE_EQ(forward_gather, 1579520.0) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(backward_gather, 0.0);
+      EXPECT_DOUBLE_EQ(scatter, 1579520.0);
+    }
+  }
+  EXPECT_EQ(count(p, [](const Task& t) { return t.kind == TaskKind::COLLECTIVE && t.phase == Phase::OPTIMIZER; }), 0u)
+      << "no all-gather after the step";
+  // Against FULL_SHARD: the same forward gathers and reduce-scatters, one backward gather fewer per
+  // layer and micro-batch (8 layers x 2 micro-batches x 1,579,520 bytes).
+  Config full = fsdp_over_two();
+  const BuiltWorkload f = full.build(m);
+  auto ag = collective_on(w, "data", CollectiveOp::ALL_GATHER);
+  auto rs = collective_on(w, "data", CollectiveOp::REDUCE_SCATTER);
+  EXPECT_DOUBLE_EQ(sum_bytes(f.workload.programs[0], ag) - sum_bytes(p, ag), 8 * m * 1579520.0);
+  EXPECT_DOUBLE_EQ(sum_bytes(f.workload.programs[0], rs), sum_bytes(p, rs));
+  Config none;
+  none.par.data = 2;
+  const BuiltWorkload plain = none.build(m);
+  EXPECT_DOUBLE_EQ(w.memory[0].weights.value(), plain.memory[0].weights.value()) << "unsharded from forward to backward";
+  EXPECT_DOUBLE_EQ(w.memory[0].gradients.value(), plain.memory[0].gradients.value() / 2);
+  EXPECT_DOUBLE_EQ(w.memory[0].optimizer_states.value(), plain.memory[0].optimizer_states.value() / 2);
+  EXPECT_DOUBLE_EQ(w.memory[0].buffers.value(), 0.0);
+  EXPECT_DOUBLE_EQ(f.memory[0].weights.value(), plain.memory[0].weights.value() / 2) << "FULL_SHARD shards them";
+  expect_runs_to_completion(w);
+  // FSDP2 without resharding after forward: the same messages.
+  c.par.zero_impl = ZeroImpl::FSDP2;
+  const BuiltWorkload w2 = c.build(m);
+  EXPECT_DOUBLE_EQ(sum_bytes(w2.workload.programs[0], ag), sum_bytes(p, ag));
+  EXPECT_EQ(count(w2.workload.programs[0], rs), count(p, rs));
+}
+
 // FSDP1's backward_prefetch (parallelism.backward_prefetch). Backward order: head, layers 7..0,
 // embedding. BACKWARD_PRE (prefetch 1): layer L's backward gather reuses the buffer of the unit two
 // places before it, so it waits for layer L+2's last backward compute and runs under L+1's.
