@@ -175,6 +175,33 @@ OpCost activation_op(std::string name, double elements, const Shape& x) {
                       bwd * elements * x.e);
 }
 
+// The mm calls of a dense layer under torchtitan's module structure, in forward order: the IR op
+// they belong to, their share of its FLOPs and the width of their output per token.
+struct MmCall {
+  OpKind kind;
+  double share;
+  double width;
+};
+
+std::vector<MmCall> layer_mm_calls(const Shape& x) {
+  const double qkv = x.q + 2 * x.kv;
+  std::vector<MmCall> calls = {{OpKind::QKV, x.q / qkv, x.q / x.t},
+                               {OpKind::QKV, x.kv / qkv, x.kv / x.t},
+                               {OpKind::QKV, x.kv / qkv, x.kv / x.t},
+                               {OpKind::PROJECTION, 1.0, x.h}};
+  if (x.swiglu) {
+    calls.push_back({OpKind::MLP_UP, 0.5, x.dense_f / x.t});  // w1 (gate)
+    calls.push_back({OpKind::MLP_UP, 0.5, x.dense_f / x.t});  // w3 (up)
+  } else {
+    calls.push_back({OpKind::MLP_UP, 1.0, x.dense_f / x.t});
+  }
+  calls.push_back({OpKind::MLP_DOWN, 1.0, x.h});
+  return calls;
+}
+
+// The policy's rule: the 2nd, 4th, ... mm call of the region is recomputed, the others saved.
+bool mm_saved(size_t index) { return (index + 1) % 2 == 1; }
+
 core::Flops forward_flops(const std::vector<OpCost>& ops, bool selective_only) {
   core::Flops f;
   for (const OpCost& op : ops) {
@@ -260,6 +287,23 @@ std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const
   return layer_ops(m, t, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
 }
 
+void mark_op_sac(std::vector<OpCost>& ops, const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  const Shape x = shape_of(m, t, p);
+  const std::vector<MmCall> calls = layer_mm_calls(x);
+  for (OpCost& op : ops) {
+    if (op.op_class != core::OpClass::GEMM) {
+      // Norms, activations, residual adds; the attention core unless it is one SDPA call.
+      op.op_sac_recompute = op.op_class == core::OpClass::FLASH_ATTENTION ? 0.0 : 1.0;
+      continue;
+    }
+    double rerun = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].kind == op.kind && !mm_saved(i)) rerun += calls[i].share;
+    }
+    op.op_sac_recompute = rerun;
+  }
+}
+
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   const Shape x = shape_of(m, t, p);
   const double out = x.b * x.sl * x.h;
@@ -323,6 +367,11 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
     f.hardware += (total_flops(layer) + backward_recompute_flops(layer)) * layers;
     if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
     if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
+    if (p.recompute == Recompute::SELECTIVE_OP) {
+      std::vector<OpCost> marked = layer;
+      mark_op_sac(marked, m, whole, single);
+      for (const OpCost& op : marked) f.hardware += op.forward_flops * op.op_sac_recompute * layers;
+    }
   }
   return f;
 }
@@ -332,6 +381,16 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
   const Shape x = shape_of(m, t, p);
   const double tokens = x.b * x.sl;
   if (p.recompute == Recompute::FULL) return core::Bytes(tokens * x.h * x.e / x.tsp);
+  if (p.recompute == Recompute::SELECTIVE_OP) {
+    // The checkpoint's input, the saved mm outputs, and SDPA's output with its statistics.
+    double saved = tokens * x.h * x.e / x.tsp;
+    const std::vector<MmCall> calls = layer_mm_calls(x);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (mm_saved(i)) saved += tokens * calls[i].width * x.e;
+    }
+    if (x.flash) saved += tokens * x.q / x.t * x.e + x.b * (x.a / x.t) * x.sl * FP32_BYTES;
+    return core::Bytes(saved);
+  }
   // Norm inputs, QKV and MLP inputs, two dropout masks: whole on every tensor rank unless sequence
   // parallel.
   const double whole = tokens * x.h * (4 * x.e + 2 * MASK_BYTES) / x.tsp;

@@ -63,6 +63,8 @@ struct OpCost {
                                          // hardware FLOPs, not model FLOPs
   core::Bytes backward_bytes;
   bool recomputed_selective = false;  // recomputed under selective recompute (attention core)
+  double op_sac_recompute = 0;        // share of its forward re-run under recompute "selective-op"
+                                      // (mark_op_sac: the mm calls not saved, every non-matmul op)
   OpKind kind = OpKind::LAYER_NORM;
   core::GemmShape gemm;               // GEMM ops: the products' shape (core::GemmShape); count 0 otherwise
   core::Precision precision = core::Precision::BF16;  // operand precision of GEMMs and attention
@@ -114,6 +116,16 @@ inline constexpr double FP8_CAST_BYTES = 4.0;
 std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p, LayerKind kind);
 // The ops of an MoE layer for an MoE model, of a dense layer otherwise.
 std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// PyTorch per-op selective activation checkpointing as torchtitan applies it (recompute
+// "selective-op"; torchtitan/distributed/activation_checkpoint.py, activation_checkpoint.mode
+// "selective" with selective_ac_option "op"): inside each layer's checkpointed region the policy saves
+// the outputs of aten.mm except every second one in forward order (the 2nd, 4th, ...) and those of
+// scaled_dot_product_attention; every other op is recomputed when the layer's backward begins.
+// torchtitan's layers call mm for wq, wk, wv, wo, then w1, w3, w2 (SwiGLU; a GeLU MLP: up, down), so
+// wk, wo and w3 re-run (GeLU: wk, wo, down), with every norm, activation and residual add, and an
+// unfused attention core (its bmm and softmax are not in the save list). Sets op_sac_recompute on the
+// dense layer `ops` (QKV re-runs its K share kv / (q + 2·kv), a SwiGLU MLP_UP half of it).
+void mark_op_sac(std::vector<OpCost>& ops, const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Embedding lookup (first stage): "embedding" (+ "embedding_ln" for models with an embedding norm).
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Output head (last stage): "final_ln", "logits" (2·b·(s/c)·h·V/t), "loss" (vocabulary-parallel
@@ -138,6 +150,9 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
 //   training.attention "flash" drops it too (no score matrix is stored) and keeps the fp32 softmax
 //   statistics instead: 4·a·s·b/t bytes
 //   full recompute:               2·s·b·h (only the layer input; /t with sequence parallelism)
+//   selective-op recompute:       the layer input, the outputs of the mm calls it saves (mark_op_sac:
+//                                 wq, wv, w1, w2 for SwiGLU; wq, wv, up for GeLU) and, with flash
+//                                 attention, its output and softmax statistics
 // Those constants assume 2-byte activations and the GPT block. In general, with element size e and
 // per-rank sequence s/c: kept whole per rank (/t only with sequence parallelism): both norm inputs,
 // QKV and MLP inputs (4·e) and two dropout masks (2 bytes) per b·s·h; split over t: Q and the

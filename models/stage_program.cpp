@@ -613,6 +613,16 @@ class StageEmitter {
     }
   }
 
+  // Per-op selective checkpointing (recompute "selective-op"): when the layer's backward begins, the
+  // non-reentrant checkpoint re-runs its forward, every op but the saved ones (mark_op_sac), in
+  // forward order. check_strategy keeps it to layers without tensor or context parallelism, whose
+  // forward has no collective to re-run.
+  void ops_recompute_unsaved(const std::vector<OpCost>& ops, int layer, int mb) {
+    for (const OpCost& op : ops) {
+      if (op.op_sac_recompute > 0) compute(op, Phase::RECOMPUTE, false, layer, mb, op.op_sac_recompute);
+    }
+  }
+
   // A zero-bubble schedule's W pass of a unit: the weight-gradient half of each GEMM, in backward
   // order, with no communication (the output gradients it needs were kept by B).
   void ops_weight_gradient(const std::vector<OpCost>& ops, int layer, int mb) {
@@ -763,6 +773,7 @@ class StageEmitter {
         const LayerPlan& layer = plan_.layer(u.layer);
         if (par_.recompute != Recompute::NONE) memory(layer.recompute_bytes, Phase::RECOMPUTE, u.layer, mb);
         if (par_.recompute == Recompute::FULL) ops_forward(layer.ops, Phase::RECOMPUTE, u.layer, mb);
+        if (par_.recompute == Recompute::SELECTIVE_OP) ops_recompute_unsaved(layer.ops, u.layer, mb);
         ops_backward(layer.ops, par_.recompute == Recompute::SELECTIVE, u.layer, mb);
         memory(kept_for_weight_gradient(u) - (layer.stored_bytes + layer.recompute_bytes), Phase::BACKWARD, u.layer, mb);
         break;

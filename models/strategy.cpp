@@ -85,6 +85,7 @@ std::string to_string(Recompute r) {
     case Recompute::NONE: return "none";
     case Recompute::SELECTIVE: return "selective";
     case Recompute::FULL: return "full";
+    case Recompute::SELECTIVE_OP: return "selective-op";
   }
   return "?";
 }
@@ -163,8 +164,12 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", p.virtual_stages, 1, MAX_PARALLEL));
   // Entries below 1 are reported by check_strategy(), with the chunk they concern.
   for (int64_t n : r.integer_array("stage_layers", INT32_MIN, INT32_MAX)) p.stage_layers.push_back(static_cast<int>(n));
-  const std::string recompute = r.choice("recompute", to_string(p.recompute), {"none", "selective", "full"});
-  p.recompute = recompute == "none" ? Recompute::NONE : recompute == "selective" ? Recompute::SELECTIVE : Recompute::FULL;
+  const std::string recompute =
+      r.choice("recompute", to_string(p.recompute), {"none", "selective", "full", "selective-op"});
+  p.recompute = recompute == "none"           ? Recompute::NONE
+                : recompute == "selective"    ? Recompute::SELECTIVE
+                : recompute == "selective-op" ? Recompute::SELECTIVE_OP
+                                              : Recompute::FULL;
   p.zero_stage = static_cast<int>(r.integer("zero_stage", p.zero_stage, 0, 3));
   p.bucket_size = r.bytes("bucket_size", p.bucket_size);
   if (p.bucket_size.value() <= 0) {
@@ -458,6 +463,23 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
                                                 "docs/cnn.md); a transformer needs spatial 1, found {} (context "
                                                 "splits its sequences)",
                                                 par.spatial));
+  }
+  if (par.recompute == Recompute::SELECTIVE_OP) {
+    // Its policy is modelled op by op for dense layers on one rank's sequence: under tensor or
+    // context parallelism the re-run forward would repeat collectives (all-gathers are not in the
+    // save list), and an MoE layer's grouped expert GEMMs have a rule of their own.
+    if (model.is_moe()) {
+      problem("/parallelism/recompute",
+              "recompute \"selective-op\" is modelled for dense transformer layers only (this model has MoE "
+              "layers): use \"selective\" or \"full\"");
+    }
+    if (par.tensor > 1 || par.context > 1) {
+      problem("/parallelism/recompute",
+              fmt::format("recompute \"selective-op\" is modelled without tensor or context parallelism (its re-run "
+                          "forward would repeat their collectives), found tensor {} and context {}: use \"selective\" "
+                          "or \"full\"",
+                          par.tensor, par.context));
+    }
   }
   const int t = par.tensor;
   if (model.heads % t != 0) {

@@ -105,7 +105,7 @@ struct TrainingConfig {
 enum class PipelineSchedule {
   GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, PIPEDREAM, PIPEDREAM_2BW, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2
 };
-enum class Recompute { NONE, SELECTIVE, FULL };
+enum class Recompute { NONE, SELECTIVE, FULL, SELECTIVE_OP };
 // "gpipe", "1f1b", "interleaved-1f1b", "pipedream", "pipedream-2bw", "zero-bubble-h1", "zero-bubble-h2"
 std::string to_string(PipelineSchedule s);
 const std::vector<std::string>& pipeline_schedule_names();  // the values above, in enum order
@@ -166,7 +166,10 @@ std::string to_string(ZeroImpl z);
 //   stage_layers         layers per model chunk in model order (pipeline x virtual_stages entries,
 //                        each >= 1, summing to the model's layers); default: balanced_split()
 //   recompute            "none" | "selective" (attention core, Korthikanti et al. 2022) | "full"
-//                        (every layer from its input); default "none"
+//                        (every layer from its input) | "selective-op" (PyTorch per-op selective
+//                        checkpointing as torchtitan's selective_ac_option "op" runs it: every second
+//                        mm and all non-matmul ops re-run; models/accounting.hpp, op_sac_recompute;
+//                        dense layers without tensor or context parallelism); default "none"
 //   zero_stage           0..3: shard optimizer states (1), + gradients (2), + weights (3, FSDP) over
 //                        the data-parallel group; default 0
 //   zero_impl            "megatron-distributed-optimizer" | "fsdp" | "fsdp2" | "deepspeed": who

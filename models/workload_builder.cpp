@@ -98,13 +98,15 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   auto layer_plan = [&](LayerKind kind) {
     LayerPlan l;
     l.ops = layer_ops(m, t, p, kind);
+    if (p.recompute == Recompute::SELECTIVE_OP) mark_op_sac(l.ops, m, t, p);
     apply_pruning(l.ops, pruning);
     l.pruned = pruned_parameters(layer_pruned_matrices(m, p, kind), pruning);
     l.stored_bytes = activation_bytes_per_layer(m, t, p, kind).value();
     const double whole_layer = activation_bytes_per_layer(m, t, no_recompute, kind).value();
     l.recompute_bytes = p.recompute == Recompute::FULL        ? whole_layer
-                        : p.recompute == Recompute::SELECTIVE ? whole_layer - l.stored_bytes
-                                                              : 0.0;
+                        : p.recompute == Recompute::SELECTIVE || p.recompute == Recompute::SELECTIVE_OP
+                            ? whole_layer - l.stored_bytes
+                            : 0.0;
     l.params = layer_parameters(m, p, kind);
     if (compression.method == CompressionMethod::POWERSGD) l.matrices = compressed_matrices(m, p, kind);
     l.weight_gradient_bytes = weight_gradient_bytes(l.ops, e);
@@ -236,6 +238,12 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
     }
     if (p.recompute == Recompute::FULL) n += ops + 1;         // the forward again (+ its allocation)
     if (p.recompute == Recompute::SELECTIVE) n += 1;          // the attention core again
+    if (p.recompute == Recompute::SELECTIVE_OP) {             // the ops not saved again (+ allocation)
+      std::vector<OpCost> marked = layer_ops(m, t, p, kind);
+      mark_op_sac(marked, m, t, p);
+      for (const OpCost& op : marked) n += op.op_sac_recompute > 0 ? 1 : 0;
+      n += 1;
+    }
     double comms = 0;                                         // collectives of one pass
     if (tp) comms += 2;                                       // all-reduce, or all-gather + reduce-scatter
     if (tp && p.sequence_parallel) comms += 2;

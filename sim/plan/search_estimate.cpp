@@ -175,13 +175,15 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   no_recompute.recompute = models::Recompute::NONE;
   auto layer_cost = [&](LayerKind kind) {
     LayerCost l;
-    double forward_compute = 0, selective = 0, backward_compute = 0;
+    double forward_compute = 0, selective = 0, backward_compute = 0, unsaved = 0;
     std::vector<models::OpCost> ops = models::layer_ops(m, t, p, kind);
+    if (p.recompute == models::Recompute::SELECTIVE_OP) models::mark_op_sac(ops, m, t, p);
     models::apply_pruning(ops, pruning);
     for (const models::OpCost& op : ops) {
       const double f = x.op_time(op, false);
       forward_compute += f;
       if (op.recomputed_selective) selective += f;
+      if (op.op_sac_recompute > 0) unsaved += f * op.op_sac_recompute;
       backward_compute += x.op_time(op, true);
     }
     const double comm = 2 * tp_pair + (kind == LayerKind::MOE ? 2 * a2a : 0.0);
@@ -189,6 +191,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     l.backward = backward_compute + comm + cp_scatter;
     if (p.recompute == models::Recompute::FULL) l.backward += l.forward;
     if (p.recompute == models::Recompute::SELECTIVE) l.backward += selective;
+    if (p.recompute == models::Recompute::SELECTIVE_OP) l.backward += unsaved;
     l.stored = models::activation_bytes_per_layer(m, t, p, kind).value();
     if (offload.activations != models::OffloadTarget::NONE) {
       l.copy = engine::copy_time(core::Bytes(l.stored), core::CopyDirection::DEVICE_TO_HOST, cluster).value();
@@ -197,8 +200,9 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     }
     const double whole = models::activation_bytes_per_layer(m, t, no_recompute, kind).value();
     l.recompute = p.recompute == models::Recompute::FULL        ? whole
-                  : p.recompute == models::Recompute::SELECTIVE ? whole - l.stored
-                                                                : 0.0;
+                  : p.recompute == models::Recompute::SELECTIVE || p.recompute == models::Recompute::SELECTIVE_OP
+                      ? whole - l.stored
+                      : 0.0;
     l.params = models::layer_parameters(m, p, kind);
     l.pruned = models::pruned_parameters(models::layer_pruned_matrices(m, p, kind), pruning);
     return l;

@@ -65,6 +65,70 @@ TEST(IterationFlops, MatchKorthikantiEq7AndNarayananEq3) {
   }
 }
 
+// Per-op selective checkpointing (recompute "selective-op", torchtitan's selective_ac_option "op").
+// A Llama-style layer (SwiGLU, GQA): h 1024, 16 heads of 64 (q 1024), 4 KV heads (kv 256), f 2816,
+// flash attention, b·s = 2 x 512 = 1024 tokens per micro-batch, bf16. Its mm calls in forward order,
+// wq wk wv wo w1 w3 w2: the 2nd, 4th and 6th re-run, i.e. wk (2·T·h·kv), wo (2·T·q·h) and w3
+// (2·T·h·f) FLOPs again per layer, and every norm, activation and residual add; saved: the layer
+// input T·h, wq T·q, wv T·kv, w1 T·f, w2 T·h, SDPA's output T·q (2 bytes each) and its fp32 statistics
+// b·a·s·4.
+TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
+  ModelSpec m = gpt(4, 1024, 16, 32000);
+  m.kv_heads = 4;
+  m.ffn_hidden = 2816;
+  m.activation = Activation::SWIGLU;
+  TrainingConfig t;
+  t.global_batch = 2;
+  t.micro_batch = 2;
+  t.sequence_length = 512;
+  t.attention = Attention::FLASH;
+  ParallelismConfig p;
+  p.recompute = Recompute::SELECTIVE_OP;
+  const double T = 1024, h = 1024, q = 1024, kv = 256, f = 2816, L = 4;
+  std::vector<OpCost> ops = layer_ops(m, t, p);
+  mark_op_sac(ops, m, t, p);
+  double rerun_gemm = 0;
+  for (const OpCost& op : ops) {
+    if (op.op_class == core::OpClass::GEMM) rerun_gemm += op.forward_flops.value() * op.op_sac_recompute;
+    if (op.op_class == core::OpClass::NORM || op.op_class == core::OpClass::ELEMENTWISE) {
+      EXPECT_EQ(op.op_sac_recompute, 1.0) << op.name;
+    }
+    if (op.op_class == core::OpClass::FLASH_ATTENTION) {
+      EXPECT_EQ(op.op_sac_recompute, 0.0) << "SDPA is saved";
+    }
+  }
+  const double oracle = 2 * T * h * kv + 2 * T * q * h + 2 * T * h * f;
+  expect_relative(rerun_gemm, oracle);
+  // The iteration's hardware FLOPs: those without recompute (FlashAttention's backward QKᵀ included)
+  // plus that per layer (norms and the rest are memory-bound, no FLOPs).
+  ParallelismConfig none;
+  expect_relative(iteration_flops(m, t, p).hardware.value(), iteration_flops(m, t, none).hardware.value() + L * oracle);
+  // Memory: what the policy saves, between full recompute (the input alone) and selective.
+  const double saved = (T * h + T * q + T * kv + T * f + T * h + T * q) * 2 + 2 * 16 * 512 * 4.0;
+  expect_relative(activation_bytes_per_layer(m, t, p).value(), saved);
+  ParallelismConfig full, selective;
+  full.recompute = Recompute::FULL;
+  selective.recompute = Recompute::SELECTIVE;
+  EXPECT_LT(activation_bytes_per_layer(m, t, full).value(), saved);
+  EXPECT_GT(activation_bytes_per_layer(m, t, selective).value(), saved);
+  EXPECT_GT(iteration_flops(m, t, full).hardware.value(), iteration_flops(m, t, p).hardware.value());
+
+  // A GeLU MLP (wq wk wv wo up down): the down projection re-runs instead of w3.
+  m.activation = Activation::GELU;
+  m.ffn_hidden = 4096;
+  std::vector<OpCost> gelu = layer_ops(m, t, p);
+  mark_op_sac(gelu, m, t, p);
+  for (const OpCost& op : gelu) {
+    if (op.kind == OpKind::MLP_UP) {
+      EXPECT_EQ(op.op_sac_recompute, 0.0);
+    } else if (op.kind == OpKind::MLP_DOWN) {
+      EXPECT_EQ(op.op_sac_recompute, 1.0);
+    } else if (op.kind == OpKind::QKV) {
+      expect_relative(op.op_sac_recompute, kv / (q + 2 * kv));
+    }
+  }
+}
+
 TEST(LayerOps, GemmFlopsFollowTwoMNK) {
   const ModelSpec m = *find_model("llama3-8b");
   TrainingConfig t;

@@ -638,6 +638,7 @@ TEST(BuildWorkload, ComputeFlopsOfAllRanksSumToTheIterationFlops) {
   for (const Case& k : std::vector<Case>{{2, 2, 2, 1, 1, false, Recompute::NONE, false},
                                          {2, 2, 1, 2, 1, true, Recompute::FULL, false},
                                          {1, 2, 2, 1, 1, false, Recompute::SELECTIVE, false},
+                                         {1, 2, 2, 1, 1, false, Recompute::SELECTIVE_OP, false},
                                          {2, 1, 1, 1, 2, true, Recompute::NONE, true},
                                          {1, 2, 1, 2, 2, false, Recompute::FULL, true}}) {
     Config c;
