@@ -36,6 +36,8 @@ struct Shape {
   bool swiglu = false;
   bool moe = false;
   bool flash = false;  // FlashAttention
+  bool eager = false;  // eager_elementwise(): PyTorch's op-by-op RMSNorm, SwiGLU and rotary kernels
+  bool rotary = false; // rotary positions (no learned position embedding)
 };
 
 Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
@@ -63,6 +65,8 @@ Shape shape_of(const ModelSpec& m, const TrainingConfig& t, const ParallelismCon
   x.precision = t.precision;
   x.swiglu = m.activation == Activation::SWIGLU;
   x.moe = m.is_moe();
+  x.eager = eager_elementwise(m, t, p);
+  x.rotary = !m.learned_positions;
   return x;
 }
 
@@ -125,8 +129,28 @@ OpCost memory_bound(std::string name, OpKind kind, core::OpClass op_class, doubl
 }
 
 // Forward reads x and writes y; backward reads dy and x, writes dx (weight gradients are tiny).
+// Eager RMSNorm (eager_elementwise) runs its op chain in fp32: forward x.float() (e + 4), pow (8),
+// mean (4), x * rsqrt (8), .type_as(x) (4 + e), * weight (2e); backward the weight product's two
+// gradients (2e + 2e), .type_as (e + 4), the rsqrt product's two (8 + 8), mean's expand (4), pow's
+// (12), the two paths into x summed (12), .float() (4 + e).
 OpCost norm(std::string name, double elements, const Shape& x) {
+  if (x.eager && x.swiglu) {
+    return memory_bound(std::move(name), OpKind::LAYER_NORM, core::OpClass::NORM, (28 + 4 * x.e) * elements,
+                        (56 + 6 * x.e) * elements);
+  }
   return memory_bound(std::move(name), OpKind::LAYER_NORM, core::OpClass::NORM, 2 * elements * x.e, 3 * elements * x.e);
+}
+
+// Eager PyTorch's rotary embedding and what surrounds attention (eager_elementwise): Q and K
+// (q + kv wide per token) go through x.float() (e + 4), the complex product with freqs_cis (8) and
+// .type_as (4 + e), the same traffic back in backward; under GQA repeat_kv materialises K and V at
+// the query heads' width (reads kv, writes q, each) and its backward sums them back; the attention
+// output's transpose().contiguous() copies it (2·q·e) each way.
+OpCost rotary_op(const Shape& x) {
+  const double tokens = x.b * x.sl;
+  double per_token = (x.q + x.kv) / x.t * (16 + 2 * x.e) + 2 * x.q / x.t * x.e;
+  if (x.kv < x.q) per_token += 2 * (x.kv + x.q) / x.t * x.e;
+  return memory_bound("rotary", OpKind::ROTARY, core::OpClass::ELEMENTWISE, tokens * per_token, tokens * per_token);
 }
 
 // Forward reads the input and the residual, writes the sum and the dropout mask; backward reads the
@@ -168,9 +192,11 @@ OpCost core_attention(const Shape& x) {
 
 // GeLU reads x, writes y; SwiGLU reads gate and up, writes y. Backward reads dy and the inputs and
 // writes their gradients.
+// Eager SwiGLU runs silu(gate) and its product with up as two kernels: forward 2e + 3e, backward the
+// product's two gradients (3e + 3e) and silu's (3e).
 OpCost activation_op(std::string name, double elements, const Shape& x) {
-  const double fwd = x.swiglu ? 3 : 2;
-  const double bwd = x.swiglu ? 5 : 3;
+  const double fwd = x.swiglu ? (x.eager ? 5 : 3) : 2;
+  const double bwd = x.swiglu ? (x.eager ? 9 : 5) : 3;
   return memory_bound(std::move(name), OpKind::MLP_ACTIVATION, core::OpClass::ELEMENTWISE, fwd * elements * x.e,
                       bwd * elements * x.e);
 }
@@ -224,6 +250,10 @@ core::Flops backward_recompute_flops(const std::vector<OpCost>& ops) {
 
 }  // namespace
 
+bool eager_elementwise(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  return m.activation == Activation::SWIGLU && !t.compile && resolved_stack(t, p) != core::Stack::MEGATRON;
+}
+
 double element_bytes(core::Precision p) {
   switch (p) {
     case core::Precision::FP32:
@@ -258,6 +288,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const
   std::vector<OpCost> ops;
   ops.push_back(norm("ln1", split_hidden, x));
   ops.push_back(gemm("qkv", OpKind::QKV, tokens, x.h, (x.q + 2 * x.kv) / x.t, x));
+  if (x.eager && x.rotary) ops.push_back(rotary_op(x));
   ops.push_back(core_attention(x));
   ops.push_back(gemm("proj", OpKind::PROJECTION, tokens, x.q / x.t, x.h, x));
   ops.push_back(bias_dropout_add("attn_bda", split_hidden, x));

@@ -39,6 +39,8 @@ enum class OpKind : uint8_t {
   ATTENTION,         // core attention: QKᵀ, softmax, dropout, ·V
   PROJECTION,        // row-parallel attention output projection
   BIAS_DROPOUT_ADD,  // residual add with dropout (bias included for GELU models)
+  ROTARY,            // eager PyTorch stacks only (eager_elementwise): rotary embedding of Q and K in fp32,
+                     // GQA's repeat of K and V to every head, the attention output's contiguous copy
   ROUTER,            // MoE gate: h x E GEMM on the local tokens
   MLP_UP,            // column-parallel first MLP GEMM (gate and up together for SwiGLU), dense
                      // layers and shared experts
@@ -96,8 +98,23 @@ double activation_element_bytes(core::Precision p);
 // backward). Weight casts happen once per iteration (none with FP8 parameters) and are neglected.
 inline constexpr double FP8_CAST_BYTES = 4.0;
 
+// Whether the job's memory-bound ops run as eager PyTorch's op-by-op kernels rather than as fused
+// ones: a PyTorch stack (training.stack, or the one the layout implies) without torch.compile, for a
+// Llama-style model (SwiGLU, RMSNorm, rotary positions). Megatron's fused kernels, Inductor's
+// generated ones and a GELU/LayerNorm block (one native kernel per op in eager PyTorch too, as
+// Composer's MPT runs it) keep the fused byte counts. What changes (counted from the op sequence of
+// torchtitan's models/llama/model.py and Hugging Face's LlamaRMSNorm, which are the same chain):
+//   RMSNorm  x.float(), pow, mean, x * rsqrt, .type_as(x), * weight: (28 + 4e) bytes per element
+//            forward (fused: 2e), (56 + 6e) backward (fused: 3e)
+//   SwiGLU   silu(gate) then * up as two kernels: 5e forward, 9e backward per element (fused 3e, 5e)
+//   rotary   a ROTARY op: Q and K through view_as_complex in fp32 ((16 + 2e) per element each way),
+//            repeat_kv's copy of K and V to every query head under GQA ((q + kv)·e each, each way),
+//            and the attention output's transpose().contiguous() (2·q·e each way), per token
+bool eager_elementwise(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+
 // Ops of one transformer layer of the given kind, in forward order:
-//   dense: ln1 qkv attention proj attn_bda ln2 mlp_up mlp_act mlp_down mlp_bda
+//   dense: ln1 qkv [rotary] attention proj attn_bda ln2 mlp_up mlp_act mlp_down mlp_bda
+//   (rotary: eager_elementwise() only)
 //   MoE:   ln1 qkv attention proj attn_bda ln2 [shared_up shared_act shared_down] router expert_up
 //          expert_act expert_down mlp_bda
 // GEMM FLOPs are 2·m·n·k forward and twice that backward (data + weight gradient). Per GPU:

@@ -8,7 +8,9 @@
 //   - host-side overhead: the CPU time to dispatch and launch one kernel, which binds compute tasks
 //     shorter than it (small models, small micro-batches; sim/engine/compute_model.hpp);
 //   - the stack's defaults for the parallelism keys (zero_impl, backward_prefetch; models/strategy.hpp)
-//     and the layouts it can run at all (check_strategy).
+//     and the layouts it can run at all (check_strategy);
+//   - what the workload holds, not priced here: eager PyTorch's op chains for a Llama-style block
+//     (RMSNorm in fp32, SwiGLU as two kernels, rotary; models/accounting.hpp eager_elementwise).
 // Every constant names its source in the profile's `sources` (`trainsim describe profile --gpu NAME
 // --stack NAME`).
 

@@ -129,6 +129,61 @@ TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
   }
 }
 
+// Eager PyTorch's op-by-op kernels (eager_elementwise): a Llama-style layer under training.stack
+// torchtitan without torch.compile. b·s = 2 x 512 = 1024 tokens, h 1024, q 1024, kv 256, f 2816, bf16
+// (e = 2). RMSNorm: (28 + 4e) = 36 bytes per element forward, (56 + 6e) = 68 backward; SwiGLU 5e / 9e
+// per element of f; a rotary op of (q + kv)(16 + 2e) + 2qe + 2(kv + q)e = 1280·20 + 4096 + 5120 =
+// 34,816 bytes per token each way. With torch.compile, under Megatron, or for a GELU model: the fused
+// counts (norm 2e / 3e, SwiGLU 3e / 5e) and no rotary op.
+TEST(EagerElementwise, LlamaBlockUnderEagerPyTorchMovesItsOpChainsBytes) {
+  ModelSpec m = gpt(4, 1024, 16, 32000);
+  m.kv_heads = 4;
+  m.ffn_hidden = 2816;
+  m.activation = Activation::SWIGLU;
+  m.learned_positions = false;
+  TrainingConfig t;
+  t.global_batch = 2;
+  t.micro_batch = 2;
+  t.sequence_length = 512;
+  t.attention = Attention::FLASH;
+  t.stack = core::Stack::TORCHTITAN;
+  const ParallelismConfig p;
+  const double T = 1024, h = 1024, f = 2816;
+  auto find = [](const std::vector<OpCost>& ops, const std::string& name) -> const OpCost* {
+    for (const OpCost& op : ops) {
+      if (op.name == name) return &op;
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(eager_elementwise(m, t, p));
+  const std::vector<OpCost> eager = layer_ops(m, t, p);
+  ASSERT_NE(find(eager, "rotary"), nullptr);
+  expect_relative(find(eager, "ln1")->forward_bytes.value(), 36 * T * h);
+  expect_relative(find(eager, "ln1")->backward_bytes.value(), 68 * T * h);
+  expect_relative(find(eager, "mlp_act")->forward_bytes.value(), 10 * T * f);
+  expect_relative(find(eager, "mlp_act")->backward_bytes.value(), 18 * T * f);
+  expect_relative(find(eager, "rotary")->forward_bytes.value(), 34816 * T);
+  expect_relative(find(eager, "rotary")->backward_bytes.value(), 34816 * T);
+  EXPECT_EQ(find(eager, "rotary")->forward_flops.value(), 0.0);
+
+  for (const char* what : {"compile", "megatron", "gelu"}) {
+    TrainingConfig fused_t = t;
+    ModelSpec fused_m = m;
+    if (std::string(what) == "compile") fused_t.compile = true;
+    if (std::string(what) == "megatron") fused_t.stack = core::Stack::MEGATRON;
+    if (std::string(what) == "gelu") fused_m.activation = Activation::GELU;
+    EXPECT_FALSE(eager_elementwise(fused_m, fused_t, p)) << what;
+    const std::vector<OpCost> fused = layer_ops(fused_m, fused_t, p);
+    EXPECT_EQ(find(fused, "rotary"), nullptr) << what;
+    expect_relative(find(fused, "ln1")->forward_bytes.value(), 4 * T * h);
+    expect_relative(find(fused, "ln1")->backward_bytes.value(), 6 * T * h);
+  }
+  // The GEMM FLOPs, and so MFU's model FLOPs, do not depend on it.
+  TrainingConfig compiled = t;
+  compiled.compile = true;
+  expect_relative(iteration_flops(m, t, p).model.value(), iteration_flops(m, compiled, p).model.value());
+}
+
 TEST(LayerOps, GemmFlopsFollowTwoMNK) {
   const ModelSpec m = *find_model("llama3-8b");
   TrainingConfig t;
