@@ -70,10 +70,16 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
 
 std::string stem_of(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
+bool in_memory(const CompareOptions& args, size_t i) { return i < args.documents.size() && !args.documents[i].is_null(); }
+
 // Input i's document: the one in memory (CompareOptions::documents), else its file's.
 core::Json document_of(const CompareOptions& args, size_t i) {
-  if (i < args.documents.size() && !args.documents[i].is_null()) return args.documents[i];
-  return core::load_scenario_file(args.inputs[i]);
+  return in_memory(args, i) ? args.documents[i] : core::load_scenario_file(args.inputs[i]);
+}
+
+// Input i's label: its file's stem, or a document's name whole (it is no path: "<gpt3-6.7b>").
+std::string short_label(const CompareOptions& args, size_t i) {
+  return in_memory(args, i) ? args.inputs[i] : stem_of(args.inputs[i]);
 }
 
 // Ctrl-C under a StopOnInterrupt (the Python module) stops between configurations.
@@ -150,7 +156,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
   }
 
   std::map<std::string, int> stems;
-  for (const std::string& path : args.inputs) ++stems[stem_of(path)];
+  for (size_t i = 0; i < args.inputs.size(); ++i) ++stems[short_label(args, i)];
   Progress bar("compare", args.inputs.size(), show_progress);
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     stop_if_interrupted();
@@ -169,7 +175,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
     } else {
       c = predict_configuration(doc, path, args.overrides, args.backend);
     }
-    c.label = stems[stem_of(path)] > 1 ? path : stem_of(path);  // report.json from two --out folders
+    c.label = stems[short_label(args, i)] > 1 ? path : short_label(args, i);  // report.json from two --out folders
     out.push_back(std::move(c));
   }
   if (out.size() > MAX_CONFIGURATIONS) {

@@ -56,7 +56,8 @@ struct CompareOptions {
   bool quiet = false;                    // no progress bar (drawn on a terminal only: progress.hpp)
   // Empty, or one per input: an entry that is not null is that input's document already in memory (a
   // scenario or a report: the Python module's dicts), read instead of the file, which then only
-  // names it (labels, messages) and anchors relative paths (simulation.profile).
+  // names it (its label, whole rather than a file's stem; messages) and anchors relative paths
+  // (simulation.profile).
   std::vector<core::Json> documents{};
 };
 
