@@ -39,4 +39,5 @@ class CMakeBuild(build_ext):
         shutil.copy(built[0], target)
 
 
-setup(version=version(), ext_modules=[Extension("trainsim._trainsim", sources=[])], cmdclass={"build_ext": CMakeBuild})
+setup(version=version(), packages=["trainsim"], package_dir={"": "python"},
+      ext_modules=[Extension("trainsim._trainsim", sources=[])], cmdclass={"build_ext": CMakeBuild})
