@@ -10,6 +10,7 @@
 
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
+#include "sim/plan/results_json.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
 #include "sim/core/error.hpp"
@@ -94,44 +95,6 @@ void write_table(const std::vector<Configuration>& cs, const std::vector<Compare
   }
 }
 
-core::Json json_of(const std::vector<Configuration>& cs, const std::vector<CompareRow>& rows, std::optional<size_t> ref) {
-  core::Json j;
-  j["schema"] = "trainsim.compare/1";
-  j["reference"] = ref ? core::Json(*ref) : core::Json(nullptr);
-  j["highlight_pct"] = HIGHLIGHT_PCT;
-  core::Json configs = core::Json::array();
-  for (const Configuration& c : cs) {
-    core::Json cj;
-    cj["label"] = c.label;
-    cj["source"] = c.source;
-    cj["kind"] = c.kind;
-    if (!c.overrides.empty()) cj["vary"] = c.overrides;
-    if (c.ok()) {
-      cj["report"] = c.report;
-    } else {
-      cj["error"] = c.error();
-      core::Json problems = core::Json::array();
-      for (const core::InputProblem& p : c.problems) {
-        problems.push_back({{"file", p.file}, {"pointer", p.pointer}, {"message", p.message}});
-      }
-      cj["problems"] = problems;
-    }
-    configs.push_back(cj);
-  }
-  j["configurations"] = configs;
-  core::Json rj = core::Json::array();
-  for (const CompareRow& r : rows) {
-    core::Json values = core::Json::array(), diffs = core::Json::array();
-    for (size_t i = 0; i < cs.size(); ++i) {
-      values.push_back(r.values[i] ? *r.values[i] : core::Json(nullptr));
-      diffs.push_back(r.diff_pct[i] ? core::Json(*r.diff_pct[i]) : core::Json(nullptr));
-    }
-    rj.push_back({{"metric", r.figure->name}, {"values", values}, {"diff_pct", diffs}, {"differs", r.any_differs}});
-  }
-  j["rows"] = rj;
-  return j;
-}
-
 void write_csv(const std::vector<Configuration>& cs, const std::vector<CompareRow>& rows, std::ostream& out) {
   out << "metric";
   for (const Configuration& c : cs) out << "," << csv_field(c.label);
@@ -153,13 +116,14 @@ void write_csv(const std::vector<Configuration>& cs, const std::vector<CompareRo
 
 int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err) {
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
-  const CompareResult result = compare({args.inputs, args.vary, args.overrides, args.backend, args.quiet});
+  const CompareResult result = compare(
+      {.inputs = args.inputs, .vary = args.vary, .overrides = args.overrides, .backend = args.backend, .quiet = args.quiet});
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
   const std::optional<size_t> ref = result.reference;
   const std::vector<CompareRow>& rows = result.rows;
   switch (args.format) {
-    case Format::JSON: out << json_of(cs, rows, ref).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
+    case Format::JSON: out << compare_json(result).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
     case Format::TABLE: write_table(cs, rows, ref, args.color, out); break;
   }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "sim/plan/progress.hpp"
+#include "sim/plan/results_json.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
@@ -79,31 +80,6 @@ std::string objective_text(const Search& s, const Evaluated& e) {
     case Objective::TOKENS_PER_DOLLAR: return fmt::format("{:.0f}", v);
     default: return fmt::format("{:.4f}", v);
   }
-}
-
-core::Json result_json(const Search& s, const SearchResult& r) {
-  core::Json j;
-  j["schema"] = "trainsim.search/1";
-  j["scenario"] = s.options().scenario;
-  j["objective"] = to_string(s.options().objective);
-  j["interrupted"] = r.interrupted;
-  j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
-  j["simgrid_runs"] = r.simgrid_runs;
-  if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;
-  core::Json ranked = core::Json::array();
-  for (size_t i = 0; i < r.ranked.size(); ++i) {
-    const Evaluated& e = r.ranked[i];
-    core::Json c;
-    c["rank"] = i + 1;
-    c["layout"] = e.layout.to_json();
-    c["objective"] = s.objective_of(e);
-    c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
-    if (e.analytic) c["analytic"] = e.analytic->to_json();
-    if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
-    ranked.push_back(c);
-  }
-  j["ranked"] = ranked;
-  return j;
 }
 
 std::string result_csv(const Search& s, const SearchResult& r) {
@@ -236,7 +212,7 @@ std::string result_table(const Search& s, const SearchResult& r) {
 
 void print(const Search& s, const SearchResult& r, Format format, std::ostream& out) {
   if (format == Format::JSON) {
-    out << result_json(s, r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
+    out << search_json(s, r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   } else if (format == Format::CSV) {
     out << result_csv(s, r);
   } else {

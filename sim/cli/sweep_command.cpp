@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "sim/cli/cli_options.hpp"
+#include "sim/plan/results_json.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/chart_file.hpp"
 #include "sim/report/line_chart.hpp"
@@ -194,40 +195,19 @@ std::string format_csv(const SweepResult& r) {
   return out;
 }
 
-core::Json format_json(const SweepResult& r) {
-  const std::string& name = r.name;
-  const std::string& backend = r.backend;
-  const std::vector<SweepRange>& ranges = r.ranges;
-  const std::vector<SweepPoint>& points = r.points;
-  core::Json keys = core::Json::array();
-  for (const SweepRange& range : ranges) keys.push_back(range.key);
-  core::Json rows = core::Json::array();
-  for (const SweepPoint& p : points) {
-    core::Json values;
-    for (size_t k = 0; k < ranges.size(); ++k) values[ranges[k].key] = p.values[k];
-    core::Json row{{"values", values}};
-    if (p.report) {
-      row["world_size"] = p.gpus();
-      for (const char* f : {"iteration_time_s", "tokens_per_s", "samples_per_s", "model_tflops_per_gpu", "mfu"}) {
-        row[f] = p.figure(f);
-      }
-      row["scaling_efficiency"] = p.efficiency;
-    } else {
-      row["error"] = p.error;
-    }
-    rows.push_back(row);
-  }
-  return {{"schema", "trainsim.sweep/1"}, {"scenario", name}, {"backend", backend}, {"keys", keys}, {"points", rows}};
-}
-
 }  // namespace
 
 int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
-  const SweepResult r = sweep({args.scenario, args.overrides, args.ranges, args.backend, args.yes, args.quiet});
+  const SweepResult r = sweep({.scenario = args.scenario,
+                                .overrides = args.overrides,
+                                .ranges = args.ranges,
+                                .backend = args.backend,
+                                .yes = args.yes,
+                                .quiet = args.quiet});
   r.warnings.print(err, r.points.size());
   switch (args.format) {
-    case Format::JSON: out << format_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
+    case Format::JSON: out << sweep_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: out << format_csv(r); break;
     case Format::TABLE: out << format_table(r); break;
   }

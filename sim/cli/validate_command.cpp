@@ -7,76 +7,13 @@
 #include "calibrate/accuracy.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/report_figures.hpp"
+#include "sim/plan/results_json.hpp"
 #include "sim/core/error.hpp"
 
 namespace trainsim::cli {
 
 using namespace trainsim::plan;
 namespace {
-
-// One InputProblem as JSON.
-core::Json problem_json(const core::InputProblem& p) {
-  return {{"file", p.file}, {"pointer", p.pointer}, {"message", p.message}};
-}
-
-core::Json figure_json(const ComparedFigure& f) {
-  return {{"metric", f.metric},
-          {"predicted", f.predicted},
-          {"measured", f.measured},
-          {"signed_error", f.error},
-          {"prediction", direction(f.metric, f.error)}};
-}
-
-void write_json(const ValidateResult& r, const ValidateArgs& args, std::ostream& out) {
-  const std::vector<ValidationCase>& results = r.cases;
-  const ValidateTotals& t = r.totals;
-  core::Json j;
-  j["schema"] = "trainsim.validation/1";
-  j["signed_error"] = "predicted / measured - 1 (+: iteration_time_s predicted slower, throughputs predicted faster)";
-  core::Json cases = core::Json::array();
-  for (const ValidationCase& c : results) {
-    core::Json row{{"case", c.name}, {"file", c.file}};
-    if (c.outcome == CaseOutcome::COMPARED) {
-      const ComparedFigure& f = c.judged();
-      row["metric"] = f.metric;
-      row["predicted"] = f.predicted;
-      row["measured"] = f.measured;
-      row["signed_error"] = f.error;
-      row["prediction"] = direction(f.metric, f.error);
-      if (f.metric == "iteration_time_s") {
-        row["predicted_s"] = f.predicted;
-        row["measured_s"] = f.measured;
-      }
-      if (args.tolerance) row["within_tolerance"] = !r.outside_tolerance(f);
-      core::Json others = core::Json::array();
-      for (size_t i = 1; i < c.figures.size(); ++i) others.push_back(figure_json(c.figures[i]));
-      row["not_judged"] = others;
-    } else if (c.outcome == CaseOutcome::INPUT_ERROR) {
-      row["error"] = core::InputError(c.problems).what();
-      row["error_kind"] = "input";
-      core::Json problems = core::Json::array();
-      for (const core::InputProblem& p : c.problems) problems.push_back(problem_json(p));
-      row["problems"] = problems;
-    } else {
-      row["error"] = c.internal;
-      row["error_kind"] = "internal";
-    }
-    cases.push_back(row);
-  }
-  j["cases"] = cases;
-  if (!t.errors.empty()) {
-    const calibrate::ErrorSummary s = calibrate::summarize(t.errors);
-    j["summary"] = {{"cases", s.cases},          {"median_abs_error", s.median_abs}, {"mean_abs_error", s.mean_abs},
-                    {"max_abs_error", s.max_abs}, {"worst", t.names[s.worst]},         {"failed", t.input_errors + t.internal_errors},
-                    {"input_errors", t.input_errors}, {"internal_errors", t.internal_errors}};
-    if (args.tolerance) j["summary"]["outside_tolerance"] = t.outside;
-  } else {
-    j["summary"] = {{"cases", 0}, {"failed", t.input_errors + t.internal_errors},
-                    {"input_errors", t.input_errors}, {"internal_errors", t.internal_errors}};
-  }
-  if (args.tolerance) j["tolerance"] = *args.tolerance;
-  out << j.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
-}
 
 void write_csv(const ValidateResult& r, const ValidateArgs& args, std::ostream& out) {
   const std::vector<ValidationCase>& results = r.cases;
@@ -159,7 +96,7 @@ int validate_command(const ValidateArgs& args, const CasePredictor& predictor, s
   const ValidateResult r = validate({args.paths, args.tolerance, args.overrides, args.backend, args.quiet, predictor, &err});
   r.warnings.print(err, r.cases.size());
   switch (args.format) {
-    case Format::JSON: write_json(r, args, out); break;
+    case Format::JSON: out << validate_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(r, args, out); break;
     case Format::TABLE: write_table(r, args, out); break;
   }

@@ -70,17 +70,36 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
 
 std::string stem_of(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
+bool in_memory(const CompareOptions& args, size_t i) { return i < args.documents.size() && !args.documents[i].is_null(); }
+
+// Input i's document: the one in memory (CompareOptions::documents), else its file's.
+core::Json document_of(const CompareOptions& args, size_t i) {
+  return in_memory(args, i) ? args.documents[i] : core::load_scenario_file(args.inputs[i]);
+}
+
+// Input i's label: its file's stem, or a document's name whole (it is no path: "<gpt3-6.7b>").
+std::string short_label(const CompareOptions& args, size_t i) {
+  return in_memory(args, i) ? args.inputs[i] : stem_of(args.inputs[i]);
+}
+
+// Ctrl-C under a StopOnInterrupt (the Python module) stops between configurations.
+void stop_if_interrupted() {
+  if (StopOnInterrupt::requested()) throw engine::Interrupted(engine::SimulationProgress{});
+}
+
 std::vector<Configuration> configurations_of(const CompareOptions& args) {
   std::vector<Configuration> out;
   // Each scenario is a whole prediction (seconds with SimGrid): a bar on a terminal.
   const bool show_progress = !args.quiet;
+  TRAINSIM_CHECK(args.documents.empty() || args.documents.size() == args.inputs.size(),
+                 fmt::format("compare: {} documents for {} inputs", args.documents.size(), args.inputs.size()));
   if (!args.vary.empty()) {
     if (args.inputs.size() != 1) {
       throw core::InputError("--vary", "",
                              fmt::format("compares variations of one scenario, found {} inputs", args.inputs.size()));
     }
     const std::string& path = args.inputs.front();
-    const core::Json doc = core::load_scenario_file(path);
+    const core::Json doc = document_of(args, 0);
     if (is_report(doc)) {
       throw core::InputError("--vary", "", fmt::format("needs a scenario; {} is a report (its figures are fixed)", path));
     }
@@ -110,6 +129,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
     for (const std::string& k : keys) short_labels &= lasts.insert(k.substr(k.rfind('.') + 1)).second;
     Progress bar("compare", total, show_progress);
     for (size_t n = 0; n < total; ++n) {
+      stop_if_interrupted();
       bar.advance();
       std::vector<std::string> assignments;
       std::string label;
@@ -136,11 +156,13 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
   }
 
   std::map<std::string, int> stems;
-  for (const std::string& path : args.inputs) ++stems[stem_of(path)];
+  for (size_t i = 0; i < args.inputs.size(); ++i) ++stems[short_label(args, i)];
   Progress bar("compare", args.inputs.size(), show_progress);
-  for (const std::string& path : args.inputs) {
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    stop_if_interrupted();
+    const std::string& path = args.inputs[i];
     bar.advance();
-    const core::Json doc = core::load_scenario_file(path);
+    const core::Json doc = document_of(args, i);
     Configuration c;
     if (is_report(doc)) {
       check_report(doc, path);
@@ -153,7 +175,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
     } else {
       c = predict_configuration(doc, path, args.overrides, args.backend);
     }
-    c.label = stems[stem_of(path)] > 1 ? path : stem_of(path);  // report.json from two --out folders
+    c.label = stems[short_label(args, i)] > 1 ? path : short_label(args, i);  // report.json from two --out folders
     out.push_back(std::move(c));
   }
   if (out.size() > MAX_CONFIGURATIONS) {

@@ -54,6 +54,11 @@ struct CompareOptions {
   std::vector<std::string> overrides{};  // "key.path=value", on every scenario (apply_override)
   std::string backend = "analytic";      // for scenarios: analytic | simgrid (a child process each)
   bool quiet = false;                    // no progress bar (drawn on a terminal only: progress.hpp)
+  // Empty, or one per input: an entry that is not null is that input's document already in memory (a
+  // scenario or a report: the Python module's dicts), read instead of the file, which then only
+  // names it (its label, whole rather than a file's stem; messages) and anchors relative paths
+  // (simulation.profile).
+  std::vector<core::Json> documents{};
 };
 
 struct Configuration {
@@ -89,7 +94,9 @@ struct CompareResult {
   CompareResult& operator=(CompareResult&&) = default;
 };
 
-// Runs the comparison (see the top of this file). Throws InputError for bad input.
+// Runs the comparison (see the top of this file). Throws InputError for bad input, and
+// engine::Interrupted on Ctrl-C (a SimGrid child ended by SIGINT, or StopOnInterrupt's flag between
+// configurations).
 CompareResult compare(const CompareOptions& options);
 
 // "key.path=v1,v2,..." -> the assignments "key.path=v1", "key.path=v2", ... Values are separated by

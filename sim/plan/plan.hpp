@@ -36,6 +36,8 @@
 //   compare.hpp            compare: CompareOptions -> CompareResult (configurations and rows)
 //   sweep.hpp              sweep: SweepOptions -> SweepResult (points, scaling efficiency)
 //   validate.hpp           validate: ValidateOptions -> ValidateResult (cases, signed errors, totals)
+//   results_json.hpp       search's, compare's, sweep's and validate's results as the JSON documents
+//                          their commands print (`--format json`) and the Python module returns
 //   time_to_train.hpp      time-to-train and cost at a predicted iteration time
 //   resilience.hpp         checkpoints and failures in closed form, and simulated runs
 //   report_figures.hpp     the report's main figures (compare's rows, run's CSV columns)
@@ -47,10 +49,15 @@
 // or writes to stdout. The only output is Progress's bar on stderr when it is a terminal (every
 // options struct has `quiet` to turn it off) and WatchSimulations' lines on the stream it is given.
 // SimGrid builds one platform per process: predict() with the SimGrid backend runs once per process,
-// and predict_report (used by compare, sweep and search's re-check) forks a child for each.
+// and predict_report (used by compare, sweep and search's re-check) forks a child for each. Search,
+// compare, sweep and validate stop on Ctrl-C while a StopOnInterrupt exists (progress.hpp): search
+// with what it has (result.interrupted), the others by throwing engine::Interrupted.
+// Scenarios already in memory (the Python module's dicts, python/bindings.cpp): read_scenario, and
+// SearchOptions::document, SweepOptions::document, CompareOptions::documents.
 
 #include "sim/plan/compare.hpp"
 #include "sim/plan/prediction.hpp"
+#include "sim/plan/results_json.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/plan/search.hpp"
 #include "sim/plan/sweep.hpp"

@@ -15,6 +15,8 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
 }
 
+extern "C" void on_every_sigint(int) { interrupted = 1; }
+
 std::string duration_text(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
   const long whole = static_cast<long>(s);
@@ -63,12 +65,20 @@ void Progress::finish() {
   active_ = false;
 }
 
-StopOnInterrupt::StopOnInterrupt() {
+StopOnInterrupt::StopOnInterrupt(bool second_ends_process) {
   interrupted = 0;
-  std::signal(SIGINT, on_sigint);
+  // sigaction rather than signal(): the disposition put back must be the previous one exactly (the
+  // Python interpreter's handler is installed without SA_RESTART, so that Ctrl-C interrupts a read).
+  struct sigaction action {};
+  action.sa_handler = second_ends_process ? on_sigint : on_every_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_);
 }
 
-StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, SIG_DFL); }
+StopOnInterrupt::~StopOnInterrupt() {
+  sigaction(SIGINT, &previous_, nullptr);
+  interrupted = 0;
+}
 
 bool StopOnInterrupt::requested() { return interrupted != 0; }
 

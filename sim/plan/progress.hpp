@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <csignal>
 #include <mutex>
 #include <string>
 
@@ -49,14 +50,24 @@ class Progress {
 };
 
 // Ctrl-C handling for commands that can stop early with partial results: while a StopOnInterrupt
-// exists, SIGINT sets a flag instead of killing the process (a second SIGINT kills it as usual).
+// exists, SIGINT sets a flag instead of killing the process. With `second_ends_process` (the
+// command line's default) a second SIGINT kills it as usual; without (the Python module, where it
+// would take the interpreter or a notebook's kernel with it) every SIGINT only sets the flag. The
+// destructor puts back the SIGINT disposition that was there before (Python's own handler, flags
+// included). One at a time; construct it on the thread that runs the work.
 class StopOnInterrupt {
  public:
-  StopOnInterrupt();
+  explicit StopOnInterrupt(bool second_ends_process = true);
   ~StopOnInterrupt();
   StopOnInterrupt(const StopOnInterrupt&) = delete;
   StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
+  // Whether SIGINT arrived since the live StopOnInterrupt was made; false when none exists. Long
+  // loops of the library (search's stages, compare's configurations, sweep's points, SimGrid runs
+  // watched by WatchSimulations) check it and stop.
   static bool requested();
+
+ private:
+  struct sigaction previous_ {};
 };
 
 }  // namespace trainsim::plan

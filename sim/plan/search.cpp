@@ -438,7 +438,7 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
     }
   }
 
-  core::Json doc = core::load_scenario_file(options_.scenario);
+  core::Json doc = options_.document ? *options_.document : core::load_scenario_file(options_.scenario);
   for (const std::string& o : options_.overrides) apply_override(doc, o);
   const Scenario scenario = read_scenario(doc, options_.scenario, StrategyCheck::SKIP);
   const int per_node = scenario.cluster.gpus_per_node;

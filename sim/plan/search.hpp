@@ -65,6 +65,10 @@ struct SearchOptions {
   bool quiet = false;                   // no progress bar
   int shard_index = 0;                  // evaluate candidates with index % shard_count == shard_index
   int shard_count = 1;
+  // The scenario already in memory (the Python module's dicts): read instead of the file `scenario`,
+  // which then only names it in messages and anchors relative paths (simulation.profile). Shard
+  // files do not record it (to_json): a search merged from shards reads `scenario` as a file.
+  std::optional<core::Json> document{};
 
   core::Json to_json() const;           // what a shard file records (merge checks they agree)
   // Reads to_json() back from a shard file, every value range-checked (InputErrors in the reader's

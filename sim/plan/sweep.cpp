@@ -151,16 +151,26 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
 }
 
 SweepResult sweep(const SweepOptions& args) {
-  if (args.ranges.empty()) throw core::InputError(FLAG, "", "give at least one --set-range KEY=RANGE");
+  if (args.ranges.empty() && args.parsed_ranges.empty()) {
+    throw core::InputError(FLAG, "", "give at least one --set-range KEY=RANGE");
+  }
   SweepResult result;
   result.backend = args.backend;
   std::vector<SweepRange>& ranges = result.ranges;
+  // Each range with the text its messages quote.
+  std::vector<std::pair<std::string, SweepRange>> given;
+  for (const std::string& text : args.ranges) given.emplace_back(text, parse_sweep_range(text));
+  for (const SweepRange& r : args.parsed_ranges) {
+    if (r.key.empty()) bad_range(r.key, "expected a key");
+    if (r.values.empty()) bad_range(r.key, "expected at least one value");
+    given.emplace_back(r.key, r);
+  }
   double total = 1;
-  for (const std::string& text : args.ranges) {
-    ranges.push_back(parse_sweep_range(text));
-    for (size_t k = 0; k + 1 < ranges.size(); ++k) {
-      if (ranges[k].key == ranges.back().key) bad_range(text, fmt::format("{} is already swept", ranges[k].key));
+  for (auto& [text, range] : given) {
+    for (const SweepRange& earlier : ranges) {
+      if (earlier.key == range.key) bad_range(text, fmt::format("{} is already swept", range.key));
     }
+    ranges.push_back(std::move(range));
     total *= static_cast<double>(ranges.back().values.size());
   }
   if (total > static_cast<double>(MAX_SWEEP_POINTS)) {
@@ -172,7 +182,7 @@ SweepResult sweep(const SweepOptions& args) {
     throw core::InputError(FLAG, "", fmt::format("the ranges make {:.0f} points, more than {}: narrow them or pass --yes",
                                                  total, SWEEP_POINTS_WITHOUT_YES));
   }
-  core::Json doc = core::load_scenario_file(args.scenario);
+  core::Json doc = args.document ? *args.document : core::load_scenario_file(args.scenario);
   for (const std::string& o : args.overrides) apply_override(doc, o);
   check_keys(doc, ranges, args.scenario);
 
@@ -182,6 +192,8 @@ SweepResult sweep(const SweepOptions& args) {
   std::string& name = result.name;
   Progress bar("sweep", static_cast<uint64_t>(total), !args.quiet);
   for (size_t n = 0; n < static_cast<size_t>(total); ++n) {
+    // Ctrl-C under a StopOnInterrupt (the Python module) stops between points.
+    if (StopOnInterrupt::requested()) throw engine::Interrupted(engine::SimulationProgress{});
     bar.advance();
     SweepPoint p;
     for (size_t k = 0; k < ranges.size(); ++k) p.values.push_back(ranges[k].values[index[k]]);

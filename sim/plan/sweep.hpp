@@ -48,10 +48,18 @@ inline constexpr uint64_t MAX_SWEEP_POINTS = 10'000'000;
 struct SweepOptions {
   std::string scenario{};              // the scenario file
   std::vector<std::string> overrides{};  // "key.path=value", applied before the ranges
-  std::vector<std::string> ranges{};   // parse_sweep_range's syntax; at least one, each key once
+  std::vector<std::string> ranges{};   // parse_sweep_range's syntax; at least one range in all (with
+                                       // parsed_ranges), each key once
   std::string backend = "analytic";    // analytic | simgrid (each point in a child process)
   bool yes = false;                    // allow more than SWEEP_POINTS_WITHOUT_YES points
   bool quiet = false;                  // no progress bar (drawn on a terminal only: progress.hpp)
+  // The scenario already in memory (the Python module's dicts): read instead of the file `scenario`,
+  // which then only names it in messages and anchors relative paths (simulation.profile).
+  std::optional<core::Json> document{};
+  // Ranges already parsed (parse_sweep_range's, or values given one by one: the Python module's
+  // lists, whose strings may hold ',' or ':'), swept after those of `ranges`; each needs a key and a
+  // value.
+  std::vector<SweepRange> parsed_ranges{};
 };
 
 struct SweepPoint {
@@ -82,7 +90,9 @@ struct SweepResult {
 // Runs the sweep. Throws InputError for bad input: a malformed or repeated range, too many points
 // (MAX_SWEEP_POINTS; SWEEP_POINTS_WITHOUT_YES without `yes`), an unreadable scenario or override, an
 // unknown key in a range (once, naming --set-range, rather than at every point). A sweep where no
-// point ran is a result (ran() == 0), for the caller to show the errors before it reports it.
+// point ran is a result (ran() == 0), for the caller to show the errors before it reports it. Throws
+// engine::Interrupted on Ctrl-C (a SimGrid child ended by SIGINT, or StopOnInterrupt's flag between
+// points).
 SweepResult sweep(const SweepOptions& options);
 
 }  // namespace trainsim::plan

@@ -99,6 +99,8 @@ ValidationCase run_case(const CasePath& path, const ValidateOptions& args, const
     if (args.log != nullptr) {
       for (const core::InputProblem& p : c.problems) *args.log << "error: " << p.to_string() << "\n";
     }
+  } catch (const engine::Interrupted&) {
+    throw;  // Ctrl-C (a SimGrid child ended by SIGINT): the validation stops, not only this case
   } catch (const std::exception& e) {
     // InternalError, or anything else thrown from inside the simulation: a bug, never a silent pass.
     c.outcome = CaseOutcome::INTERNAL_ERROR;
@@ -128,6 +130,8 @@ ValidateResult validate(const ValidateOptions& options) {
   const std::vector<CasePath> cases = collect_cases(options.paths);
   Progress bar("validate", cases.size(), !options.quiet);
   for (const CasePath& path : cases) {
+    // Ctrl-C under a StopOnInterrupt (the Python module) stops between cases.
+    if (StopOnInterrupt::requested()) throw engine::Interrupted(engine::SimulationProgress{});
     // A long SimGrid case says where it is on the log (its forked child prints), unless quiet.
     std::optional<WatchSimulations> watch;
     if (!options.quiet && options.log != nullptr) watch.emplace(*options.log, std::filesystem::path(path.file).filename().string());

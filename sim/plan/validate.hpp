@@ -98,7 +98,8 @@ struct ValidateResult {
 };
 
 // Runs every case (see the top of this file). Never throws for a case's problems: they are its
-// result.
+// result. Throws engine::Interrupted on Ctrl-C (a SimGrid child ended by SIGINT, or a StopOnInterrupt's
+// flag between cases).
 ValidateResult validate(const ValidateOptions& options);
 
 // "slower" / "faster" / "exact": how a prediction with this signed error compares with the

@@ -1,15 +1,18 @@
 // The planner library on its own (sim/plan/plan.hpp), without the command line: the example at the
 // top of plan.hpp, a prediction against the golden `run --format json` report, search, compare and
-// sweep results, and bad input thrown with the file and JSON pointer the command line prints.
+// sweep results, and bad input thrown with the file and JSON pointer the command line prints; what the
+// Python module relies on: scenarios as documents, ranges as values, StopOnInterrupt's restore.
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <set>
 
 #include "sim/core/error.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/plan/progress.hpp"
 
 namespace trainsim::plan {
 namespace {
@@ -254,6 +257,102 @@ TEST(Plan, BadScenarioThrowsTheFileAndField) {
   }
   EXPECT_THROW(sweep({.scenario = SMALL, .ranges = {"training.micro_batch=4:1:x2"}}), core::InputError);
   EXPECT_THROW(Search(SearchOptions{.scenario = (SOURCE / "tests/data/bad/nope.json").string()}), core::InputError);
+}
+
+// Scenarios given as documents (the Python module's dicts) are read as their files are: the same
+// results, and messages that name the document where they would name the file.
+TEST(Plan, DocumentsInMemoryReadAsTheirFiles) {
+  const core::Json doc = core::load_scenario_file(SMALL);
+
+  SearchOptions from_file = small_search();
+  SearchOptions from_doc = small_search();
+  from_doc.scenario = "<doc>";
+  from_doc.document = doc;
+  const SearchResult a = Search(from_file).run(), b = Search(from_doc).run();
+  ASSERT_FALSE(a.ranked.empty());
+  ASSERT_EQ(a.ranked.size(), b.ranked.size());
+  EXPECT_EQ(a.candidates, b.candidates);
+  for (size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_EQ(a.ranked[i].layout.describe(), b.ranked[i].layout.describe());
+    EXPECT_EQ(a.ranked[i].iteration_time_s(), b.ranked[i].iteration_time_s());
+  }
+
+  const SweepResult file_sweep = sweep({.scenario = SMALL, .ranges = {"training.micro_batch=1,2"}, .quiet = true});
+  const SweepResult doc_sweep = sweep({.scenario = "<doc>", .ranges = {"training.micro_batch=1,2"}, .quiet = true, .document = doc});
+  ASSERT_EQ(doc_sweep.ran(), 2u);
+  EXPECT_EQ(doc_sweep.points[1].figure("iteration_time_s"), file_sweep.points[1].figure("iteration_time_s"));
+
+  // Compare: a document is labelled by its whole name (no stem is taken of "<gpt3-6.7b>").
+  const CompareResult c = compare({.inputs = {"<gpt3-6.7b>", SMALL}, .quiet = true, .documents = {doc, nullptr}});
+  ASSERT_EQ(c.configurations.size(), 2u);
+  EXPECT_EQ(c.configurations[0].label, "<gpt3-6.7b>");
+  EXPECT_EQ(c.configurations[1].label, "gpt3-6.7b-a100-8");
+  EXPECT_EQ(*c.rows[0].values[0], *c.rows[0].values[1]);
+
+  core::Json bad = doc;
+  bad["training"]["micro_bach"] = 2;
+  try {
+    Search(SearchOptions{.scenario = "<doc>", .document = bad});
+    FAIL() << "searched an unknown key";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.problems()[0].file, "<doc>");
+    EXPECT_EQ(e.problems()[0].pointer, "/training/micro_bach");
+  }
+}
+
+// Ranges given as values keep strings that --set-range text cannot hold (':' and ',').
+TEST(Plan, SweepTakesRangesAsValues) {
+  const std::string pruned = (SOURCE / "scenarios/llama3-8b-2of4-h100-16.json").string();
+  SweepRange methods;
+  methods.key = "optimizations.pruning.method";
+  methods.values = {"none", "2:4"};
+  const SweepResult r = sweep({.scenario = pruned, .ranges = {"training.micro_batch=1,2"}, .quiet = true,
+                               .parsed_ranges = {methods}});
+  ASSERT_EQ(r.ranges.size(), 2u);
+  EXPECT_EQ(r.ranges[1].key, "optimizations.pruning.method");
+  ASSERT_EQ(r.points.size(), 4u);
+  EXPECT_EQ(r.points[1].values[1], "2:4");  // after the text ranges; the last varies fastest
+  EXPECT_EQ(r.ran(), 4u);
+  EXPECT_NE(r.points[0].figure("iteration_time_s"), r.points[1].figure("iteration_time_s"));
+  try {
+    sweep({.scenario = pruned, .ranges = {"optimizations.pruning.method=none"}, .parsed_ranges = {methods}});
+    FAIL() << "swept a key twice";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(e.problems()[0].message.find("is already swept"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(sweep({.scenario = pruned, .parsed_ranges = {SweepRange{.key = "training.micro_batch", .values = {}}}}),
+               core::InputError);
+}
+
+void ignore_sigint(int) {}
+
+// StopOnInterrupt puts back the SIGINT disposition it found, flags included (Python's handler has no
+// SA_RESTART), and requested() is false once none exists.
+TEST(Plan, StopOnInterruptRestoresThePreviousHandler) {
+  struct sigaction mine {};
+  mine.sa_handler = ignore_sigint;
+  mine.sa_flags = SA_ONSTACK;
+  sigemptyset(&mine.sa_mask);
+  struct sigaction saved {};
+  ASSERT_EQ(sigaction(SIGINT, &mine, &saved), 0);
+  for (bool second_ends_process : {true, false}) {
+    {
+      const StopOnInterrupt stop(second_ends_process);
+      EXPECT_FALSE(StopOnInterrupt::requested());
+      ASSERT_EQ(raise(SIGINT), 0);
+      EXPECT_TRUE(StopOnInterrupt::requested());
+      if (!second_ends_process) {
+        ASSERT_EQ(raise(SIGINT), 0);  // only a request again, the process lives on
+        EXPECT_TRUE(StopOnInterrupt::requested());
+      }
+    }
+    EXPECT_FALSE(StopOnInterrupt::requested());
+    struct sigaction now {};
+    ASSERT_EQ(sigaction(SIGINT, nullptr, &now), 0);
+    EXPECT_EQ(now.sa_handler, &ignore_sigint);
+    EXPECT_EQ(now.sa_flags & (SA_ONSTACK | SA_RESTART), SA_ONSTACK);
+  }
+  sigaction(SIGINT, &saved, nullptr);
 }
 
 }  // namespace
