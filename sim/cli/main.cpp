@@ -13,6 +13,7 @@
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/replay_command.hpp"
 #include "sim/cli/emulate_command.hpp"
+#include "sim/cli/import_command.hpp"
 #include "sim/cli/search_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/trace_command.hpp"
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   trainsim::cli::SearchSubcommand search(app);
   trainsim::cli::SweepSubcommand sweep(app);
   trainsim::cli::EmulateSubcommand emulate(app);
+  trainsim::cli::ImportSubcommands import_export(app);
 
   try {
     app.parse(argc, argv);
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = sweep.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = emulate.run(std::cout, std::cerr)) return *code;
+    if (std::optional<int> code = import_export.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout, std::cerr);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout, std::cerr);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);

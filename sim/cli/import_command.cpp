@@ -1,0 +1,104 @@
+#include "sim/cli/import_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "sim/cli/cli_options.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
+#include "sim/plan/config_export.hpp"
+
+namespace trainsim::cli {
+
+int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err) {
+  plan::ImportOptions o = args.options;
+  o.check = !args.no_check;
+  const plan::ImportResult r = plan::import_configs(o);
+  const std::string text = plan::scenario_text(r);
+  if (!args.quiet) {
+    for (const plan::ImportNote& n : r.notes) err << "note: " << n.to_string() << "\n";
+  }
+  if (args.out.empty()) {
+    out << text;
+  } else {
+    core::write_output_file(args.out, text, "-o");
+  }
+  std::string summary = fmt::format("imported {} value{} without a counterpart", r.notes.size(), r.notes.size() == 1 ? "" : "s");
+  if (r.parameters > 0) {
+    summary = fmt::format("model: {:.2f}B parameters", r.parameters / 1e9) +
+              (r.active_parameters != r.parameters ? fmt::format(" ({:.2f}B active)", r.active_parameters / 1e9) : "") + "; " + summary;
+  }
+  err << summary << (args.out.empty() ? "" : "; wrote " + args.out) << "\n";
+  return 0;
+}
+
+int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
+  const std::optional<plan::ConfigFormat> format = plan::config_format_named(args.to);
+  if (!format) throw core::InputError("--to", "", fmt::format("expected megatron, torchtitan, deepspeed or hf, found \"{}\"", args.to));
+  const plan::Scenario s = plan::load_scenario(args.scenario, args.overrides);
+  const plan::ExportResult r = plan::export_scenario(s, *format);
+  if (args.strict && !r.lost.empty()) {
+    std::vector<core::InputProblem> problems;
+    for (const plan::ExportLoss& l : r.lost) {
+      problems.push_back({args.scenario, l.key, fmt::format("not expressible as {}: {}", plan::describe(*format), l.message)});
+    }
+    throw core::InputError(problems);
+  }
+  for (const plan::ExportLoss& l : r.lost) err << "not expressed: " << l.key << ": " << l.message << "\n";
+  if (args.out.empty()) {
+    out << r.text;
+  } else {
+    core::write_output_file(args.out, r.text, "-o");
+  }
+  const std::string flag = *format == plan::ConfigFormat::MEGATRON     ? "--megatron"
+                           : *format == plan::ConfigFormat::TORCHTITAN ? "--torchtitan"
+                           : *format == plan::ConfigFormat::DEEPSPEED  ? "--deepspeed"
+                                                                       : "--hf";
+  std::string back = fmt::format("trainsim import {} {} --cluster-from {}", flag, args.out.empty() ? "FILE" : args.out, args.scenario);
+  for (const std::string& o : r.import_overrides) back += " --set " + o;
+  err << (r.lost.empty() ? "everything expressed" : fmt::format("{} value{} not expressed", r.lost.size(), r.lost.size() == 1 ? "" : "s"))
+      << "; read it back with: " << back << "\n";
+  return 0;
+}
+
+ImportSubcommands::ImportSubcommands(CLI::App& app) {
+  import_ = app.add_subcommand("import", "Make a scenario from Megatron-LM arguments, a torchtitan TOML, a DeepSpeed config, "
+                                         "a Hugging Face config.json (docs/import.md)");
+  plan::ImportOptions& o = import_args_.options;
+  import_->add_option("--hf", o.hf_config, "A Hugging Face config.json: the model's shape")->type_name("FILE");
+  import_->add_option("--megatron", o.megatron, "A file of Megatron-LM arguments or Megatron-Bridge overrides (also: after --)")
+      ->type_name("FILE");
+  import_->add_option("--torchtitan", o.torchtitan, "A torchtitan job config (TOML)")->type_name("FILE");
+  import_->add_option("--deepspeed", o.deepspeed, "A DeepSpeed config (JSON)")->type_name("FILE");
+  CLI::Option* base = import_->add_option("--base", o.base, "A scenario whose sections the imports leave are kept (cluster, ...)")
+                          ->type_name("SCENARIO");
+  import_->add_option("--cluster-from", o.cluster_from, "A scenario whose cluster is used")->type_name("SCENARIO")->excludes(base);
+  import_->add_option("--gpu", o.gpu, "cluster.gpu (`trainsim describe gpus`)")->type_name("NAME");
+  import_->add_option("--nodes", o.nodes, "cluster.nodes")->check(CLI::Range(1, 1 << 20));
+  import_->add_option("--gpus-per-node", o.gpus_per_node, "cluster.gpus_per_node")->check(CLI::Range(1, 1 << 10));
+  import_->add_option("--name", o.name, "The scenario's name");
+  add_overrides(import_, o.overrides);
+  import_->add_option("-o,--out", import_args_.out, "Write the scenario to FILE instead of standard output")->type_name("FILE");
+  import_->add_flag("--no-check", import_args_.no_check, "Write the scenario even when `trainsim check` would refuse it");
+  import_->add_flag("--quiet,-q", import_args_.quiet, "No notes on stderr (they stay in the file's comments)");
+  import_->add_option("megatron_args", o.megatron_args, "Megatron-LM arguments or Megatron-Bridge overrides, after --")
+      ->type_name("ARGS");
+
+  export_ = app.add_subcommand("export", "Write a scenario as Megatron-LM arguments, a torchtitan TOML, a DeepSpeed config or a "
+                                         "Hugging Face config.json (docs/import.md)");
+  export_->add_option("--to", export_args_.to, "megatron, torchtitan, deepspeed or hf")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "hf"}));
+  export_->add_option("scenario", export_args_.scenario, "Scenario JSON file")->required();
+  add_overrides(export_, export_args_.overrides);
+  export_->add_option("-o,--out", export_args_.out, "Write to FILE instead of standard output")->type_name("FILE");
+  export_->add_flag("--strict", export_args_.strict, "A value the format cannot express is an error (exit 2), not a note");
+}
+
+std::optional<int> ImportSubcommands::run(std::ostream& out, std::ostream& err) const {
+  if (import_->parsed()) return import_command(import_args_, out, err);
+  if (export_->parsed()) return export_command(export_args_, out, err);
+  return std::nullopt;
+}
+
+}  // namespace trainsim::cli
