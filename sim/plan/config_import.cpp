@@ -349,6 +349,14 @@ ImportResult import_configs(const ImportOptions& o) {
                                                          "training.global_batch_size, DeepSpeed train_batch_size)");
   }
   const int64_t sequence = int_at(doc, "/training/sequence_length", 2048);
+  // Defaults that change a prediction and that no source gave.
+  if (!doc.contains(core::Json::json_pointer("/training/sequence_length"))) {
+    result.notes.push_back({"", "training.sequence_length", "", "no source gives it: trainsim's default 2048 is used (--set training.sequence_length=N)"});
+  }
+  if (!doc.contains(core::Json::json_pointer("/training/attention"))) {
+    result.notes.push_back({"", "training.attention", "", "no source gives it: trainsim's default unfused is used (--set training.attention=flash "
+                                                          "for FlashAttention or PyTorch's scaled_dot_product_attention)"});
+  }
   if (d.steps) doc["training"]["tokens"] = static_cast<double>(*d.steps) * static_cast<double>(int_at(doc, "/training/global_batch", 0)) * static_cast<double>(sequence);
   if (d.samples) doc["training"]["tokens"] = static_cast<double>(*d.samples) * static_cast<double>(sequence);
   if (d.vocab_multiple > 0) {

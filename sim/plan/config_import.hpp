@@ -70,6 +70,7 @@ struct DeferredSizes {
   std::optional<int64_t> train_batch;   // train_batch_size
   std::optional<int64_t> micro_batch;   // train_micro_batch_size_per_gpu
   std::optional<int64_t> accumulation;  // gradient_accumulation_steps
+  std::string batch_fields;             // the fields among those three that were given
   // torchtitan: global_batch_size -1 (its default) means local_batch_size x data-parallel degree.
   std::optional<int64_t> local_batch;
   std::string local_batch_field;
@@ -103,6 +104,9 @@ struct ImportFragment {
                                                // "training", "parallelism", "optimizations"
   std::map<std::string, std::string> origin;   // scenario pointer -> the source field it came from
   std::vector<ImportNote> notes;
+  // Fields read whose values are what trainsim's model assumes anyway (attention_bias false for a
+  // SwiGLU block, a default bucket size): nothing to import, nothing to report.
+  std::vector<std::string> matched;
   DeferredSizes deferred;
 };
 

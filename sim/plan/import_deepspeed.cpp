@@ -15,7 +15,6 @@ using import_detail::SourceObject;
 
 namespace {
 
-constexpr double DEFAULT_REDUCE_BUCKET = 5e8;    // zero_optimization.reduce_bucket_size
 constexpr double DEFAULT_PREFETCH_BUCKET = 5e7;  // zero_optimization.stage3_prefetch_bucket_size
 
 bool is_auto(const core::Json* v) { return v != nullptr && v->is_string() && v->get<std::string>() == "auto"; }
@@ -61,8 +60,8 @@ ImportFragment read_deepspeed_json(const std::string& path) {
     if (is_auto(v)) {
       add_note(f, c.field(key), "auto", AUTO_NOTE);
     } else if (v != nullptr) {
-      c.mark_read(key);
       out = c.integer(key, 1, int64_t{1} << 30);
+      f.deferred.batch_fields += (f.deferred.batch_fields.empty() ? "" : ", ") + c.field(key);
     }
   };
   batch("train_batch_size", f.deferred.train_batch);
@@ -100,13 +99,15 @@ ImportFragment read_deepspeed_json(const std::string& path) {
     zfield = z->field("stage");
     stage = z->integer("stage", 0, 3).value_or(0);
     if (const std::optional<bool> overlap = z->boolean("overlap_comm")) set("/parallelism/overlap_grad_reduce", *overlap, z->field("overlap_comm"));
-    if (const std::optional<double> e = elements(*z, "reduce_bucket_size"); e && *e != DEFAULT_REDUCE_BUCKET && stage >= 1) {
+    if (const std::optional<double> e = elements(*z, "reduce_bucket_size"); e && stage >= 1) {
       const double bytes = 4 * *e;  // trainsim counts buckets in fp32 gradient bytes
       set("/parallelism/bucket_size", fmt::format("{:.0f} B", bytes), z->field("reduce_bucket_size"));
     }
     if (const std::optional<double> e = elements(*z, "stage3_prefetch_bucket_size"); e && *e != DEFAULT_PREFETCH_BUCKET) {
       if (stage == 3) f.deferred.prefetch_elements = *e;
       else add_note(f, z->field("stage3_prefetch_bucket_size"), fmt::format("{:g}", *e), "no effect below stage 3");
+    } else if (e) {
+      f.matched.push_back(z->field("stage3_prefetch_bucket_size"));  // parallelism.prefetch's default derives from it
     }
     std::string states = "none", params = "none";
     std::string ofield, pfield;
@@ -153,11 +154,15 @@ ImportFragment read_deepspeed_json(const std::string& path) {
     set("/parallelism/recompute", "full", c.field("activation_checkpointing"));
     add_note(f, c.field("activation_checkpointing"), "", "imported as recompute full: the model code (Megatron-DeepSpeed "
                                                          "--checkpoint-activations, Hugging Face gradient_checkpointing) turns it on");
-    if (ac->boolean("cpu_checkpointing").value_or(false)) {
+    if (const std::optional<bool> cpu = ac->boolean("cpu_checkpointing"); cpu && *cpu) {
       set("/optimizations/offload/activations", "cpu", ac->field("cpu_checkpointing"));
+    } else if (cpu) {
+      f.matched.push_back(ac->field("cpu_checkpointing"));
     }
-    if (ac->boolean("partition_activations").value_or(false)) {
+    if (const std::optional<bool> partition = ac->boolean("partition_activations"); partition && *partition) {
       add_note(f, ac->field("partition_activations"), "true", "no counterpart: checkpointed activations are not partitioned over the tensor group");
+    } else if (partition) {
+      f.matched.push_back(ac->field("partition_activations"));
     }
     ac->unread_notes(f.notes, [](const std::string&) { return std::string("no counterpart in trainsim (not modelled)"); });
   }

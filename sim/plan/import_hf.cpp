@@ -136,14 +136,14 @@ ImportFragment read_hf_config(const std::string& path) {
   std::optional<int64_t> head_dim;
   if (!gpt2 && family != Family::DEEPSEEK && c.has("head_dim")) head_dim = c.integer("head_dim", 1, MAX_SIZE);
   c.mark_read("head_dim");
-  diag.throw_if_any();
 
-  // Shapes that cannot be a model, named by their keys here rather than by the scenario's.
-  if (!head_dim && family != Family::DEEPSEEK && hidden % heads != 0) {
+  // Shapes that cannot be a model, named by their keys here rather than by the scenario's (sizes
+  // already refused read as 0 and are not checked again).
+  if (!head_dim && family != Family::DEEPSEEK && heads > 0 && hidden % heads != 0) {
     c.problem(key("num_attention_heads", "n_head"),
               fmt::format("{} must divide {} ({}) when head_dim is not given", heads, key("hidden_size", "n_embd"), hidden));
   }
-  if (heads % kv_heads != 0) {
+  if (heads > 0 && kv_heads > 0 && heads % kv_heads != 0) {
     c.problem("num_key_value_heads", fmt::format("{} must divide num_attention_heads ({})", kv_heads, heads));
   }
 
@@ -195,6 +195,7 @@ ImportFragment read_hf_config(const std::string& path) {
   if (c.has("attention_bias") || family == Family::QWEN2 || family == Family::QWEN2_MOE) {
     const bool bias = family == Family::QWEN2 || family == Family::QWEN2_MOE || c.boolean("attention_bias").value_or(false);
     c.mark_read("attention_bias");
+    if (!bias) f.matched.push_back(c.field("attention_bias"));
     if (bias && !gpt2) {
       const int64_t n = layers * (heads * hd + 2 * kv_heads * hd);
       import_detail::add_note(f, family == Family::QWEN2 || family == Family::QWEN2_MOE ? "q/k/v projections" : c.field("attention_bias"),
@@ -204,6 +205,8 @@ ImportFragment read_hf_config(const std::string& path) {
   }
   if (const std::optional<bool> mlp_bias = c.boolean("mlp_bias"); mlp_bias && *mlp_bias) {
     import_detail::add_note(f, c.field("mlp_bias"), "true", "no counterpart: trainsim's SwiGLU block has no biases");
+  } else if (mlp_bias) {
+    f.matched.push_back(c.field("mlp_bias"));
   }
   if (family == Family::QWEN3 || family == Family::QWEN3_MOE) {
     import_detail::add_note(f, "q_norm, k_norm", "RMSNorm over head_dim",
@@ -253,8 +256,8 @@ ImportFragment read_hf_config(const std::string& path) {
     const import_detail::MoePattern p = import_detail::fit_moe_pattern(pattern);
     int dense_layers = 0;
     for (bool m : pattern) dense_layers += m ? 0 : 1;
-    if (p.first_dense_layers != 0) set("first_dense_layers", p.first_dense_layers, rule_field.c_str());
-    if (p.moe_layer_freq != 1) set("moe_layer_freq", p.moe_layer_freq, rule_field.c_str());
+    if (p.first_dense_layers != 0 || !rule_field.empty()) set("first_dense_layers", p.first_dense_layers, rule_field.c_str());
+    if (p.moe_layer_freq != 1 || !rule_field.empty()) set("moe_layer_freq", p.moe_layer_freq, rule_field.c_str());
     if (!p.exact) {
       import_detail::add_note(f, rule_field, "", fmt::format("approximated: trainsim's MoE layers are those from first_dense_layers {} "
                                                              "on whose index is a multiple of moe_layer_freq {}, which does "
@@ -307,15 +310,14 @@ ImportFragment read_hf_config(const std::string& path) {
       const int64_t approx_total = ignore.empty() ? spec.parameter_count(0) : 0;
       const int64_t exact_total = approx_total - layers * (approx_attention - exact_attention);
       import_detail::add_note(
-          f, "kv_lora_rank, q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim",
-          fmt::format("{}, {}, {}, {}, {}", kv_lora, q_lora ? std::to_string(*q_lora) : "null", rope, nope, v),
+          f, "kv_lora_rank, q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim, num_key_value_heads",
+          fmt::format("{}, {}, {}, {}, {}, {}", kv_lora, q_lora ? std::to_string(*q_lora) : "null", rope, nope, v, kv_heads),
           fmt::format("approximated: multi-head latent attention has no counterpart; modelled as grouped-query attention "
                       "with {} heads of v_head_dim {} and kv_heads {} ({:.2f}M attention parameters per layer against "
                       "MLA's {:.2f}M: {:.2f}B parameters in all against {:.2f}B with MLA; the attention scores use "
                       "head dim {} instead of {})",
                       heads, v, approx_kv, approx_attention / 1e6, exact_attention / 1e6, approx_total / 1e9,
                       exact_total / 1e9, v, nope + rope));
-      if (rope > 0) c.mark_read("qk_rope_head_dim");
     }
   }
   diag.throw_if_any();

@@ -82,11 +82,20 @@ class Args {
   void set(const std::string& pointer, core::Json value, const std::string& name) {
     set_value(f_, pointer, std::move(value), field(name));
   }
+  // A value several arguments decide together: the origin names those given.
+  void set(const std::string& pointer, core::Json value, std::initializer_list<const char*> names) {
+    std::string fields;
+    for (const char* n : names) {
+      if (has(n) || fields.empty()) fields += (fields.empty() ? "" : ", ") + field(n);
+    }
+    set_value(f_, pointer, std::move(value), fields);
+  }
   // A value Megatron-LM implies when the argument is absent.
   void set_default(const std::string& pointer, core::Json value, const std::string& name) {
     set_value(f_, pointer, std::move(value), fmt::format("--{} (absent: Megatron-LM's default)", name));
   }
   void note(const std::string& name, std::string message) {
+    used(name);
     add_note(f_, field(name), has(name) ? values_.at(name).text : "", std::move(message));
   }
 
@@ -227,13 +236,15 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
   if (describes_model) a.set("/model/family", "transformer", "num-layers");
   const bool swiglu = a.flag("swiglu");
   if (a.flag("squared-relu")) a.note("squared-relu", "approximated as gelu: a 2-matrix MLP with the same shapes and FLOPs");
-  if (describes_model || a.has("swiglu")) a.set("/model/activation", swiglu ? "swiglu" : "gelu", "swiglu");
-  if (const auto v = a.integer("vocab-size")) a.set("/model/vocab", *v, "vocab-size");
+  if (describes_model || a.has("swiglu")) {
+    a.set("/model/activation", swiglu ? "swiglu" : "gelu", {"swiglu", "normalization", "disable-bias-linear"});
+  }
+  if (const auto v = a.integer("vocab-size")) a.set("/model/vocab", *v, {"vocab-size", "make-vocab-size-divisible-by"});
   if (lm) f.deferred.vocab_multiple = a.integer("make-vocab-size-divisible-by").value_or(128);
   else if (const auto d = a.integer("make-vocab-size-divisible-by")) f.deferred.vocab_multiple = *d;
   const bool gqa = a.flag("group-query-attention") || (!lm && a.has("num-query-groups"));
   if (const auto g = a.integer("num-query-groups", 1, int64_t{1} << 20)) {
-    if (gqa) a.set("/model/kv_heads", *g, "num-query-groups");
+    if (gqa) a.set("/model/kv_heads", *g, {"num-query-groups", "group-query-attention"});
     else a.note("num-query-groups", "ignored, as Megatron-LM ignores it without --group-query-attention (the model runs multi-head attention)");
   }
   if (describes_model && !gqa && heads) a.set_default("/model/kv_heads", *heads, "group-query-attention");
@@ -331,6 +342,8 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
   if (const auto m = a.integer("max-position-embeddings")) {
     if (!(a.has("seq-length") && a.text("seq-length") == std::to_string(*m))) {
       a.note("max-position-embeddings", "no counterpart: trainsim sizes a learned position table by training.sequence_length");
+    } else {
+      f.matched.push_back(a.field("max-position-embeddings"));
     }
   }
   const std::optional<int64_t> micro = a.integer("micro-batch-size", 1, int64_t{1} << 20);
@@ -489,8 +502,10 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
   if (a.flag("tp-comm-overlap")) a.set("/parallelism/tp_comm_overlap", true, "tp-comm-overlap");
   else if (lm) a.set_default("/parallelism/tp_comm_overlap", false, "tp-comm-overlap");
   const bool a2a = a.flag("overlap-moe-expert-parallel-comm");
-  if (experts && *experts > 1 && ep > 1 && (lm || a.has("overlap-moe-expert-parallel-comm"))) {
+  if (a.has("overlap-moe-expert-parallel-comm")) {
     a.set("/parallelism/moe_a2a_overlap", a2a, "overlap-moe-expert-parallel-comm");
+  } else if (lm && experts && *experts > 1 && ep > 1) {
+    a.set_default("/parallelism/moe_a2a_overlap", false, "overlap-moe-expert-parallel-comm");
   }
   for (const char* fsdp : {"use-torch-fsdp2", "use-megatron-fsdp"}) {
     if (a.flag(fsdp)) a.note(fsdp, "no counterpart: trainsim's megatron stack shards with the distributed optimizer only (ZeRO-1); use a torchtitan or fsdp scenario for FSDP");
