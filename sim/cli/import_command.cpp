@@ -77,7 +77,10 @@ ImportSubcommands::ImportSubcommands(CLI::App& app) {
   import_->add_option("--nodes", o.nodes, "cluster.nodes")->check(CLI::Range(1, 1 << 20));
   import_->add_option("--gpus-per-node", o.gpus_per_node, "cluster.gpus_per_node")->check(CLI::Range(1, 1 << 10));
   import_->add_option("--name", o.name, "The scenario's name");
-  add_overrides(import_, o.overrides);
+  // One value per --set, so that `--set k=v -- ARGS` leaves the Megatron arguments after -- alone.
+  import_->add_option("--set", o.overrides, "Override a scenario value: key.path=value (repeatable), applied last")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
   import_->add_option("-o,--out", import_args_.out, "Write the scenario to FILE instead of standard output")->type_name("FILE");
   import_->add_flag("--no-check", import_args_.no_check, "Write the scenario even when `trainsim check` would refuse it");
   import_->add_flag("--quiet,-q", import_args_.quiet, "No notes on stderr (they stay in the file's comments)");

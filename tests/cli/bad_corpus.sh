@@ -6,13 +6,15 @@
 # of `check` for scenarios, `trace import-kineto` for Kineto traces, `replay` for trace files/folders.
 #
 #   tests/data/bad/*.json              scenarios: check, run --backend analytic; the JSON-level cases
-#                                      also to validate, the Kineto importer and the nccl-tests parser
+#                                      also to validate, the Kineto importer, the nccl-tests parser and
+#                                      import --hf / --deepspeed
 #   tests/data/traces/*.json,
 #   tests/data/traces/bad/*.json       Kineto traces: trace import-kineto
 #   tests/data/traces/bad/*.trace and
 #   tests/data/traces/bad/*/           trace files / folders: replay (analytic), calibrate, trace summary,
 #                                      trace dump (files), and the nccl-tests parser as foreign input
 #   tests/data/nccl-tests/*.txt        calibrate --nccl-tests
+#   tests/data/bad/import/FORMAT/*     import --FORMAT (megatron, torchtitan, deepspeed, hf)
 set -u
 bin=$1
 src=$2
@@ -65,6 +67,21 @@ for name in syntax-error nested-too-deep number-beyond-double; do
   survives "validate $name" "$bin" validate "$bad/$name.json"
   survives "import-kineto $name" "$bin" trace import-kineto "$bad/$name.json" --out "$tmp/import"
   survives "nccl-tests $name" "$bin" calibrate --nccl-tests "$bad/$name.json" -o "$tmp/profile.json"
+  survives "import-hf $name" "$bin" import --hf "$bad/$name.json" --gpu H100-SXM5-80GB
+  survives "import-deepspeed $name" "$bin" import --deepspeed "$bad/$name.json" --gpu H100-SXM5-80GB
+done
+
+# Configurations for `trainsim import` (tests/data/bad/import/FORMAT/NAME.*): each read with
+# --FORMAT, and NAME.expected's lines on stderr.
+import_cases=0
+for dir in "$bad"/import/*/; do
+  format=$(basename "$dir")
+  for f in "$dir"*; do
+    case $f in *.expected) continue ;; esac
+    name="import-$format $(basename "$f")"
+    import_cases=$((import_cases + 1))
+    survives "$name" "$bin" import "--$format" "$f" --gpu H100-SXM5-80GB && expected_lines "$name" "$f" "${f%.*}.expected"
+  done
 done
 
 traces="$src/tests/data/traces"
@@ -90,5 +107,5 @@ done
 for f in "$src"/tests/data/nccl-tests/*.txt; do
   survives "nccl-tests $(basename "$f")" "$bin" calibrate --nccl-tests "$f" -o "$tmp/profile.json"
 done
-echo "corpus: $scenarios scenarios, $trace_cases trace cases"
+echo "corpus: $scenarios scenarios, $trace_cases trace cases, $import_cases import cases"
 report

@@ -13,6 +13,8 @@ subcommands that read them:
   Kineto traces (with shapes)     trace import-kineto, then trace summary, calibrate and replay
   a trainsim trace file           trace summary, trace dump, replay, calibrate
   an nccl-tests output            calibrate --nccl-tests
+  import configurations           import (a config.json, a DeepSpeed config, a torchtitan TOML, a
+                                  Megatron launch), then run on what it wrote
 
 JSON files get structural mutations (a value replaced by an extreme number, another type, a
 quantity with an extreme or non-finite magnitude; a member or element removed or duplicated) and
@@ -245,6 +247,20 @@ def jobs_for(runner, src, tmp, made, per_file):
             (["trace", "summary", path, "--format", "json"], "json"), (["trace", "dump", path], "jsonl"),
             (["replay", path, "--backend", "analytic", "--format", "json"], "json"),
             (["calibrate", path, "-o", path + ".profile.json", "--format", "json"], "json")]))
+    # Configurations for `trainsim import` (docs/import.md); what imports is then run.
+    imports = os.path.join(src, "tests", "data", "import")
+    for flag, name, structural in [("--hf", "hf/mixtral-8x7b.json", True), ("--deepspeed", "deepspeed/zero3.json", True),
+                                   ("--torchtitan", "torchtitan/llama3_8b.toml", False),
+                                   ("--megatron", "megatron/llama3-70b-pretrain.sh", False)]:
+        for data, what in mutations(os.path.join(imports, name), rng, per_file, structural):
+            path = write(data, os.path.basename(name))
+            scenario = os.path.join(os.path.dirname(path), "imported.json")
+            # A DeepSpeed config holds no model: the config.json of Llama 3 8B gives it.
+            model = ["--hf", os.path.join(imports, "hf", "llama3-8b.json")] if flag == "--deepspeed" else []
+            jobs.append((f"{name} [{what}]", [
+                (["import", flag, path, *model, "--gpu", "H100-SXM5-80GB", "--nodes", "8", "--set",
+                  "training.global_batch=512", "-q", "-o", scenario], None),
+                (["run", scenario, "--backend", "analytic", "--format", "json"], "json")]))
     nccl = glob.glob(os.path.join(src, "tests", "data", "nccl-tests", "*.txt"))[0]
     for data, what in mutations(nccl, rng, per_file, False):
         path = write(data, "all_reduce_perf.txt")
