@@ -230,6 +230,12 @@ ImportResult import_configs(const ImportOptions& o) {
   if (merge.has("/parallelism/expert") && !merge.has("/parallelism/expert_tensor") && doc.contains("parallelism")) {
     doc["parallelism"].erase("expert_tensor");
   }
+  // A sharding imported over a base: the base's implementation and its knobs belong to its own.
+  if (merge.has("/parallelism/zero_stage") && doc.contains("parallelism")) {
+    for (const char* key : {"zero_impl", "prefetch", "backward_prefetch", "overlap_param_gather", "bucket_size"}) {
+      if (!merge.has(std::string("/parallelism/") + key)) doc["parallelism"].erase(key);
+    }
+  }
   // The overrides before the sizes are resolved (they may give the cluster or the batch), and again last.
   for (const std::string& s : o.overrides) apply_override(doc, s);
 

@@ -90,6 +90,13 @@ class Args {
     }
     set_value(f_, pointer, std::move(value), fields);
   }
+  // A store_true flag's value where it is given; false, Megatron-LM's default, where it is absent
+  // from a Megatron-LM command line (`lm`).
+  void boolean(const std::string& pointer, const std::string& name, bool lm) {
+    const bool v = flag(name);
+    if (has(name)) set(pointer, v, name);
+    else if (lm) set_default(pointer, false, name);
+  }
   // A value Megatron-LM implies when the argument is absent.
   void set_default(const std::string& pointer, core::Json value, const std::string& name) {
     set_value(f_, pointer, std::move(value), fmt::format("--{} (absent: Megatron-LM's default)", name));
@@ -113,92 +120,6 @@ class Args {
   core::Diagnostics& diag_;
   std::set<std::string> used_;
 };
-
-// Megatron-LM's --moe-layer-freq: an integer k (every k-th layer) or a Python list expression such
-// as "[0]*3+[1]*58" or "([1]*3+[0]*1)*3" (1 = MoE).
-std::optional<std::vector<bool>> moe_freq_pattern(const std::string& text, int64_t layers) {
-  int64_t k = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
-  if (ec == std::errc() && end == text.data() + text.size()) {
-    if (k < 1) return std::nullopt;
-    std::vector<bool> p(static_cast<size_t>(layers));
-    for (int64_t i = 0; i < layers; ++i) p[static_cast<size_t>(i)] = i % k == 0;
-    return p;
-  }
-  // A tiny evaluator for sums of lists and products by integers, with parentheses.
-  size_t at = 0;
-  std::function<std::optional<std::vector<bool>>()> sum;
-  const auto skip = [&] {
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
-  };
-  const auto number = [&]() -> std::optional<int64_t> {
-    skip();
-    size_t start = at;
-    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
-    if (start == at || at - start > 6) return std::nullopt;
-    return std::stoll(text.substr(start, at - start));
-  };
-  const auto atom = [&]() -> std::optional<std::vector<bool>> {
-    skip();
-    if (at >= text.size()) return std::nullopt;
-    if (text[at] == '(') {
-      ++at;
-      auto inner = sum();
-      skip();
-      if (!inner || at >= text.size() || text[at] != ')') return std::nullopt;
-      ++at;
-      return inner;
-    }
-    if (text[at] != '[') return std::nullopt;
-    ++at;
-    std::vector<bool> list;
-    while (true) {
-      const std::optional<int64_t> v = number();
-      if (!v || *v > 1) return std::nullopt;
-      list.push_back(*v == 1);
-      skip();
-      if (at < text.size() && text[at] == ',') {
-        ++at;
-        continue;
-      }
-      if (at < text.size() && text[at] == ']') {
-        ++at;
-        return list;
-      }
-      return std::nullopt;
-    }
-  };
-  const auto product = [&]() -> std::optional<std::vector<bool>> {
-    auto base = atom();
-    skip();
-    while (base && at < text.size() && text[at] == '*') {
-      ++at;
-      const std::optional<int64_t> n = number();
-      if (!n || base->size() * static_cast<size_t>(*n) > (size_t{1} << 16)) return std::nullopt;
-      std::vector<bool> repeated;
-      for (int64_t i = 0; i < *n; ++i) repeated.insert(repeated.end(), base->begin(), base->end());
-      base = std::move(repeated);
-      skip();
-    }
-    return base;
-  };
-  sum = [&]() -> std::optional<std::vector<bool>> {
-    auto total = product();
-    skip();
-    while (total && at < text.size() && text[at] == '+') {
-      ++at;
-      auto more = product();
-      if (!more) return std::nullopt;
-      total->insert(total->end(), more->begin(), more->end());
-      skip();
-    }
-    return total;
-  };
-  auto p = sum();
-  skip();
-  if (!p || at != text.size() || static_cast<int64_t>(p->size()) != layers) return std::nullopt;
-  return p;
-}
 
 }  // namespace
 
@@ -303,7 +224,7 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
       a.set("/model/shared_expert_ffn_hidden", *shared, "moe-shared-expert-intermediate-size");
     }
     if (const std::optional<std::string> freq = a.text("moe-layer-freq")) {
-      const std::optional<std::vector<bool>> p = layers ? moe_freq_pattern(*freq, *layers) : std::nullopt;
+      const std::optional<std::vector<bool>> p = layers ? import_detail::moe_freq_pattern(*freq, *layers) : std::nullopt;
       if (!layers) {
         a.problem("moe-layer-freq", "needs --num-layers to place the MoE layers");
       } else if (!p) {
@@ -397,7 +318,8 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
              "auto (Megatron-core's default with Transformer Engine) picks a flash or fused kernel: imported as flash; "
              "give --attention-backend unfused for a run with Megatron's unfused softmax");
   }
-  if (lm || a.has("use-distributed-optimizer")) a.set("/training/stack", "megatron", "use-distributed-optimizer");
+  // Implied, so that a DeepSpeed config beside Megatron-DeepSpeed's arguments names the stack.
+  if (lm || a.has("use-distributed-optimizer")) a.set_default("/training/stack", "megatron", "use-distributed-optimizer");
 
   // Parallelism.
   const auto degree = [&](const char* name, const char* key) -> int64_t {
@@ -423,7 +345,7 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
     f.deferred.data_fills_world = true;
     f.deferred.data_field = "the data-parallel size (Megatron: world size / (tensor x pipeline x context))";
   }
-  if (a.flag("sequence-parallel") || lm) a.set("/parallelism/sequence_parallel", a.flag("sequence-parallel"), "sequence-parallel");
+  a.boolean("/parallelism/sequence_parallel", "sequence-parallel", lm);
   std::optional<int64_t> vpp = a.integer("num-virtual-stages-per-pipeline-rank");
   if (const auto per_stage = a.integer("num-layers-per-virtual-pipeline-stage")) {
     if (!layers || *layers % (pp * *per_stage) != 0) {
@@ -485,10 +407,10 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
   const bool dist_opt = a.flag("use-distributed-optimizer");
   if (dist_opt) a.set("/parallelism/zero_stage", 1, "use-distributed-optimizer");
   else if (lm) a.set_default("/parallelism/zero_stage", 0, "use-distributed-optimizer");
-  if (lm || a.has("overlap-grad-reduce")) a.set("/parallelism/overlap_grad_reduce", a.flag("overlap-grad-reduce"), "overlap-grad-reduce");
+  a.boolean("/parallelism/overlap_grad_reduce", "overlap-grad-reduce", lm);
   const bool overlap_param = a.flag("overlap-param-gather");
-  if (dist_opt && (lm || a.has("overlap-param-gather"))) {
-    a.set("/parallelism/overlap_param_gather", overlap_param, "overlap-param-gather");
+  if (dist_opt) {
+    a.boolean("/parallelism/overlap_param_gather", "overlap-param-gather", lm);
   } else if (overlap_param) {
     a.note("overlap-param-gather", "no effect without --use-distributed-optimizer (Megatron-LM requires it)");
   }
@@ -496,11 +418,10 @@ ImportFragment read_megatron_args(const std::vector<std::string>& tokens, const 
     const int64_t bytes = 4 * *bucket;  // fp32 main gradients
     a.set("/parallelism/bucket_size", bytes % 1000000 == 0 ? fmt::format("{} MB", bytes / 1000000) : fmt::format("{} B", bytes), "ddp-bucket-size");
   } else if (lm) {
-    add_note(f, "--ddp-bucket-size", "", "absent: Megatron buckets max(40M, 1M x data-parallel size) gradients; trainsim's "
-                                         "default 40 MB bucket is kept (parallelism.bucket_size)");
+    add_note(f, "--ddp-bucket-size", "", "absent: Megatron buckets max(40M, 1M x data-parallel size) gradients; not imported "
+                                         "(parallelism.bucket_size is another source's, else trainsim's default 40 MB)");
   }
-  if (a.flag("tp-comm-overlap")) a.set("/parallelism/tp_comm_overlap", true, "tp-comm-overlap");
-  else if (lm) a.set_default("/parallelism/tp_comm_overlap", false, "tp-comm-overlap");
+  a.boolean("/parallelism/tp_comm_overlap", "tp-comm-overlap", lm);
   const bool a2a = a.flag("overlap-moe-expert-parallel-comm");
   if (a.has("overlap-moe-expert-parallel-comm")) {
     a.set("/parallelism/moe_a2a_overlap", a2a, "overlap-moe-expert-parallel-comm");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <set>
 
 #include "sim/plan/import_source.hpp"
@@ -240,6 +241,92 @@ ParsedArgs parse_megatron_tokens(const std::vector<std::string>& tokens, ImportF
     add_note(f, "argument", t, "not an argument (no leading --, no section.field=value): ignored");
   }
   return out;
+}
+
+// Megatron-LM's --moe-layer-freq: an integer k (every k-th layer) or a Python list expression such
+// as "[0]*3+[1]*58" or "([1]*3+[0]*1)*3" (1 = MoE).
+std::optional<std::vector<bool>> moe_freq_pattern(const std::string& text, int64_t layers) {
+  int64_t k = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), k);
+  if (ec == std::errc() && end == text.data() + text.size()) {
+    if (k < 1) return std::nullopt;
+    std::vector<bool> p(static_cast<size_t>(layers));
+    for (int64_t i = 0; i < layers; ++i) p[static_cast<size_t>(i)] = i % k == 0;
+    return p;
+  }
+  // A tiny evaluator for sums of lists and products by integers, with parentheses.
+  size_t at = 0;
+  std::function<std::optional<std::vector<bool>>()> sum;
+  const auto skip = [&] {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  };
+  const auto number = [&]() -> std::optional<int64_t> {
+    skip();
+    size_t start = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    if (start == at || at - start > 6) return std::nullopt;
+    return std::stoll(text.substr(start, at - start));
+  };
+  const auto atom = [&]() -> std::optional<std::vector<bool>> {
+    skip();
+    if (at >= text.size()) return std::nullopt;
+    if (text[at] == '(') {
+      ++at;
+      auto inner = sum();
+      skip();
+      if (!inner || at >= text.size() || text[at] != ')') return std::nullopt;
+      ++at;
+      return inner;
+    }
+    if (text[at] != '[') return std::nullopt;
+    ++at;
+    std::vector<bool> list;
+    while (true) {
+      const std::optional<int64_t> v = number();
+      if (!v || *v > 1) return std::nullopt;
+      list.push_back(*v == 1);
+      skip();
+      if (at < text.size() && text[at] == ',') {
+        ++at;
+        continue;
+      }
+      if (at < text.size() && text[at] == ']') {
+        ++at;
+        return list;
+      }
+      return std::nullopt;
+    }
+  };
+  const auto product = [&]() -> std::optional<std::vector<bool>> {
+    auto base = atom();
+    skip();
+    while (base && at < text.size() && text[at] == '*') {
+      ++at;
+      const std::optional<int64_t> n = number();
+      if (!n || base->size() * static_cast<size_t>(*n) > (size_t{1} << 16)) return std::nullopt;
+      std::vector<bool> repeated;
+      for (int64_t i = 0; i < *n; ++i) repeated.insert(repeated.end(), base->begin(), base->end());
+      base = std::move(repeated);
+      skip();
+    }
+    return base;
+  };
+  sum = [&]() -> std::optional<std::vector<bool>> {
+    auto total = product();
+    skip();
+    while (total && at < text.size() && text[at] == '+') {
+      ++at;
+      auto more = product();
+      if (!more) return std::nullopt;
+      total->insert(total->end(), more->begin(), more->end());
+      skip();
+    }
+    return total;
+  };
+  auto p = sum();
+  skip();
+  if (!p || at != text.size() || static_cast<int64_t>(p->size()) != layers) return std::nullopt;
+  return p;
 }
 
 std::string megatron_unused_reason(const std::string& name) {

@@ -2,6 +2,7 @@
 // Internal to the Megatron importer (import_megatron.cpp): splitting a launch command into its
 // arguments, and the table of the Megatron-LM arguments and Megatron-Bridge fields that are read.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,11 @@ struct ParsedArgs {
 // `f` (environment assignments, launcher arguments, a repeated argument, stray words); problems to
 // `diag` (an argument that takes a value given none, a Megatron-Bridge field given no value).
 ParsedArgs parse_megatron_tokens(const std::vector<std::string>& tokens, ImportFragment& f, core::Diagnostics& diag);
+
+// Megatron-LM's --moe-layer-freq for `layers` layers: an integer k (every k-th layer) or a Python list
+// expression of zeros and ones ("[0]*3+[1]*58", "([1]*3+[0]*1)*3"; 1 = MoE); nullopt when it is
+// neither or its list is not `layers` long.
+std::optional<std::vector<bool>> moe_freq_pattern(const std::string& text, int64_t layers);
 
 // Why an argument the importer did not use has no counterpart (hyperparameters, I/O, logging, ...).
 std::string megatron_unused_reason(const std::string& name);
