@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz) with clang + ASan + UBSan and runs each for a given time,
 # seeded from the repository's own inputs (docs/hardening.md).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [TARGET ...]
-#   TARGET: scenario, kineto, trace, nccl_tests, shard, report, layer_graph, resilience (default: all,
+#   TARGET: scenario, kineto, trace, nccl_tests, shard, report, layer_graph, resilience, import (default: all,
 #   run at the same time).
 # Environment: FUZZ_DIR (default /tmp/trainsim-fuzz) keeps each target's growing corpus, its log
 #   and the inputs that failed (FUZZ_DIR/TARGET-findings/); BUILD (default REPO/build-fuzz).
@@ -13,7 +13,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-if ((${#targets[@]} == 0)); then targets=(scenario kineto trace nccl_tests shard report layer_graph resilience); fi
+if ((${#targets[@]} == 0)); then targets=(scenario kineto trace nccl_tests shard report layer_graph resilience import); fi
 fuzz_dir=${FUZZ_DIR:-/tmp/trainsim-fuzz}
 build=${BUILD:-"$repo/build-fuzz"}
 
@@ -55,12 +55,23 @@ seed() {
       rm -rf "$tmp"
       return ;;
     nccl_tests) mapfile -t files < <(find "$repo/tests/data/nccl-tests" -name '*.txt') ;;
+    import)
+      # The first byte picks the format (tests/fuzz/import_fuzz.cpp): each fixture and bad case behind its byte.
+      local format byte f
+      for format in megatron:0 torchtitan:1 deepspeed:2 hf:3; do
+        byte=${format#*:}
+        for f in "$repo/tests/data/import/${format%:*}"/* "$repo/tests/data/bad/import/${format%:*}"/*; do
+          case $f in *.expected) continue ;; esac
+          { printf '%s' "$byte"; cat "$f"; } >"$dir/seed-$byte-$(basename "$f")"
+        done
+      done
+      return ;;
     shard | report | layer_graph | resilience)
       # Made by trainsim itself from the bundled scenarios (tests/fuzz/make_seeds.py).
       python3 "$repo/tests/fuzz/make_seeds.py" "$target" "$build/sim/cli/trainsim" "$repo" "$dir"
       return ;;
     *) echo "fuzz: unknown target '$target' (expected scenario, kineto, trace, nccl_tests, shard, report," \
-         "layer_graph or resilience)" >&2; exit 2 ;;
+         "layer_graph, resilience or import)" >&2; exit 2 ;;
   esac
   copy_seeds "$dir" "${files[@]}"
 }
