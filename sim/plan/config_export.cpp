@@ -32,7 +32,8 @@ bool is_offload(const models::OffloadConfig& o, const char* preset) {
   return a == b;
 }
 
-// The header every format starts with: the scenario, the cluster to import with, the losses.
+// The header of the formats that take comments (Megatron arguments, TOML): the scenario, the cluster
+// to import with, the losses. JSON formats get none: transformers and DeepSpeed read strict JSON.
 std::string header(const Scenario& s, const ExportResult& r, ConfigFormat f, const char* comment) {
   std::string out = fmt::format("{} {} for scenario \"{}\", written by `trainsim export --to {}`{}.\n", comment, describe(f), s.name,
                                 to_string(f), s.file.empty() ? "" : " from " + s.file);
@@ -191,8 +192,10 @@ std::string megatron(const Scenario& s, ExportResult& r) {
   if (m.is_moe() && p.expert > 1 && p.moe_a2a_overlap) arg("overlap-moe-expert-parallel-comm");
   lose_optimizations(s, w, false);
 
+  // One argument per line, continued with a backslash: the lines paste after `pretrain_gpt.py \` in
+  // a launch script.
   std::string body;
-  for (const std::string& line : a) body += line + "\n";
+  for (size_t i = 0; i < a.size(); ++i) body += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
   return header(s, r, ConfigFormat::MEGATRON, "#") +
          "# Data, tokenizer, optimizer and logging arguments are yours to add; the data-parallel size is the world\n"
          "# size / (tensor x pipeline x context).\n" + body;
@@ -335,8 +338,7 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
   if (t.attention == models::Attention::FLASH) w.need("training.attention=flash");
   if (const std::string st = stack_name(s); st != "deepspeed") w.lose("training.stack", fmt::format("the job runs on {}, not DeepSpeed", st));
   lose_optimizations(s, w, offload_expressed);
-  std::string out = header(s, r, ConfigFormat::DEEPSPEED, "//");
-  return out + c.dump(2) + "\n";
+  return c.dump(2) + "\n";
 }
 
 std::string hugging_face(const Scenario& s, ExportResult& r) {
@@ -395,8 +397,7 @@ std::string hugging_face(const Scenario& s, ExportResult& r) {
       if (m.shared_experts > 1) w.lose("model.shared_experts", fmt::format("Qwen2-MoE has one shared expert: of {} (the same MLP)", m.shared_ffn()));
     }
   }
-  (void)w;
-  return header(s, r, ConfigFormat::HUGGING_FACE, "//") + c.dump(2) + "\n";
+  return c.dump(2) + "\n";
 }
 
 }  // namespace

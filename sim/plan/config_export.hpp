@@ -24,14 +24,16 @@ struct ExportLoss {
 };
 
 struct ExportResult {
-  std::string text;                  // the file (comments say where it came from and what was lost)
+  std::string text;                  // the file; Megatron arguments and TOML start with comments saying
+                                     // where it came from and what was lost (JSON formats cannot)
   std::vector<ExportLoss> lost;      // empty: the import gives the same scenario back
   // `--set` overrides the import needs for what the format leaves to other files or the launcher
   // (a DeepSpeed config holds no sequence length): "training.sequence_length=1024".
   std::vector<std::string> import_overrides;
 };
 
-// Formats: MEGATRON (one argument per line, with # comments), TORCHTITAN (TOML), DEEPSPEED (JSON),
+// Formats: MEGATRON (one argument per line, continued with backslashes, after # comments),
+// TORCHTITAN (TOML), DEEPSPEED (JSON),
 // HUGGING_FACE (config.json: llama, mixtral, qwen2_moe or gpt2, whichever holds the model's shape).
 // A model of layers (a CNN, docs/cnn.md) has no form in any of them: an InputError. The cluster is
 // in none of them (the import takes it from --cluster-from).

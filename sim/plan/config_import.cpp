@@ -390,8 +390,16 @@ ImportResult import_configs(const ImportOptions& o) {
 
   // The name, then 5. the overrides.
   if (!o.name.empty()) doc["name"] = o.name;
-  if (!doc.contains("name")) doc["name"] = stem(fragments.front().format == ConfigFormat::MEGATRON && fragments.front().file == "command line"
-                                                    ? std::string("imported") : fragments.front().file);
+  if (!doc.contains("name")) {
+    // The first source's file name; a config.json is named by its model ("meta-llama/Meta-Llama-3-8B").
+    const ImportFragment& first = fragments.front();
+    std::string name = first.file == "command line" ? std::string("imported") : stem(first.file);
+    if (name == "config" && first.scenario.contains(core::Json::json_pointer("/model/name"))) {
+      name = first.scenario.at(core::Json::json_pointer("/model/name")).get<std::string>();
+      name = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+    }
+    doc["name"] = name;
+  }
   for (const std::string& s : o.overrides) apply_override(doc, s);
   // The sections in the order of a scenario file, their keys in the order docs/scenario.md lists them.
   static const std::map<std::string, std::vector<std::string>> key_order = {

@@ -101,7 +101,7 @@ std::optional<SourceObject> SourceObject::object(std::string_view key) {
                              core::describe_json(*v)));
     return std::nullopt;
   }
-  return SourceObject(*v, file_, style_ == FieldStyle::POINTER ? field(key) : field(key), style_, *diag_);
+  return SourceObject(*v, file_, field(key), style_, *diag_);
 }
 
 void SourceObject::unread_notes(std::vector<ImportNote>& notes,

@@ -81,7 +81,19 @@ contains export-strict "$tmp/err" "error: $src/scenarios/llama3-405b-h100-16384.
 expect export-cnn 2 "$bin" export --to hf "$src/scenarios/cnn/resnet50-a100-8.json"
 contains export-cnn "$tmp/err" "resnet50 is a model of layers"
 expect export-bad-format 2 "$bin" export --to nemo "$scenario"
-expect export-deepspeed 0 "$bin" export --to deepspeed "$src/scenarios/sanity/zero-sc20-13b-v100-128.json"
+expect export-deepspeed 0 "$bin" export --to deepspeed "$src/scenarios/sanity/zero-sc20-13b-v100-128.json" -o "$tmp/ds.json"
 contains export-deepspeed "$tmp/err" "--set training.sequence_length=1024"
+expect export-hf 0 "$bin" export --to hf "$src/scenarios/sanity/zero-sc20-13b-v100-128.json" -o "$tmp/config.json"
+# The frameworks read strict JSON (no comments), and the DeepSpeed pair reads back to the same time.
+for f in ds.json config.json; do
+  expect "strict-json-$f" 0 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/$f"
+done
+expect export-deepspeed-back 0 "$bin" import --deepspeed "$tmp/ds.json" --hf "$tmp/config.json" -q -o "$tmp/ds-back.json" \
+  --cluster-from "$src/scenarios/sanity/zero-sc20-13b-v100-128.json" --set training.sequence_length=1024
+"$bin" run "$src/scenarios/sanity/zero-sc20-13b-v100-128.json" --backend analytic --format json | grep -o '"iteration_time_s": [0-9.e+-]*' | head -1 >"$tmp/time.orig"
+"$bin" run "$tmp/ds-back.json" --backend analytic --format json | grep -o '"iteration_time_s": [0-9.e+-]*' | head -1 >"$tmp/time.back"
+same export-deepspeed-round-trip "$tmp/time.orig" "$tmp/time.back"
+# Megatron arguments continue their lines: the file is a valid piece of a launch script.
+expect megatron-args-shell 0 bash -c 'set -- $(grep -v "^#" "$0" | tr -d "\\"); [ "$1" = "--num-layers" ]' "$tmp/llama70b.args"
 
 report
