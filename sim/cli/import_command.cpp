@@ -54,7 +54,13 @@ int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err)
                            : *format == plan::ConfigFormat::TORCHTITAN ? "--torchtitan"
                            : *format == plan::ConfigFormat::DEEPSPEED  ? "--deepspeed"
                                                                        : "--hf";
-  std::string back = fmt::format("trainsim import {} {} --cluster-from {}", flag, args.out.empty() ? "FILE" : args.out, args.scenario);
+  // The model comes with the file (Megatron, a torchtitan flavor), from a config.json beside it
+  // (DeepSpeed), or the file is the model alone (hf: the rest from the scenario as a base).
+  const std::string file = args.out.empty() ? "FILE" : args.out;
+  std::string back = *format == plan::ConfigFormat::HUGGING_FACE ? fmt::format("trainsim import --hf {} --base {}", file, args.scenario)
+                     : *format == plan::ConfigFormat::DEEPSPEED
+                         ? fmt::format("trainsim import --deepspeed {} --hf CONFIG.json (export --to hf) --cluster-from {}", file, args.scenario)
+                         : fmt::format("trainsim import {} {} --cluster-from {}", flag, file, args.scenario);
   for (const std::string& o : r.import_overrides) back += " --set " + o;
   err << (r.lost.empty() ? "everything expressed" : fmt::format("{} value{} not expressed", r.lost.size(), r.lost.size() == 1 ? "" : "s"))
       << "; read it back with: " << back << "\n";
