@@ -251,13 +251,16 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
     replicate = p.data;
     shard = 1;
     if (p.context > 1) w.lose("parallelism.zero_stage", "0: torchtitan shards over the context ranks (FSDP) whenever context > 1");
-  } else if (!(p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP2)) {
-    w.lose("parallelism.zero_stage", fmt::format("{} with zero_impl {}: torchtitan shards with fully_shard (fsdp2, stage 3)",
+  } else if (!(p.zero_stage >= 2 && p.zero_impl == ZeroImpl::FSDP2)) {
+    w.lose("parallelism.zero_stage", fmt::format("{} with zero_impl {}: torchtitan shards with fully_shard (fsdp2, stage 3, or "
+                                                 "2 without resharding after forward)",
                                                  p.zero_stage, models::to_string(p.zero_impl)));
   } else if (p.data == 1 && p.context == 1) {
-    w.lose("parallelism.zero_stage", "3 over one rank: torchtitan applies no FSDP there");
+    w.lose("parallelism.zero_stage", fmt::format("{} over one rank: torchtitan applies no FSDP there", p.zero_stage));
   }
   out += fmt::format("\n[parallelism]\ndata_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", replicate, shard);
+  // Stated, as the default policy depends on the pipeline: stage 2 keeps units gathered.
+  if (p.zero_stage >= 2) out += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", p.zero_stage == 2 ? "never" : "always");
   out += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", p.tensor, p.pipeline, p.context);
   if (p.sequence_parallel != (p.tensor > 1)) w.lose("parallelism.sequence_parallel", "torchtitan's tensor parallelism always splits the norms' sequences");
   if (p.tp_overlap_active()) out += "enable_async_tensor_parallel = true\n";

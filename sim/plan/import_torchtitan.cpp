@@ -183,9 +183,21 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
     f.deferred.world_field = "the product of [parallelism] degrees";
   }
   const bool sharded = shard != 1 || cp > 1;
+  // fully_shard's reshard_after_forward (parallelize.py): "always" reshards (FULL_SHARD, stage 3),
+  // "never" keeps each unit gathered from its forward to its backward (SHARD_GRAD_OP, stage 2), and
+  // "default" is "never" under a pipeline (no gather per micro-batch), else "always".
+  const std::string reshard = par ? par->choice("fsdp_reshard_after_forward", {"default", "always", "never"}).value_or("default") : "default";
+  const std::string rfield = par && par->has("fsdp_reshard_after_forward")
+                                 ? par->field("fsdp_reshard_after_forward")
+                                 : "parallelism.fsdp_reshard_after_forward (absent: torchtitan's default)";
+  const bool keep_gathered = reshard == "never" || (reshard == "default" && pp > 1);
   if (sharded) {
-    set("/parallelism/zero_stage", 3, pfield);
+    set("/parallelism/zero_stage", keep_gathered ? 2 : 3, keep_gathered || reshard != "default" ? rfield : pfield);
     set("/parallelism/zero_impl", "fsdp2", pfield);
+    if (keep_gathered && reshard == "default") {
+      add_note(f, rfield, "default", "with a pipeline, torchtitan keeps each unit gathered from its forward to its backward: "
+                                     "zero_stage 2 (SHARD_GRAD_OP)");
+    }
     if (replicate > 1 && shard != 1) {
       add_note(f, par->field("data_parallel_replicate_degree"), std::to_string(replicate),
                "approximated: HSDP (replicated shards) is modelled as FSDP over all data-parallel ranks (larger gathers, less memory)");
@@ -195,9 +207,6 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
   }
   int64_t micro_size = 1;
   if (par) {
-    if (const std::optional<std::string> reshard = par->choice("fsdp_reshard_after_forward", {"default", "always", "never"}); reshard == "never") {
-      add_note(f, par->field("fsdp_reshard_after_forward"), "never", "approximated: trainsim's fsdp2 reshards after forward (gathers again for backward)");
-    }
     if (par->boolean("enable_async_tensor_parallel").value_or(false)) set("/parallelism/tp_comm_overlap", true, par->field("enable_async_tensor_parallel"));
     micro_size = par->integer("pipeline_parallel_microbatch_size", 1, int64_t{1} << 20).value_or(1);
     const std::string schedule = par->string("pipeline_parallel_schedule").value_or("1F1B");

@@ -307,6 +307,20 @@ TEST(ConfigImport, TheScenarioTextReadsBackWithItsNotesAsComments) {
   EXPECT_EQ(models::resolved_stack(s.training, s.parallelism), core::Stack::TORCHTITAN);
 }
 
+TEST(ConfigImport, TorchtitanReshardPolicyGivesTheShardingStage) {
+  // torchtitan's parallelize.py: "default" reshards after forward unless a pipeline runs.
+  const auto stage = [](const std::string& parallelism) {
+    const std::string file = testing::TempDir() + "/reshard.toml";
+    std::ofstream(file) << "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n" << parallelism << "\n";
+    return read_torchtitan_toml(file).scenario.at("parallelism").at("zero_stage").get<int>();
+  };
+  EXPECT_EQ(stage(""), 3);
+  EXPECT_EQ(stage("pipeline_parallel_degree = 2"), 2);
+  EXPECT_EQ(stage("pipeline_parallel_degree = 2\nfsdp_reshard_after_forward = \"always\""), 3);
+  EXPECT_EQ(stage("fsdp_reshard_after_forward = \"never\""), 2);
+  EXPECT_EQ(stage("data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 4"), 0);  // DDP
+}
+
 TEST(ConfigImport, MoePatternsMapOntoTheScenarioRule) {
   const auto pattern = [](int layers, auto rule) {
     std::vector<bool> p;

@@ -167,5 +167,27 @@ TEST(ConfigRoundTrip, ImportedScenariosComeBackThroughTheirFormat) {
   }
 }
 
+// A torchtitan job with a pipeline: FSDP2 at stage 3 (reshard after forward) and at stage 2
+// (SHARD_GRAD_OP, torchtitan's default under a pipeline) come back as the same stage, because the
+// export states fsdp_reshard_after_forward rather than leave it to the default.
+TEST(ConfigRoundTrip, TorchtitanPipelineKeepsItsShardingStage) {
+  for (int stage : {2, 3}) {
+    SCOPED_TRACE(stage);
+    const std::string file = testing::TempDir() + fmt::format("/torchtitan-pp-zero{}.json", stage);
+    core::write_output_file(file, fmt::format(R"({{"name": "tt-pp", "cluster": {{"gpu": "H100-SXM5-80GB", "nodes": 8}},
+      "model": "llama3-70b",
+      "training": {{"sequence_length": 8192, "global_batch": 64, "micro_batch": 1, "attention": "flash",
+                    "stack": "torchtitan", "compile": true}},
+      "parallelism": {{"tensor": 8, "pipeline": 4, "data": 2, "sequence_parallel": true,
+                       "pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2, "zero_stage": {}, "zero_impl": "fsdp2",
+                       "recompute": "full"}}}})", stage));
+    const Scenario s = load_scenario(file);
+    const Trip t = round_trip(s, file, {ConfigFormat::TORCHTITAN}, fmt::format("tt-zero{}", stage));
+    EXPECT_TRUE(t.lossless) << t.why;
+    ASSERT_TRUE(t.imported) << t.why;
+    expect_same(t.figures, predict_figures(s), file);
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::plan
