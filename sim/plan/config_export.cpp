@@ -173,6 +173,8 @@ std::string megatron(const Scenario& s, ExportResult& r) {
     arg("recompute-num-layers", "1");
   } else if (p.recompute == Recompute::SELECTIVE) {
     arg("recompute-granularity", "selective");
+  } else if (p.recompute == Recompute::SELECTIVE_OP) {
+    w.lose("parallelism.recompute", "selective-op is PyTorch's per-op checkpointing (torchtitan), not Megatron's: left out");
   }
   if (p.zero_stage >= 1 && p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER) {
     arg("use-distributed-optimizer");
@@ -282,8 +284,13 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
       w.lose("parallelism.stage_layers", "torchtitan splits by pipeline_parallel_split_points, which the importer leaves out");
     }
   }
-  out += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", models::to_string(p.recompute));
-  if (p.recompute == Recompute::SELECTIVE) out += "selective_ac_option = \"op\"\n";
+  const bool selective = p.recompute == Recompute::SELECTIVE || p.recompute == Recompute::SELECTIVE_OP;
+  out += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", selective ? "selective" : models::to_string(p.recompute));
+  if (selective) out += "selective_ac_option = \"op\"\n";
+  if (p.recompute == Recompute::SELECTIVE) {
+    w.lose("parallelism.recompute", "selective (Megatron's attention core) has no torchtitan form: written as the per-op "
+                                    "policy (selective-op)");
+  }
   out += fmt::format("\n[compile]\nenable = {}\n", t.compile ? "true" : "false");
   if (t.fp8_params) out += "\n[float8]\nenable_fsdp_float8_all_gather = true\n";
   if (t.attention != models::Attention::FLASH) w.lose("training.attention", "torchtitan runs scaled_dot_product_attention (flash)");
@@ -329,8 +336,8 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
   if (p.recompute == Recompute::FULL) {
     c["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", s.offload.activations == models::OffloadTarget::CPU}};
-  } else if (p.recompute == Recompute::SELECTIVE) {
-    w.lose("parallelism.recompute", "selective recompute is Megatron's, not DeepSpeed's");
+  } else if (p.recompute != Recompute::NONE) {
+    w.lose("parallelism.recompute", fmt::format("{} recompute is not DeepSpeed's (it checkpoints whole layers)", models::to_string(p.recompute)));
   }
   if (p.tensor > 1 || p.pipeline > 1) {
     w.need(fmt::format("parallelism.tensor={}", p.tensor));

@@ -388,6 +388,16 @@ ImportResult import_configs(const ImportOptions& o) {
     }
   }
 
+  // torchtitan's per-op checkpointing is modelled for dense layers (models/strategy.hpp).
+  if (const core::Json* rc = merge.get("/parallelism/recompute"); rc != nullptr && *rc == "selective-op") {
+    if (const std::optional<models::ModelSpec> m = model_of(doc); m && m->is_moe()) {
+      doc["parallelism"]["recompute"] = "selective";
+      result.notes.push_back({"", merge.where("/parallelism/recompute"), "op",
+                              "approximated as selective (the attention core): trainsim models the per-op policy "
+                              "(selective-op) for dense layers, and this model has MoE layers"});
+    }
+  }
+
   // The name, then 5. the overrides.
   if (!o.name.empty()) doc["name"] = o.name;
   if (!doc.contains("name")) {

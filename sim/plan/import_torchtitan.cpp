@@ -322,13 +322,21 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
                fmt::format("approximated as full: torchtitan recomputes every {}th layer whole, trainsim all of them "
                            "(recompute time over-, activation memory underestimated)", ac_option));
     }
+  } else if (ac_mode == "selective") {
+    // Per-op selective checkpointing: trainsim's "selective-op" is this policy, modelled for dense
+    // layers without tensor or context parallelism (models/strategy.hpp; an MoE model is handled
+    // once its shape is known, in import_configs).
+    const std::string ofield = ac_field + ", activation_checkpoint.selective_ac_option";
+    if (tp > 1 || cp > 1) {
+      set("/parallelism/recompute", "selective", ac_field);
+      add_note(f, ofield, "op", fmt::format("approximated as selective (the attention core): trainsim models torchtitan's per-op "
+                                            "policy (selective-op) without tensor or context parallelism, found tensor {} and "
+                                            "context {}", tp, cp));
+    } else {
+      set("/parallelism/recompute", "selective-op", ofield);
+    }
   } else {
     set("/parallelism/recompute", ac_mode, ac_field);
-    if (ac_mode == "selective") {
-      add_note(f, "activation_checkpoint.selective_ac_option", "op",
-               "approximated: torchtitan's op-level policy saves matmul outputs and recomputes the rest; trainsim's "
-               "selective recomputes the attention core (Korthikanti et al. 2022)");
-    }
   }
   if (std::optional<SourceObject> fp8 = root.object("float8")) {
     if (fp8->boolean("enable_fsdp_float8_all_gather").value_or(false) && float8) {
