@@ -448,9 +448,21 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
   return activation_bytes_per_layer(m, t, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
 }
 
+bool eager_loss(const TrainingConfig& t, const ParallelismConfig& p) {
+  const core::Stack s = resolved_stack(t, p);
+  return s == core::Stack::TORCHTITAN || s == core::Stack::FSDP || s == core::Stack::DDP;
+}
+
 core::Bytes head_activation_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   const Shape x = shape_of(m, t, p);
-  return core::Bytes(FP32_BYTES * x.b * x.sl * x.vocab / x.t);
+  const double logits = x.b * x.sl * x.vocab / x.t;
+  return core::Bytes((FP32_BYTES + (eager_loss(t, p) ? x.e : 0.0)) * logits);
+}
+
+core::Bytes head_backward_transient_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
+  if (!eager_loss(t, p)) return core::Bytes(0);
+  const Shape x = shape_of(m, t, p);
+  return core::Bytes(2 * FP32_BYTES * x.b * x.sl * x.vocab / x.t);
 }
 
 ParameterCount layer_parameters(const ModelSpec& m, const ParallelismConfig& p, LayerKind kind) {

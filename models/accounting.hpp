@@ -183,8 +183,20 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
 // For an MoE layer of an MoE model, a dense layer otherwise.
 core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Activations kept from the head's forward to its backward for one micro-batch: the fp32 softmax of
-// the vocabulary-parallel cross-entropy, 4·b·(s/c)·V/t bytes.
+// the vocabulary-parallel cross-entropy, 4·b·(s/c)·V/t bytes; with eager_loss() also the 16-bit
+// logits the training loop holds until its backward (2·b·(s/c)·V/t more).
 core::Bytes head_activation_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// Whether the loss is PyTorch's F.cross_entropy on logits cast to fp32 (torchtitan's
+// cross_entropy_loss: pred.flatten(0, 1).float(); Hugging Face's causal-LM loss likewise), rather than
+// a fused cross-entropy kernel (Megatron's vocabulary-parallel one; llm-foundry's default
+// fused_crossentropy from flash-attn, as Composer runs it): stacks torchtitan, fsdp and ddp.
+// DeepSpeed runs whatever loss the model has: its published runs are Megatron-DeepSpeed's GPT, whose
+// loss is Megatron's, so deepspeed keeps the fused one.
+bool eager_loss(const TrainingConfig& t, const ParallelismConfig& p);
+// Memory the loss's backward allocates on top of head_activation_bytes, for one micro-batch: under
+// eager_loss() the fp32 gradient nll_loss writes and the fp32 gradient log_softmax's backward writes
+// from it, alive together (8·b·(s/c)·V/t); 0 for a fused loss, which writes the logits' gradient in place.
+core::Bytes head_backward_transient_bytes(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 
 // Parameters held by one GPU, split by the group their gradients are reduced over.
 struct ParameterCount {

@@ -766,8 +766,10 @@ class StageEmitter {
     switch (u.kind) {
       case UnitKind::EMBEDDING: ops_backward(plan_.embedding, false, 0, mb); break;
       case UnitKind::HEAD:
+        // An eager loss's fp32 gradients live through the head's backward, then go.
+        if (plan_.head_transient_bytes > 0) memory(plan_.head_transient_bytes, Phase::BACKWARD, 0, mb);
         ops_backward(plan_.head, false, 0, mb);
-        memory(kept_for_weight_gradient(u) - plan_.head_bytes, Phase::BACKWARD, 0, mb);
+        memory(kept_for_weight_gradient(u) - plan_.head_bytes - plan_.head_transient_bytes, Phase::BACKWARD, 0, mb);
         break;
       case UnitKind::LAYER: {
         const LayerPlan& layer = plan_.layer(u.layer);

@@ -69,6 +69,7 @@ struct BuildPlan {
   double loss_reduce_bytes = 0;  // vocabulary-parallel cross-entropy's three b·(s/c) fp32 reductions
 
   double head_bytes = 0;         // the head's stored activations per micro-batch
+  double head_transient_bytes = 0;  // allocated during the loss's backward (head_backward_transient_bytes)
   double head_weight_gradient_bytes = 0;  // LayerPlan::weight_gradient_bytes of the head
   bool split_backward = false;   // zero-bubble: backward passes are B, with separate W passes
   bool update_every_micro_batch = false;  // PipeDream: gradients reduced and weights updated per micro-batch

@@ -115,6 +115,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.dense_layer = layer_plan(LayerKind::DENSE);
   if (m.is_moe()) plan.moe_layer = layer_plan(LayerKind::MOE);
   plan.head_bytes = head_activation_bytes(m, t, p).value();
+  plan.head_transient_bytes = head_backward_transient_bytes(m, t, p).value();
   plan.split_backward = splits_backward(p.schedule);
   plan.update_every_micro_batch = p.schedule == PipelineSchedule::PIPEDREAM;
   plan.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);

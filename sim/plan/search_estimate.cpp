@@ -225,6 +225,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   head_f += tp_pair;
   head_b += tp_pair;
   const double head_stored = models::head_activation_bytes(m, t, p).value();
+  const double head_transient = models::head_backward_transient_bytes(m, t, p).value();
   const models::ParameterCount embedding_params = models::embedding_parameters(m, t, p);
   const models::ParameterCount head_params = models::head_parameters(m, p);
   const models::PrunedParameters embedding_pruned =
@@ -306,6 +307,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       f += head_f;
       b += head_b;
       st += head_stored;
+      rc = std::max(rc, head_transient);  // the loss's backward, with every activation still held
       params += head_params;
       pruned += head_pruned;
     }

@@ -184,6 +184,33 @@ TEST(EagerElementwise, LlamaBlockUnderEagerPyTorchMovesItsOpChainsBytes) {
   expect_relative(iteration_flops(m, t, p).model.value(), iteration_flops(m, compiled, p).model.value());
 }
 
+// The loss as each stack runs it, per micro-batch of T = b·s = 1024 tokens and V = 32000: a fused
+// cross-entropy (Megatron; Composer with llm-foundry's fused_crossentropy; Megatron-DeepSpeed's GPT
+// under deepspeed) keeps the fp32 softmax, 4·T·V bytes, and writes the gradient in place; PyTorch's
+// F.cross_entropy on logits cast to fp32 (torchtitan, fsdp, ddp) also keeps the bf16 logits (2·T·V)
+// and allocates two fp32 gradients during its backward (8·T·V).
+TEST(Loss, EagerCrossEntropyKeepsTheLogitsAndAllocatesTwoFp32Gradients) {
+  const ModelSpec m = gpt(4, 1024, 16, 32000);
+  TrainingConfig t;
+  t.global_batch = 2;
+  t.micro_batch = 2;
+  t.sequence_length = 512;
+  const ParallelismConfig p;
+  const double TV = 1024.0 * 32000;
+  for (const core::Stack s : {core::Stack::MEGATRON, core::Stack::COMPOSER, core::Stack::DEEPSPEED}) {
+    t.stack = s;
+    EXPECT_FALSE(eager_loss(t, p));
+    expect_relative(head_activation_bytes(m, t, p).value(), 4 * TV);
+    EXPECT_EQ(head_backward_transient_bytes(m, t, p).value(), 0.0);
+  }
+  for (const core::Stack s : {core::Stack::TORCHTITAN, core::Stack::FSDP, core::Stack::DDP}) {
+    t.stack = s;
+    EXPECT_TRUE(eager_loss(t, p));
+    expect_relative(head_activation_bytes(m, t, p).value(), 6 * TV);
+    expect_relative(head_backward_transient_bytes(m, t, p).value(), 8 * TV);
+  }
+}
+
 TEST(LayerOps, GemmFlopsFollowTwoMNK) {
   const ModelSpec m = *find_model("llama3-8b");
   TrainingConfig t;
