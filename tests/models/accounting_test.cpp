@@ -72,16 +72,29 @@ TEST(IterationFlops, MatchKorthikantiEq7AndNarayananEq3) {
 // (2·T·h·f) FLOPs again per layer, and every norm, activation and residual add; saved: the layer
 // input T·h, wq T·q, wv T·kv, w1 T·f, w2 T·h, SDPA's output T·q (2 bytes each) and its fp32 statistics
 // b·a·s·4.
-TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
+// The Llama-style layer of the selective-op and eager tests: 4 layers, h 1024, 16 heads of 64, 4 KV
+// heads, SwiGLU f 2816, V 32000, rotary; one micro-batch of 2 x 512 tokens, flash attention, bf16.
+ModelSpec llama_style() {
   ModelSpec m = gpt(4, 1024, 16, 32000);
   m.kv_heads = 4;
   m.ffn_hidden = 2816;
   m.activation = Activation::SWIGLU;
+  m.learned_positions = false;
+  return m;
+}
+
+TrainingConfig one_micro_batch_of_1024_tokens() {
   TrainingConfig t;
   t.global_batch = 2;
   t.micro_batch = 2;
   t.sequence_length = 512;
   t.attention = Attention::FLASH;
+  return t;
+}
+
+TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
+  ModelSpec m = llama_style();
+  const TrainingConfig t = one_micro_batch_of_1024_tokens();
   ParallelismConfig p;
   p.recompute = Recompute::SELECTIVE_OP;
   const double T = 1024, h = 1024, q = 1024, kv = 256, f = 2816, L = 4;
@@ -136,16 +149,8 @@ TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
 // 34,816 bytes per token each way. With torch.compile, under Megatron, or for a GELU model: the fused
 // counts (norm 2e / 3e, SwiGLU 3e / 5e) and no rotary op.
 TEST(EagerElementwise, LlamaBlockUnderEagerPyTorchMovesItsOpChainsBytes) {
-  ModelSpec m = gpt(4, 1024, 16, 32000);
-  m.kv_heads = 4;
-  m.ffn_hidden = 2816;
-  m.activation = Activation::SWIGLU;
-  m.learned_positions = false;
-  TrainingConfig t;
-  t.global_batch = 2;
-  t.micro_batch = 2;
-  t.sequence_length = 512;
-  t.attention = Attention::FLASH;
+  const ModelSpec m = llama_style();
+  TrainingConfig t = one_micro_batch_of_1024_tokens();
   t.stack = core::Stack::TORCHTITAN;
   const ParallelismConfig p;
   const double T = 1024, h = 1024, f = 2816;
