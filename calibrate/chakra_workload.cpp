@@ -456,7 +456,10 @@ void send_recv_task(Context& c, const core::Workload& wl, const NodeAt& at, int 
   const char* peer_field = send ? "comm_dst" : "comm_src";
   const char* self_field = send ? "comm_src" : "comm_dst";
   const std::optional<int64_t> peer = at.integer(peer_field);
-  if (!peer) at.fail(fmt::format("a {} without {}", send ? "COMM_SEND_NODE" : "COMM_RECV_NODE", peer_field));
+  if (!peer) {
+    at.fail(fmt::format("a {} without {} (the peer's rank), which a replay needs as ASTRA-sim does", send ? "COMM_SEND_NODE" : "COMM_RECV_NODE",
+                        peer_field));
+  }
   const std::optional<int64_t> self = at.integer(self_field);
   if (self && *self != rank) at.fail(fmt::format("{} is {}, but this is rank {}'s file", self_field, *self, rank));
   if (*peer < 0 || *peer >= c.world || *peer == rank) {
@@ -610,7 +613,8 @@ std::vector<core::ChakraTrace> load_chakra_traces(const std::string& path) {
   }
   if (by_prefix.empty()) {
     throw InputError(path, "", folder ? "the folder holds no Chakra trace (PREFIX.<rank>.et)"
-                                      : fmt::format("no Chakra trace {}.<rank>.et in {}", wanted, dir.string()));
+                                      : fmt::format("neither a folder nor the prefix of Chakra traces: no {}.<rank>.et in {}",
+                                                    wanted, dir.string()));
   }
   if (by_prefix.size() > 1) {
     std::vector<std::string> prefixes;

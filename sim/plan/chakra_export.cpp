@@ -191,6 +191,12 @@ std::vector<ExportLoss> notes_of(const core::Workload& wl) {
                      "the ready pool's run-time order (message-driven execution) is written in its default program "
                      "order: a replay of the traces runs that fixed order"});
   }
+  if (wl.steady_state) {
+    notes.push_back({"parallelism.pipeline_schedule",
+                     "the iteration is one period of a steady state that never drains (timed from each rank's first "
+                     "compute task): trainsim.steady_state keeps it for trainsim's replay; other readers time the "
+                     "files from their start"});
+  }
   if (any([](const core::Program& p) {
         return std::any_of(p.tasks.begin(), p.tasks.end(), [](const Task& t) { return t.kind == TaskKind::MEMORY; });
       })) {

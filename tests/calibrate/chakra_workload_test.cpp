@@ -235,7 +235,7 @@ TEST_F(ChakraFiles, RefusesANodeTypeItDoesNotModel) {
 }
 
 TEST_F(ChakraFiles, RefusesAnEmptyFolder) {
-  EXPECT_NE(import_error().find("no Chakra trace job.<rank>.et in"), std::string::npos) << import_error();
+  EXPECT_NE(import_error().find("neither a folder nor the prefix of Chakra traces: no job.<rank>.et in"), std::string::npos) << import_error();
 }
 
 }  // namespace
