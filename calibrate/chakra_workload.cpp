@@ -638,12 +638,21 @@ std::vector<core::ChakraTrace> load_chakra_traces(const std::string& path) {
   }
   if (total > CHAKRA_MAX_TOTAL_BYTES) {
     throw InputError(path, "", fmt::format("the {} files hold {} bytes, more than the {} byte limit of one replay "
-                                           "(CHAKRA_MAX_TOTAL_BYTES)",
+                                           "(CHAKRA_MAX_TOTAL_BYTES): replay a smaller job",
                                            files.size(), total, CHAKRA_MAX_TOTAL_BYTES));
   }
   std::vector<core::ChakraTrace> out;
   out.reserve(files.size());
-  for (const auto& [r, file] : files) out.push_back(core::read_chakra_file(file.string()));
+  uint64_t nodes = 0;
+  for (const auto& [r, file] : files) {
+    out.push_back(core::read_chakra_file(file.string()));
+    nodes += out.back().nodes.size();
+    if (nodes > CHAKRA_MAX_TOTAL_NODES) {
+      throw InputError(path, "", fmt::format("more than {} nodes in the first {} of the {} files, more than one replay "
+                                             "reads (CHAKRA_MAX_TOTAL_NODES): replay a smaller job",
+                                             CHAKRA_MAX_TOTAL_NODES, r + 1, files.size()));
+    }
+  }
   return out;
 }
 

@@ -50,9 +50,11 @@
 
 namespace trainsim::calibrate {
 
-// The most bytes of Chakra files one replay reads, over every rank (about 100 bytes a node, and a
-// task of 80 bytes per node once built).
-inline constexpr uint64_t CHAKRA_MAX_TOTAL_BYTES = uint64_t{16} << 30;
+// The most one replay reads, over every rank: bytes of Chakra files (about 160 a node on disk, and
+// some 300 once parsed), and nodes (the tasks `simulation.max_tasks` allows a scenario by default).
+// A 1,024-rank GPT-3 175B export (43 million nodes, 6.6 GB) is over both: replay a smaller job.
+inline constexpr uint64_t CHAKRA_MAX_TOTAL_BYTES = uint64_t{2} << 30;
+inline constexpr uint64_t CHAKRA_MAX_TOTAL_NODES = 12'000'000;
 
 // The files of one job: `path` is a folder holding PREFIX.<rank>.et files of one prefix, or the
 // prefix itself (ASTRA-sim's --workload-configuration). Throws core::InputError when none is found,

@@ -292,7 +292,7 @@ std::string chakra_table(const ReplayArgs& args, const ChakraReplay& r) {
                               l.size(core::Axis::EXPERT), l.size(core::Axis::DATA), l.size(core::Axis::PIPELINE),
                               b.layout_from_files ? "trainsim metadata" : "the process groups", r.cluster.nodes,
                               r.cluster.gpus_per_node, r.cluster.gpu,
-                              r.cluster_from == "scenario" ? "the scenario" : "the scenario's cluster at the traces' shape");
+                              r.cluster_from == "scenario" ? "the scenario" : "the cluster of --scenario and --set at the traces' shape");
   if (b.traced) s += fmt::format("{:<34} {:.6g}\n", "traced_iteration_time_s", b.traced->value());
   s += fmt::format("{:<34} {:.6g}\n", "predicted_iteration_time_s", r.result.iteration_time.value());
   s += time_split_lines(r.result);

@@ -37,7 +37,7 @@
 
 namespace trainsim::plan {
 
-// The most nodes one export writes, over every rank (about 100 bytes each on disk).
+// The most nodes one export writes, over every rank (about 160 bytes each on disk: 20 GB).
 inline constexpr uint64_t CHAKRA_MAX_EXPORT_NODES = uint64_t{1} << 27;
 
 struct ChakraExportResult {

@@ -179,6 +179,25 @@ TEST_F(ChakraFiles, RefusesAHostileLength) {
   EXPECT_NE(import_error().find("more than the 67108864 byte limit"), std::string::npos) << import_error();
 }
 
+// Sparse files: the sizes are refused from stat() before a byte is read.
+TEST_F(ChakraFiles, RefusesFilesOverTheReplayBudget) {
+  write(0, {comp(1, 10)});
+  fs::resize_file(write(1, {comp(1, 10)}), CHAKRA_MAX_TOTAL_BYTES);
+  EXPECT_NE(import_error().find("more than the 2147483648 byte limit of one replay (CHAKRA_MAX_TOTAL_BYTES)"), std::string::npos)
+      << import_error();
+}
+
+TEST_F(ChakraFiles, RefusesAFileOverTheFileBudget) {
+  const std::string path = write(0, {comp(1, 10)});
+  fs::resize_file(path, core::CHAKRA_MAX_FILE_BYTES + 1);
+  try {
+    core::read_chakra_file(path);
+    ADD_FAILURE() << "read";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 4294967296 byte limit of one rank's Chakra trace"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ChakraFiles, RefusesADependencyOnAMissingNode) {
   write(0, {comp(1, 10), comp(2, 20, {99})});
   EXPECT_NE(import_error().find("job.0.et: node 2 (kernel 2): depends on node 99 (data_deps), which the file does not hold"),
