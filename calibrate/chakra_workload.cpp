@@ -1,17 +1,13 @@
 #include "calibrate/chakra_workload.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <functional>
 #include <map>
-#include <queue>
 #include <set>
-#include <unordered_map>
 
+#include "calibrate/chakra_graph.hpp"
 #include "calibrate/parallel_groups.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -21,7 +17,6 @@ namespace trainsim::calibrate {
 namespace {
 
 namespace chakra = core::chakra;
-namespace fs = std::filesystem;
 using core::Axis;
 using core::InputError;
 using core::Stream;
@@ -30,32 +25,6 @@ using core::TaskKind;
 
 constexpr uint32_t NO_TASK = UINT32_MAX;
 constexpr double UNTIMED_S = 1e-9;  // ASTRA-sim's replay gives a node without duration 1 ns
-
-// ---------------------------------------------------------------------------------------------
-// Files
-
-// Splits "PREFIX.<rank>.et"; false for other names.
-bool split_trace_name(const std::string& name, std::string& prefix, std::string& rank_text) {
-  if (name.size() < 4 || name.compare(name.size() - 3, 3, ".et") != 0) return false;
-  const std::string stem = name.substr(0, name.size() - 3);
-  const size_t dot = stem.rfind('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == stem.size()) return false;
-  rank_text = stem.substr(dot + 1);
-  if (!std::all_of(rank_text.begin(), rank_text.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  prefix = stem.substr(0, dot);
-  return true;
-}
-
-int parse_rank(const std::string& text, const fs::path& file) {
-  int64_t rank = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
-  if (ec != std::errc() || end != text.data() + text.size() || rank >= core::TRACE_MAX_WORLD_SIZE) {
-    throw InputError(file.string(), "", fmt::format("rank number {} in the file name is above the limit of {} ranks "
-                                                    "(TRACE_MAX_WORLD_SIZE)",
-                                                    text, core::TRACE_MAX_WORLD_SIZE));
-  }
-  return static_cast<int>(rank);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Attributes
@@ -191,81 +160,6 @@ void read_comm_group_file(const std::string& path, int world, ProcessGroups& gro
     throw InputError(path, "", fmt::format("expected an object of process groups, {{\"1\": [0, 1], ...}}, found {}", core::describe_json(doc)));
   }
   for (const auto& [name, members] : doc.items()) groups.add(name, rank_list(members, path, "/" + name), path, world);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Dependency order
-
-// The positions of the file's nodes in dependency order (data_deps; ties in file order), and each
-// node's dependencies as positions.
-struct Graph {
-  std::vector<uint32_t> order;
-  std::vector<std::vector<uint32_t>> deps;
-};
-
-[[noreturn]] void report_cycle(const core::ChakraTrace& t, const Graph& g, const std::vector<uint32_t>& waiting) {
-  // Every node left waits for some other node left: walk back through them until one repeats.
-  uint32_t v = 0;
-  while (waiting[v] == 0) ++v;
-  std::vector<uint32_t> path;
-  std::vector<int> seen(t.nodes.size(), -1);
-  while (seen[v] < 0) {
-    seen[v] = static_cast<int>(path.size());
-    path.push_back(v);
-    v = *std::find_if(g.deps[v].begin(), g.deps[v].end(), [&](uint32_t d) { return waiting[d] > 0; });
-  }
-  std::vector<std::string> ids;
-  for (size_t i = static_cast<size_t>(seen[v]); i < path.size(); ++i) ids.push_back(fmt::format("node {}", t.nodes[path[i]].id()));
-  ids.push_back(fmt::format("node {}", t.nodes[v].id()));
-  throw InputError(t.path, fmt::format("node {} ({})", t.nodes[v].id(), t.nodes[v].name()),
-                   fmt::format("the data dependencies form a cycle ({}: each depends on the next); a trace must be "
-                               "a directed acyclic graph",
-                               fmt::join(ids, " -> ")));
-}
-
-Graph dependency_order(const core::ChakraTrace& t) {
-  const size_t n = t.nodes.size();
-  std::unordered_map<uint64_t, uint32_t> position;
-  position.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto [it, inserted] = position.try_emplace(t.nodes[i].id(), i);
-    if (!inserted) {
-      throw InputError(t.path, fmt::format("node {} ({})", t.nodes[i].id(), t.nodes[i].name()),
-                       fmt::format("the id is used twice (nodes {} and {} of the file): node ids must be unique", it->second + 1, i + 1));
-    }
-  }
-  Graph g;
-  g.deps.resize(n);
-  std::vector<uint32_t> waiting(n, 0);
-  std::vector<std::vector<uint32_t>> dependents(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    for (uint64_t d : t.nodes[i].data_deps()) {
-      const auto it = position.find(d);
-      if (it == position.end()) {
-        NodeAt{t.path, t.nodes[i]}.fail(fmt::format("depends on node {} (data_deps), which the file does not hold", d));
-      }
-      g.deps[i].push_back(it->second);
-    }
-    std::sort(g.deps[i].begin(), g.deps[i].end());
-    g.deps[i].erase(std::unique(g.deps[i].begin(), g.deps[i].end()), g.deps[i].end());
-    waiting[i] = static_cast<uint32_t>(g.deps[i].size());
-    for (uint32_t d : g.deps[i]) dependents[d].push_back(i);
-  }
-  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (waiting[i] == 0) ready.push(i);
-  }
-  g.order.reserve(n);
-  while (!ready.empty()) {
-    const uint32_t v = ready.top();
-    ready.pop();
-    g.order.push_back(v);
-    for (uint32_t c : dependents[v]) {
-      if (--waiting[c] == 0) ready.push(c);
-    }
-  }
-  if (g.order.size() < n) report_cycle(t, g, waiting);
-  return g;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -598,63 +492,6 @@ std::vector<CommunicatorRanks> communicators(Context& c) {
 }
 
 }  // namespace
-
-std::vector<core::ChakraTrace> load_chakra_traces(const std::string& path) {
-  const bool folder = fs::is_directory(path);
-  const fs::path dir = folder ? fs::path(path) : fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-  const std::string wanted = folder ? "" : fs::path(path).filename().string();
-  if (!fs::is_directory(dir)) throw InputError(path, "", "no such folder, and not the prefix of Chakra traces (PREFIX.<rank>.et)");
-  std::map<std::string, std::map<int, fs::path>> by_prefix;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    std::string prefix, rank_text;
-    if (!e.is_regular_file() || !split_trace_name(e.path().filename().string(), prefix, rank_text)) continue;
-    if (!wanted.empty() && prefix != wanted) continue;
-    by_prefix[prefix][parse_rank(rank_text, e.path())] = e.path();
-  }
-  if (by_prefix.empty()) {
-    throw InputError(path, "", folder ? "the folder holds no Chakra trace (PREFIX.<rank>.et)"
-                                      : fmt::format("neither a folder nor the prefix of Chakra traces: no {}.<rank>.et in {}",
-                                                    wanted, dir.string()));
-  }
-  if (by_prefix.size() > 1) {
-    std::vector<std::string> prefixes;
-    for (const auto& [p, files] : by_prefix) prefixes.push_back(p);
-    throw InputError(path, "", fmt::format("the folder holds the Chakra traces of {} prefixes ({}): give one, as "
-                                           "FOLDER/PREFIX",
-                                           prefixes.size(), fmt::join(prefixes, ", ")));
-  }
-  const auto& [prefix, files] = *by_prefix.begin();
-  const int highest = files.rbegin()->first;
-  uint64_t total = 0;
-  for (int r = 0; r <= highest; ++r) {
-    const auto it = files.find(r);
-    if (it == files.end()) {
-      throw InputError((dir / fmt::format("{}.{}.et", prefix, r)).string(), "",
-                       fmt::format("rank {} has no file: a replay needs one file per rank, from {}.0.et to {}.{}.et "
-                                   "({} of {} found)",
-                                   r, prefix, prefix, highest, files.size(), highest + 1));
-    }
-    total += fs::file_size(it->second);
-  }
-  if (total > CHAKRA_MAX_TOTAL_BYTES) {
-    throw InputError(path, "", fmt::format("the {} files hold {} bytes, more than the {} byte limit of one replay "
-                                           "(CHAKRA_MAX_TOTAL_BYTES): replay a smaller job",
-                                           files.size(), total, CHAKRA_MAX_TOTAL_BYTES));
-  }
-  std::vector<core::ChakraTrace> out;
-  out.reserve(files.size());
-  uint64_t nodes = 0;
-  for (const auto& [r, file] : files) {
-    out.push_back(core::read_chakra_file(file.string()));
-    nodes += out.back().nodes.size();
-    if (nodes > CHAKRA_MAX_TOTAL_NODES) {
-      throw InputError(path, "", fmt::format("more than {} nodes in the first {} of the {} files, more than one replay "
-                                             "reads (CHAKRA_MAX_TOTAL_NODES): replay a smaller job",
-                                             CHAKRA_MAX_TOTAL_NODES, r + 1, files.size()));
-    }
-  }
-  return out;
-}
 
 ChakraWorkload build_chakra_workload(const std::vector<core::ChakraTrace>& traces, const ChakraOptions& options) {
   TRAINSIM_CHECK(!traces.empty(), "build_chakra_workload needs at least one rank's file");
