@@ -31,6 +31,11 @@ for backend in analytic simgrid; do
 done
 expect replay-folder 0 "$bin" replay --chakra "$tmp/et" --scenario "$scenario" --backend analytic
 contains replay-folder "$tmp/out" "layout tensor 2 x context 1 x expert 1 x data 4 x pipeline 2 from trainsim metadata"
+# ASTRA-sim's communicator-group file agrees with the metadata nodes; one that contradicts them is refused.
+expect comm-groups 0 "$bin" replay --chakra "$tmp/et" --comm-groups "$tmp/et/gpt-16-pp.comm_groups.json" --scenario "$scenario" --backend analytic
+echo '{"1": [0, 2]}' >"$tmp/groups.json"
+expect comm-groups-contradict 2 "$bin" replay --chakra "$tmp/et" --comm-groups "$tmp/groups.json" --scenario "$scenario" --backend analytic
+contains comm-groups-contradict "$tmp/err" "process group \"1\" has ranks 0,1 here and 0,2 in $tmp/groups.json"
 expect replay-csv 0 "$bin" replay --chakra "$tmp/et" --scenario "$scenario" --backend analytic --format csv
 contains replay-csv "$tmp/out" "iteration_time_s"
 
