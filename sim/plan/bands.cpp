@@ -45,7 +45,12 @@ const std::optional<double>& residual_of(const BandCase& c, Residual kind) {
 
 core::Json held_out_json(const BandSet& set, Residual kind) {
   const HeldOutCheck h = held_out_check(set, kind);
-  return {{"cases", h.cases.size()}, {"inside", h.inside}, {"coverage", h.coverage()}};
+  core::Json per_case = core::Json::array();
+  for (const HeldOutCase& c : h.cases) {
+    per_case.push_back({{"name", c.name}, {"residual", c.residual}, {"band", c.band.relative}, {"level", c.band.level},
+                        {"group_cases", c.band.cases.size()}, {"inside", c.inside}});
+  }
+  return {{"cases", h.cases.size()}, {"inside", h.inside}, {"coverage", h.coverage()}, {"per_case", per_case}};
 }
 
 }  // namespace
@@ -205,7 +210,11 @@ BandSet load_band_set(const std::string& path) { return read_band_set(core::load
 const BandSet& builtin_band_set() {
   static const BandSet set = [] {
     const std::string_view text = builtin_bands_text();
-    if (text.empty()) return BandSet{"none (validation/bands.json was missing when trainsim was built)"};
+    if (text.empty()) {
+      BandSet none;
+      none.source = "none (validation/bands.json was missing when trainsim was built)";
+      return none;
+    }
     BandSet s = read_band_set(core::parse_json_text(std::string(text), "validation/bands.json"), "validation/bands.json");
     s.source = "validation/bands.json (built in)";
     return s;

@@ -108,7 +108,9 @@ BandSet band_set_from(const ValidateResult& result, const std::string& backend);
 // cases tighten the bands near them.
 BandSet merge_band_sets(const BandSet& base, const BandSet& extra);
 
-// The bands file ("schema": "trainsim.bands/1"), with the held-out coverage it gives.
+// The bands file ("schema": "trainsim.bands/1"): coverage, backend, rule, held_out {time, memory: each
+// {cases, inside, coverage, per_case: [{name, residual, band, level, group_cases, inside}]}} (what
+// held_out_check gives; informative, not read back) and cases (BandCase).
 core::Json band_set_json(const BandSet& set);
 // Reads a bands file; InputError naming the file and pointer for anything malformed.
 BandSet read_band_set(const core::Json& doc, const std::string& file);

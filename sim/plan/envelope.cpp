@@ -86,16 +86,23 @@ Envelope envelope_of_report(const core::Json& report) {
     e.lines.push_back({{"unknown", 0, "", "the report's mechanisms (it has no envelope)"}, false, "", 0});
     return e;
   }
+  // A report read back may have been edited: a value of the wrong type reads as absent.
+  auto text = [](const core::Json& m, const char* key) {
+    return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+  };
+  auto number = [](const core::Json& m, const char* key) {
+    return m.contains(key) && m[key].is_number() ? m[key].get<double>() : 0.0;
+  };
   for (const core::Json& m : *mechanisms) {
     if (!m.is_object()) continue;
     EnvelopeLine l;
-    l.use.key = m.value("key", "");
-    l.use.description = m.value("description", l.use.key);
-    l.use.scale = m.value("scale", 0.0);
-    l.use.scale_name = m.value("scale_name", "");
-    l.validated = m.value("validated", false);
-    l.nearest_case = m.value("nearest_case", "");
-    l.nearest_scale = m.value("nearest_scale", 0.0);
+    l.use.key = text(m, "key");
+    l.use.description = text(m, "description").empty() ? l.use.key : text(m, "description");
+    l.use.scale = number(m, "scale");
+    l.use.scale_name = text(m, "scale_name");
+    l.validated = m.contains("validated") && m["validated"].is_boolean() && m["validated"].get<bool>();
+    l.nearest_case = text(m, "nearest_case");
+    l.nearest_scale = number(m, "nearest_scale");
     e.lines.push_back(l);
   }
   return e;

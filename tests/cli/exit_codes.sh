@@ -332,8 +332,9 @@ done
 # Reports given to compare are validated like input (issue 34): an edited report's negative time,
 # MFU above 1 or wrapped world size is refused, naming the pointer.
 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --format json >"$tmp/report.json"
-sed -e 's/"iteration_time_s": [0-9.e+-]*/"iteration_time_s": -5/' -e 's/"mfu": [0-9.e+-]*/"mfu": 7.5/' \
-  -e 's/"world_size": [0-9]*/"world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
+# (top-level keys only: two spaces of indentation; "bands" has keys of the same names)
+sed -e 's/^  "iteration_time_s": [0-9.e+-]*/  "iteration_time_s": -5/' -e 's/^  "mfu": [0-9.e+-]*/  "mfu": 7.5/' \
+  -e 's/^  "world_size": [0-9]*/  "world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
 expect compare-edited-report 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
 contains compare-edited-time "$tmp/err" "edited.json: /iteration_time_s: expected a positive number of seconds"
 contains compare-edited-mfu "$tmp/err" "edited.json: /mfu: expected a fraction in [0, 1] (a report of \`trainsim run\`), found 7.5"

@@ -8,6 +8,7 @@
 #include "sim/core/error.hpp"
 #include "sim/plan/bands.hpp"
 #include "sim/plan/envelope.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 #include "sim/plan/scenario.hpp"
 
 namespace trainsim::plan {
@@ -172,6 +173,52 @@ TEST(CaseTraits, ASc21CaseIsMegatronOnAmpereWithItsThreeAxes) {
   EXPECT_EQ(find("fsdp"), -1);
   EXPECT_EQ(gpu_generation("H200-SXM-141GB"), "hopper");
   EXPECT_EQ(gpu_generation("my-gpu"), "other");
+}
+
+}  // namespace
+}  // namespace trainsim::plan
+
+namespace trainsim::plan {
+namespace {
+
+Band band_of(double relative) {
+  Band b;
+  b.relative = relative;
+  b.level = 1;
+  return b;
+}
+
+Envelope envelope_with(bool validated, const std::string& what) {
+  Envelope e;
+  EnvelopeLine l;
+  l.use = {"fsdp", 384, "DP", what};
+  l.validated = validated;
+  l.nearest_case = validated ? "case" : "";
+  e.lines.push_back(l);
+  return e;
+}
+
+TEST(Ranking, TwoLayoutsATenthOfAPercentApartAreTied) {
+  const double q = std::log(1.05);  // +/-5%
+  const RankingAccuracy a = judge_ranking({{10.00, band_of(q), envelope_with(true, "a"), "#1"},
+                                           {10.01, band_of(q), envelope_with(true, "b"), "#2"},
+                                           {12.00, band_of(q), envelope_with(true, "c"), "#3"}});
+  EXPECT_EQ(a.tied, 2u);  // ln(10.01 / 10) = 0.001 <= 0.049; ln(12 / 10) = 0.18 > 0.049
+  ASSERT_FALSE(a.lines().empty());
+  EXPECT_EQ(a.lines()[0], "#1-#2 are indistinguishable at this accuracy: within each other's 80% error bands (+/-5.0% for #1)");
+  EXPECT_EQ(a.best_inside, std::optional<size_t>(0));
+}
+
+TEST(Ranking, TheNarrowerBandDecidesAndAnUnvalidatedLeaderIsFlagged) {
+  // 4% apart: inside #2's +/-5% band but not #1's +/-2%: not within each other's bands.
+  const RankingAccuracy a = judge_ranking({{100, band_of(std::log(1.02)), envelope_with(false, "FSDP gathers at DP 1024"), "#1"},
+                                           {104, band_of(std::log(1.05)), envelope_with(true, "b"), "#2"}});
+  EXPECT_EQ(a.tied, 1u);
+  const std::vector<std::string> lines = a.lines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "#1 is ahead of #2 by more than their 80% error bands (4.0% apart; +/-2.0% and +/-5.0%)");
+  EXPECT_EQ(lines[1], "#1 is outside the validated envelope: FSDP gathers at DP 1024 (no validation case uses it)");
+  EXPECT_EQ(lines[2], "#1's advantage rests on mechanisms outside the validated envelope; the best inside it is #2 (4.0% behind)");
 }
 
 }  // namespace
