@@ -768,7 +768,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   const Uncertainty u = uncertainty_of(s, p);
   // Each headline figure's band after it ("" without a finite band).
   auto band = [&u](double x, int digits, const std::string& unit = "") {
-    const std::string text = band_text(u.time, x, digits, unit);
+    const std::string text = band_text(u.time, u.coverage, x, digits, unit);
     return text.empty() ? text : "   " + text;
   };
   line(fmt::format("  {:<28}{:>14.4f} s{}", "iteration time", m.time_s, band(m.time_s, 4, " s")));
@@ -824,7 +824,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("  {:<28}{:>14} of {} per GPU (stage {}): {}{}", "peak memory", bytes_text(core::Bytes(peak)),
                    bytes_text(core::Bytes(capacity)), stage,
                    peak <= capacity ? "fits" : fmt::format("OUT OF MEMORY by {}", bytes_text(core::Bytes(peak - capacity))),
-                   u.memory.finite() ? fmt::format("   {:.0f}% band {}-{}", 100 * u.coverage, bytes_text(core::Bytes(u.memory.low(peak))),
+                   u.memory.finite() ? fmt::format("   {:g}% band {}-{}", 100 * u.coverage, bytes_text(core::Bytes(u.memory.low(peak))),
                                                    bytes_text(core::Bytes(u.memory.high(peak))))
                                      : std::string()));
   auto mrow = [&](const std::string& name, core::Bytes v) {

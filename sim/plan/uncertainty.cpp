@@ -57,9 +57,9 @@ core::Json bands_json(const Uncertainty& u, const core::Json& report) {
   return j;
 }
 
-std::string band_text(const Band& b, double x, int digits, const std::string& unit) {
+std::string band_text(const Band& b, double coverage, double x, int digits, const std::string& unit) {
   if (!b.finite()) return "";
-  return fmt::format("{:.0f}% band {:.{}f}-{:.{}f}{}", 100 * BAND_COVERAGE, b.low(x), digits, b.high(x), digits, unit);
+  return fmt::format("{:g}% band {:.{}f}-{:.{}f}{}", 100 * coverage, b.low(x), digits, b.high(x), digits, unit);
 }
 
 std::vector<std::string> uncertainty_lines(const Uncertainty& u) {

@@ -36,9 +36,9 @@ Uncertainty assess(const Scenario& s, const BandSet& set);
 // time_to_train_cost, peak_bytes_per_gpu (with a memory band)}.
 core::Json bands_json(const Uncertainty& u, const core::Json& report);
 
-// "80% band 13.5-15.4" style text of a band around `x`, printed with `digits` decimals and `unit`
-// (after the numbers), or "" without a finite band.
-std::string band_text(const Band& b, double x, int digits, const std::string& unit = "");
+// "80% band 13.5-15.4" style text of a band of `coverage` (0.8) around `x`, printed with `digits`
+// decimals and `unit` (after the numbers), or "" without a finite band.
+std::string band_text(const Band& b, double coverage, double x, int digits, const std::string& unit = "");
 
 // The table's lines below the figures: what the band means and where it comes from, then the
 // envelope's summary and one line per mechanism.
