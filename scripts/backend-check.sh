@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 printf '%-64s %14s %14s %9s\n' case analytic_s simgrid_s diff
-find "${paths[@]}" -name '*.json' ! -name 'features.json' ! -name 'hardware-specs.json' ! -path '*/collectives/*' |
+find "${paths[@]}" -name '*.json' ! -name 'features.json' ! -name 'hardware-specs.json' ! -name 'bands.json' ! -path '*/collectives/*' |
   sort | while read -r f; do
   name=$(basename "$f" .json)
   a=$("$bin" run "$f" --backend analytic --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["iteration_time_s"])' 2>/dev/null)

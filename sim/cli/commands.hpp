@@ -36,6 +36,7 @@ struct RunArgs {
   bool strict_profile = false;         // --strict-profile: a profile fitted on another GPU is an input error
   int simulate_failures = 0;           // --simulate-failures N: N simulated runs with failures (0: none)
   uint64_t seed = 1;                   // --seed: of --simulate-failures (resilience.hpp DEFAULT_FAILURE_SEED)
+  std::string bands;                   // --bands FILE: a bands file whose cases join the built-in ones
 };
 // The report on `out`; the scenario's warnings (Scenario::warnings) on `err`, one "warning: " line
 // each, and in the report. Throws core::InputError at /simulation/profile for a profile fitted on
@@ -66,6 +67,7 @@ struct ValidateArgs {
   std::vector<std::string> overrides;
   std::string backend;
   bool quiet = false;                // --quiet: no progress bar (drawn only on a terminal anyway)
+  std::string write_bands;           // --write-bands FILE: the cases' residuals as a bands file (plan/bands.hpp)
 };
 int validate_command(const ValidateArgs& args, std::ostream& out, std::ostream& err);
 

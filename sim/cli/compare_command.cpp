@@ -10,6 +10,7 @@
 
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
@@ -28,8 +29,10 @@ std::string cell_text(const ReportFigure& f, const core::Json* v) {
   return fmt::format("{:.{}f}", v->get<double>() * f.table_scale, f.table_digits);
 }
 
-void write_table(const std::vector<Configuration>& cs, const std::vector<CompareRow>& rows, std::optional<size_t> ref,
-                 bool color, std::ostream& out) {
+void write_table(const CompareResult& result, bool color, std::ostream& out) {
+  const std::vector<Configuration>& cs = result.configurations;
+  const std::vector<CompareRow>& rows = result.rows;
+  const std::optional<size_t> ref = result.reference;
   // Cell texts first, to size the columns.
   const size_t n = cs.size();
   std::vector<std::vector<std::string>> cells;
@@ -88,6 +91,10 @@ void write_table(const std::vector<Configuration>& cs, const std::vector<Compare
     }
     out << "\n";
   }
+  if (const std::vector<std::string> accuracy = compare_accuracy(result).lines(); !accuracy.empty()) {
+    out << "\naccuracy (iteration time, fastest first):\n";
+    for (const std::string& l : accuracy) out << "  " << l << "\n";
+  }
   for (const Configuration& c : cs) {
     if (c.ok()) continue;
     out << fmt::format("\n{} cannot run:\n", c.label);
@@ -124,12 +131,11 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
                                         .prices = parse_prices(args.prices, "--price")});
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
-  const std::optional<size_t> ref = result.reference;
   const std::vector<CompareRow>& rows = result.rows;
   switch (args.format) {
     case Format::JSON: out << compare_json(result).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
-    case Format::TABLE: write_table(cs, rows, ref, args.color, out); break;
+    case Format::TABLE: write_table(result, args.color, out); break;
   }
   if (!args.plot.empty()) {
     std::vector<LabeledReport> bars;

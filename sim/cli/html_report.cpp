@@ -1,6 +1,7 @@
 #include "sim/cli/html_report.hpp"
 
 #include <fmt/format.h>
+#include <functional>
 
 #include "sim/cli/report_charts.hpp"
 #include "sim/core/units.hpp"
@@ -21,6 +22,8 @@ td, th { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right
 td:first-child, th:first-child { text-align: left; }
 table.headline td.value { font-size: 1.25em; font-weight: bold; }
 .oom { color: #c00; font-weight: bold; }
+.inside { color: #070; }
+td.band { color: #555; }
 svg { max-width: 100%; height: auto; }
 footer { margin-top: 2em; color: #777; font-size: 0.85em; }
 )";
@@ -43,6 +46,42 @@ std::string row(const std::string& name, const std::string& value, const std::st
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / core::GiB); }
 
+// A headline row with its 80% band (the report's bands.FIELD {low, high}) in a third cell.
+std::string banded_row(const std::string& name, const std::string& value, const core::Json& r, const std::string& field,
+                       const std::function<std::string(double)>& format, const std::string& cls = "value") {
+  const core::Json::json_pointer low("/bands/" + field + "/low"), high("/bands/" + field + "/high");
+  const std::string band = r.contains(low) && r.contains(high) && r.at(low).is_number() && r.at(high).is_number()
+                               ? format(r.at(low).get<double>()) + " - " + format(r.at(high).get<double>())
+                               : "no band";
+  return fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td class=\"band\">{}</td></tr>\n", xml_escape(name), cls,
+                     xml_escape(value), xml_escape(band));
+}
+
+// "How sure": the bands' meaning and groups, then the envelope's mechanisms.
+std::string uncertainty_html(const core::Json& r) {
+  if (!r.contains("bands") || !r.contains("envelope")) return "";
+  std::string h = "<h2>How sure</h2>\n";
+  h += fmt::format("<p>{} (from {}, {} backend).</p>\n<table class=\"bands\">\n<tr><th>band</th><th>+/-</th><th>from</th></tr>\n",
+                   xml_escape(text(r, "/bands/meaning")), xml_escape(text(r, "/bands/source")), xml_escape(text(r, "/bands/backend")));
+  for (const char* kind : {"time", "memory"}) {
+    const std::string base = std::string("/bands/") + kind;
+    const core::Json::json_pointer pct(base + "/percent");
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{} cases: {}</td></tr>\n", kind,
+                     r.contains(pct) && r.at(pct).is_number() ? fmt::format("{:.1f}%", r.at(pct).get<double>()) : "-",
+                     static_cast<long>(num(r, (base + "/cases").c_str())), xml_escape(text(r, (base + "/group").c_str())));
+  }
+  h += "</table>\n";
+  h += fmt::format("<p class=\"{}\">{}</p>\n<table class=\"envelope\">\n<tr><th>mechanism</th><th>validation</th></tr>\n",
+                   r["envelope"].value("inside", false) ? "inside" : "oom", xml_escape(text(r, "/envelope/summary")));
+  if (r["envelope"].contains("mechanisms") && r["envelope"]["mechanisms"].is_array()) {
+    for (const core::Json& m : r["envelope"]["mechanisms"]) {
+      if (!m.is_object()) continue;
+      h += row(text(m, "/description"), text(m, "/verdict"));
+    }
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 std::string html_report(const core::Json& r, const std::string& timeline_file) {
@@ -56,16 +95,22 @@ std::string html_report(const core::Json& r, const std::string& timeline_file) {
                    xml_escape(text(r, "/pipeline/schedule")), xml_escape(text(r, "/simulation/backend")));
 
   h += "<table class=\"headline\">\n";
-  h += row("iteration time", fmt::format("{:.4f} s", time_s), "value");
-  h += row("throughput", fmt::format("{:.0f} tokens/s ({:.2f} samples/s)", num(r, "/tokens_per_s"), num(r, "/samples_per_s")), "value");
-  h += row("model TFLOP/s per GPU", fmt::format("{:.1f} (hardware {:.1f})", num(r, "/model_tflops_per_gpu"),
-                                                num(r, "/hardware_tflops_per_gpu")), "value");
-  h += row("MFU", fmt::format("{:.1f}% (HFU {:.1f}%)", 100 * num(r, "/mfu"), 100 * num(r, "/hfu")), "value");
+  h += "<tr><th></th><th></th><th>80% error band</th></tr>\n";
+  h += banded_row("iteration time", fmt::format("{:.4f} s", time_s), r, "iteration_time_s",
+                  [](double v) { return fmt::format("{:.4f} s", v); });
+  h += banded_row("throughput", fmt::format("{:.0f} tokens/s ({:.2f} samples/s)", num(r, "/tokens_per_s"), num(r, "/samples_per_s")),
+                  r, "tokens_per_s", [](double v) { return fmt::format("{:.0f} tokens/s", v); });
+  h += banded_row("model TFLOP/s per GPU", fmt::format("{:.1f} (hardware {:.1f})", num(r, "/model_tflops_per_gpu"),
+                                                       num(r, "/hardware_tflops_per_gpu")),
+                  r, "model_tflops_per_gpu", [](double v) { return fmt::format("{:.1f}", v); });
+  h += banded_row("MFU", fmt::format("{:.1f}% (HFU {:.1f}%)", 100 * num(r, "/mfu"), 100 * num(r, "/hfu")), r, "mfu",
+                  [](double v) { return fmt::format("{:.1f}%", 100 * v); });
   const bool fits = r.contains("memory") && r["memory"].value("fits", true);
-  h += row("peak memory per GPU", fmt::format("{} of {}: {}", gib(num(r, "/memory/peak_bytes_per_gpu")),
-                                              gib(num(r, "/memory/capacity_bytes")), fits ? "fits" : "OUT OF MEMORY"),
-           fits ? "value" : "value oom");
+  h += banded_row("peak memory per GPU", fmt::format("{} of {}: {}", gib(num(r, "/memory/peak_bytes_per_gpu")),
+                                                     gib(num(r, "/memory/capacity_bytes")), fits ? "fits" : "OUT OF MEMORY"),
+                  r, "peak_bytes_per_gpu", gib, fits ? "value" : "value oom");
   h += "</table>\n";
+  h += uncertainty_html(r);
 
   h += "<h2>Where the time goes</h2>\n";
   h += report::render_bar_chart(breakdown_bar_chart({{name, r}}, "time breakdown of the critical rank")).str();

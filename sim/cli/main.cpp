@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
                       "report percentiles of the time to train (docs/resilience.md)")
       ->check(CLI::Range(1, 1000000));
   run_cmd->add_option("--seed", run.seed, "Seed of --simulate-failures (default 1)");
+  run_cmd->add_option("--bands", run.bands,
+                      "A bands file (validate --write-bands) whose cases join the built-in ones for the error bands "
+                      "and the envelope (docs/validation.md, Error bands)");
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
@@ -85,6 +88,9 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("--backend", validate.backend, "Simulation backend: analytic or simgrid")
       ->check(CLI::IsMember({"analytic", "simgrid"}));
   validate_cmd->add_flag("--quiet,-q", validate.quiet, "No progress bar on stderr");
+  validate_cmd->add_option("--write-bands", validate.write_bands,
+                           "Also write the cases' residuals as a bands file (validation/bands.json: "
+                           "docs/validation.md, Error bands)");
 
   trainsim::cli::TraceSubcommand trace(app);
   trainsim::cli::CollectiveSubcommand collective(app);

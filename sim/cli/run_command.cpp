@@ -4,6 +4,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/html_report.hpp"
+#include "sim/plan/bands.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/report_figures.hpp"
@@ -103,6 +104,9 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return EXIT_INTERRUPTED;
   }
   if (args.simulate_failures > 0) simulate_failures(scenario, prediction, args.simulate_failures, args.seed);
+  if (!args.bands.empty()) {
+    prediction.bands = std::make_shared<const BandSet>(merge_band_sets(builtin_band_set(), load_band_set(args.bands)));
+  }
   const engine::TimelineFilter filter = timeline_filter(args, prediction);
   const core::Json report = report_json(scenario, prediction);
   const std::string table = report_table(scenario, prediction);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "sim/plan/progress.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
@@ -87,12 +88,14 @@ std::string result_csv(const Search& s, const SearchResult& r) {
   std::string out =
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
       "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput,"
-      "spatial,samples_per_s,stack,stack_runs\n";
+      "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first\n";
+  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
+    const RankedEntry& a = accuracy.entries[i];
     const Layout& l = e.layout;
     const Figures* f = e.best_figures();
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
                        e.estimate.iteration_time_s, e.analytic ? fmt::format("{}", e.analytic->iteration_time_s) : "",
@@ -100,7 +103,10 @@ std::string result_csv(const Search& s, const SearchResult& r) {
                        f ? fmt::format("{}", f->tokens_per_s) : "", f ? fmt::format("{}", f->mfu) : "",
                        f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes, f ? (f->fits ? "true" : "false") : "",
                        s.objective_of(e), f && f->goodput ? fmt::format("{}", *f->goodput) : "", l.spatial,
-                       f ? fmt::format("{}", f->samples_per_s) : "", l.stack, l.stack_runs ? "true" : "false");
+                       f ? fmt::format("{}", f->samples_per_s) : "", l.stack, l.stack_runs ? "true" : "false",
+                       a.band.finite() ? fmt::format("{}", a.band.low(a.value)) : "",
+                       a.band.finite() ? fmt::format("{}", a.band.high(a.value)) : "", a.envelope.inside() ? "true" : "false",
+                       i < accuracy.tied ? "true" : "false");
   }
   return out;
 }
@@ -166,6 +172,12 @@ std::string result_table(const Search& s, const SearchResult& r) {
                      f ? fmt::format("{:.0f}", s.layer_graph() ? f->samples_per_s : f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
                      (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, goodput,
                      objective_text(s, e)));
+  }
+  if (shown > 0) {
+    line("");
+    line(fmt::format("accuracy ({} backend residuals of {} validation cases, {}):", builtin_band_set().backend,
+                     builtin_band_set().cases.size(), builtin_band_set().source));
+    for (const std::string& l : search_accuracy(s, r, shown, builtin_band_set()).lines()) line("  " + l);
   }
   if (!r.rejected.empty()) {
     line("");

@@ -5,10 +5,12 @@
 #include <string>
 
 #include "calibrate/accuracy.hpp"
+#include "sim/plan/bands.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace trainsim::cli {
 
@@ -90,11 +92,24 @@ void write_table(const ValidateResult& r, const ValidateArgs& args, std::ostream
   }
 }
 
+// --write-bands: the compared cases' residuals, and the held-out coverage they give on stderr.
+void write_bands(const ValidateResult& r, const ValidateArgs& args, std::ostream& err) {
+  const BandSet set = band_set_from(r, args.backend);
+  core::OutputFile f(args.write_bands, "--write-bands");
+  f.stream() << band_set_json(set).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
+  f.commit();
+  const HeldOutCheck time = held_out_check(set, Residual::TIME), memory = held_out_check(set, Residual::MEMORY);
+  err << fmt::format("wrote {}: {} cases; held-out coverage of the {:g}% band: time {}/{} ({:.1f}%), memory {}/{} ({:.1f}%)\n",
+                     args.write_bands, set.cases.size(), 100 * set.coverage, time.inside, time.cases.size(),
+                     100 * time.coverage(), memory.inside, memory.cases.size(), 100 * memory.coverage());
+}
+
 }  // namespace
 
 int validate_command(const ValidateArgs& args, const CasePredictor& predictor, std::ostream& out, std::ostream& err) {
   const ValidateResult r = validate({args.paths, args.tolerance, args.overrides, args.backend, args.quiet, predictor, &err});
   r.warnings.print(err, r.cases.size());
+  if (!args.write_bands.empty()) write_bands(r, args, err);
   switch (args.format) {
     case Format::JSON: out << validate_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(r, args, out); break;

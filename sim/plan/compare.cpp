@@ -287,7 +287,7 @@ void check_report(const core::Json& doc, const std::string& path) {
     std::string expected;
     if (name == "scenario" || name == "backend" || name == "pipeline_schedule") {
       if (!v->is_string()) expected = "a string";
-    } else if (name == "fits") {
+    } else if (name == "fits" || name == "inside_envelope") {
       if (!v->is_boolean()) expected = "true or false";
     } else if (name == "world_size" || name == "time_to_train_iterations") {
       const std::optional<int64_t> i = core::exact_integer(*v);

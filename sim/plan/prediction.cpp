@@ -10,6 +10,7 @@
 #include "models/checkpoint.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/time_to_train.hpp"
+#include "sim/plan/uncertainty.hpp"
 #include "sim/engine/collective_simulation.hpp"
 #include "sim/engine/compute_model.hpp"
 #include "sim/engine/host_model.hpp"
@@ -106,6 +107,10 @@ std::string offload_summary(double peak, double capacity, double without) {
   auto gib = [](double b) { return fmt::format("{:.1f} GiB", b / core::GiB); };
   return fmt::format("{}: {} of {}; without offload {}{}", peak <= capacity ? "fits" : "does not fit", gib(peak),
                      gib(capacity), gib(without), without <= capacity ? " (fits too)" : "");
+}
+
+Uncertainty uncertainty_of(const Scenario& s, const Prediction& p) {
+  return assess(s, p.bands ? *p.bands : builtin_band_set());
 }
 
 std::string split_description(const Prediction& p) {
@@ -647,6 +652,9 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                         {"ranks", s.cluster.world_size()},
                         {"compute_slowdown", s.profile.device.straggler_slowdown}};
   }
+  const Uncertainty u = uncertainty_of(s, p);
+  j["bands"] = bands_json(u, j);
+  j["envelope"] = u.envelope.to_json();
   if (!s.warnings.empty()) j["warnings"] = s.warnings;
   return j;
 }
@@ -757,16 +765,25 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    models::to_string(par.recompute), par.zero_stage, p.built.micro_batches, s.training.micro_batch));
   line(fmt::format("pipeline: {}", split_description(p)));
   line("");
-  line(fmt::format("  {:<28}{:>14.4f} s", "iteration time", m.time_s));
-  line(fmt::format("  {:<28}{:>14.2f} samples/s {:>14.0f} tokens/s", "throughput", m.samples_per_s, m.tokens_per_s));
-  line(fmt::format("  {:<28}{:>14.1f}   (hardware {:.1f}, peak {:.1f} {})", "TFLOP/s per GPU (model)",
+  const Uncertainty u = uncertainty_of(s, p);
+  // Each headline figure's band after it ("" without a finite band).
+  auto band = [&u](double x, int digits, const std::string& unit = "") {
+    const std::string text = band_text(u.time, u.coverage, x, digits, unit);
+    return text.empty() ? text : "   " + text;
+  };
+  line(fmt::format("  {:<28}{:>14.4f} s{}", "iteration time", m.time_s, band(m.time_s, 4, " s")));
+  line(fmt::format("  {:<28}{:>14.2f} samples/s {:>14.0f} tokens/s{}", "throughput", m.samples_per_s, m.tokens_per_s,
+                   band(m.tokens_per_s, 0, " tokens/s")));
+  line(fmt::format("  {:<28}{:>14.1f}   (hardware {:.1f}, peak {:.1f} {}){}", "TFLOP/s per GPU (model)",
                    m.model_tflops_per_gpu, m.hardware_tflops_per_gpu, m.peak_tflops,
-                   core::to_string(s.training.precision)));
-  line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%)", "MFU", 100 * m.mfu, 100 * m.hfu));
+                   core::to_string(s.training.precision), band(m.model_tflops_per_gpu, 1)));
+  line(fmt::format("  {:<28}{:>13.1f}%   (HFU {:.1f}%){}", "MFU", 100 * m.mfu, 100 * m.hfu, band(100 * m.mfu, 1, "%")));
   if (std::optional<TimeToTrain> t = time_to_train_of(s, p, m.time_s)) {
-    line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{})", "time to train",
+    line(fmt::format("  {:<28}{:>14.2f} days ({} iterations for {:g} tokens, {:.0f} GPU-hours{}){}", "time to train",
                      t->days, t->iterations, t->tokens, t->gpu_hours,
-                     t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : ""));
+                     t->cost ? fmt::format(", ${:.0f} at ${:g}/GPU-hour", *t->cost, *s.cluster.price_per_gpu_hour) : "",
+                     band(t->days, 2, " days") +
+                         (t->cost && u.time.finite() ? fmt::format(", ${:.0f}-${:.0f}", u.time.low(*t->cost), u.time.high(*t->cost)) : "")));
     if (p.resilience && p.resilience->goodput > 0) {
       add_failures(*t, *p.resilience, s.cluster.world_size(), s.cluster.price_per_gpu_hour, p.simulated_failures);
       const TimeToTrain::WithFailures& w = *t->with_failures;
@@ -804,9 +821,12 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   const models::MemoryBreakdown& mem = p.built.memory[stage];
   const double peak = p.result.peak_memory_by_program[stage].value();
   const double capacity = s.cluster.gpu_spec.hbm_capacity.value();
-  line(fmt::format("  {:<28}{:>14} of {} per GPU (stage {}): {}", "peak memory", bytes_text(core::Bytes(peak)),
+  line(fmt::format("  {:<28}{:>14} of {} per GPU (stage {}): {}{}", "peak memory", bytes_text(core::Bytes(peak)),
                    bytes_text(core::Bytes(capacity)), stage,
-                   peak <= capacity ? "fits" : fmt::format("OUT OF MEMORY by {}", bytes_text(core::Bytes(peak - capacity)))));
+                   peak <= capacity ? "fits" : fmt::format("OUT OF MEMORY by {}", bytes_text(core::Bytes(peak - capacity))),
+                   u.memory.finite() ? fmt::format("   {:g}% band {}-{}", 100 * u.coverage, bytes_text(core::Bytes(u.memory.low(peak))),
+                                                   bytes_text(core::Bytes(u.memory.high(peak))))
+                                     : std::string()));
   auto mrow = [&](const std::string& name, core::Bytes v) {
     line(fmt::format("    {:<26}{:>14}", name, bytes_text(v)));
   };
@@ -877,6 +897,8 @@ std::string report_table(const Scenario& s, const Prediction& p) {
       line(fmt::format("    {:<42}{:>14}{:>12.1f}%", l.link, bytes_text(core::Bytes(l.bytes)), 100 * l.utilization));
     }
   }
+  line("");
+  for (const std::string& l : uncertainty_lines(u)) line(l);
   line("");
   const std::string flows =
       p.result.network_flows > 0

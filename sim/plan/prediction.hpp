@@ -2,6 +2,7 @@
 // One prediction: scenario -> workload -> backend -> report. Shared by `run`, `validate`, `compare`,
 // `sweep` and search's re-check (through predict_report).
 
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -14,6 +15,8 @@
 #include "sim/engine/backend.hpp"
 
 namespace trainsim::plan {
+
+struct BandSet;  // bands.hpp
 
 // The iterations before optimizations.pruning.start_iteration: the same job without pruning.
 struct DensePhase {
@@ -45,6 +48,9 @@ struct Prediction {
   std::optional<SimulatedRuns> simulated_failures;  // `run --simulate-failures N`
   std::optional<WarmupPhase> warmup_phase;  // gradient compression with warmup_steps > 0
   std::vector<ClosedFormClass> closed_form;  // SimGrid over its flow budget: what was not simulated
+  // The validation residuals behind the report's error bands and envelope (uncertainty.hpp);
+  // nullptr: the built-in validation/bands.json.
+  std::shared_ptr<const BandSet> bands;
 
   double iteration_time_s() const { return result.iteration_time.value(); }
 };
@@ -78,7 +84,8 @@ class WatchSimulations {
 };
 
 // The report of DESIGN.md ("schema": "trainsim.report/1"), extended with the pipeline split, the
-// breakdown by phase and axis, and the memory of the worst stage; with pruning, a "pruning" object
+// breakdown by phase and axis, and the memory of the worst stage; "bands" and "envelope" (how sure
+// the figures are: uncertainty.hpp, from p.bands); with pruning, a "pruning" object
 // (docs/scenario.md: what it changed against the same job dense); with gradient compression a
 // "gradient_compression" object and memory.breakdown_bytes.error_feedback.
 core::Json report_json(const Scenario& scenario, const Prediction& p);

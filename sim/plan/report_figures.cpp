@@ -44,6 +44,10 @@ const std::vector<ReportFigure>& report_figures() {
         {"time_to_train_days", "/time_to_train/days", "time to train (days)", 1, 2, Better::LOWER},
         {"time_to_train_gpu_hours", "/time_to_train/gpu_hours", "GPU-hours", 1, 0, Better::LOWER},
         {"time_to_train_cost_usd", "/time_to_train/cost", "cost (USD)", 1, 0, Better::LOWER},
+        // How sure (uncertainty.hpp): the half-width of the 80% band of the time figures, and whether
+        // every mechanism the prediction leans on has a validation case at a similar scale.
+        {"time_band_pct", "/bands/time/percent", "80% error band (+/- %)", 1, 1, Better::NEITHER},
+        {"inside_envelope", "/envelope/inside", "inside validated envelope", 1, 0, Better::NEITHER},
     };
     f.insert(f.end(), rest.begin(), rest.end());
     return f;

@@ -27,7 +27,7 @@ struct ReportFigure {
 // model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu, compute_s, exposed_communication_s,
 // exposed_<axis>_s for tensor, context, expert, data, pipeline, pipeline_bubble_s, other_s,
 // peak_bytes_per_gpu, capacity_bytes, fits, time_to_train_iterations, time_to_train_days,
-// time_to_train_gpu_hours, time_to_train_cost_usd.
+// time_to_train_gpu_hours, time_to_train_cost_usd, time_band_pct, inside_envelope.
 const std::vector<ReportFigure>& report_figures();
 
 // The value of `figure` in `report`, or nullptr when the report lacks it (time_to_train without

@@ -1,6 +1,7 @@
 #include "sim/plan/results_json.hpp"
 
 #include "calibrate/accuracy.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 
 namespace trainsim::plan {
 namespace {
@@ -17,6 +18,12 @@ core::Json figure_json(const ComparedFigure& f) {
           {"prediction", direction(f.metric, f.error)}};
 }
 
+// A ranked layout's objective band: {relative, low, high}; {} without a finite band.
+core::Json objective_band_json(const RankedEntry& a) {
+  if (!a.band.finite()) return core::Json::object();
+  return {{"relative", a.band.relative}, {"low", a.band.low(a.value)}, {"high", a.band.high(a.value)}};
+}
+
 }  // namespace
 
 core::Json search_json(const Search& s, const SearchResult& r) {
@@ -28,9 +35,11 @@ core::Json search_json(const Search& s, const SearchResult& r) {
   j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
   j["simgrid_runs"] = r.simgrid_runs;
   if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;
+  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
   core::Json ranked = core::Json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
+    const RankedEntry& a = accuracy.entries[i];
     core::Json c;
     c["rank"] = i + 1;
     c["layout"] = e.layout.to_json();
@@ -38,9 +47,12 @@ core::Json search_json(const Search& s, const SearchResult& r) {
     c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
     if (e.analytic) c["analytic"] = e.analytic->to_json();
     if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
+    c["band"] = objective_band_json(a);
+    c["envelope"] = {{"inside", a.envelope.inside()}, {"summary", a.envelope.summary()}};
     ranked.push_back(c);
   }
   j["ranked"] = ranked;
+  j["accuracy"] = accuracy.to_json();
   return j;
 }
 
@@ -78,6 +90,7 @@ core::Json compare_json(const CompareResult& result) {
     rj.push_back({{"metric", r.figure->name}, {"values", values}, {"diff_pct", diffs}, {"differs", r.any_differs}});
   }
   j["rows"] = rj;
+  j["accuracy"] = compare_accuracy(result).to_json();
   return j;
 }
 

@@ -6,7 +6,9 @@
 //   trainsim.search/1      scenario, objective, interrupted, space {candidates, valid, rejected by
 //                          reason}, simgrid_runs, recheck_refused (when any), ranked: best first,
 //                          each {rank, layout (Layout::to_json), objective, estimate {iteration_time_s,
-//                          peak_bytes_per_gpu}, analytic and simgrid (Figures::to_json, when evaluated)}
+//                          peak_bytes_per_gpu}, analytic and simgrid (Figures::to_json, when evaluated),
+//                          band {relative, low, high} of the objective, envelope {inside, summary}},
+//                          accuracy (RankingAccuracy::to_json: which of the best are tied)
 //   trainsim.compare/1     reference (index, or null), highlight_pct, configurations: each {label,
 //                          source, kind, vary (when varied), report or error + problems}, rows: each
 //                          {metric, values (one per configuration, null where absent), diff_pct, differs}

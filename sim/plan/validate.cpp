@@ -86,6 +86,7 @@ ValidationCase run_case(const CasePath& path, const ValidateOptions& args, const
     const Scenario s = load_scenario(path.file, args.overrides);
     c.name = s.name;
     c.warnings = s.warnings;
+    c.traits = traits_of(s);
     const std::vector<MeasuredFigure> measured = measured_figures(s);
     const core::Json report = predictor(s, args.backend);
     for (const MeasuredFigure& m : measured) {

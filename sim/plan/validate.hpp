@@ -33,6 +33,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/case_traits.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/plan/scenario_warnings.hpp"
 
@@ -74,6 +75,7 @@ struct ValidationCase {
   std::vector<core::InputProblem> problems;  // INPUT_ERROR
   std::string internal;                      // INTERNAL_ERROR: the message
   std::vector<std::string> warnings;         // the scenario's (Scenario::warnings)
+  std::optional<CaseTraits> traits;          // what the case is like (error bands; set once it loaded)
 
   // REQUIRES: outcome == COMPARED.
   const ComparedFigure& judged() const { return figures.front(); }

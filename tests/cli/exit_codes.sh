@@ -351,8 +351,9 @@ done
 # Reports given to compare are validated like input (issue 34): an edited report's negative time,
 # MFU above 1 or wrapped world size is refused, naming the pointer.
 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --format json >"$tmp/report.json"
-sed -e 's/"iteration_time_s": [0-9.e+-]*/"iteration_time_s": -5/' -e 's/"mfu": [0-9.e+-]*/"mfu": 7.5/' \
-  -e 's/"world_size": [0-9]*/"world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
+# (top-level keys only: two spaces of indentation; "bands" has keys of the same names)
+sed -e 's/^  "iteration_time_s": [0-9.e+-]*/  "iteration_time_s": -5/' -e 's/^  "mfu": [0-9.e+-]*/  "mfu": 7.5/' \
+  -e 's/^  "world_size": [0-9]*/  "world_size": 18446744073709551615/' "$tmp/report.json" >"$tmp/edited.json"
 expect compare-edited-report 2 "$bin" compare "$tmp/report.json" "$tmp/edited.json"
 contains compare-edited-time "$tmp/err" "edited.json: /iteration_time_s: expected a positive number of seconds"
 contains compare-edited-mfu "$tmp/err" "edited.json: /mfu: expected a fraction in [0, 1] (a report of \`trainsim run\`), found 7.5"
@@ -445,5 +446,27 @@ contains partial-out "$tmp/err" "cannot write the file"
 count partial-out-nothing <(ls -A "$tmp/outdir") "report" 0
 expect shard-full 2 "$bin" search "$small" --shard 0/2 --out /dev/full --quiet
 contains shard-full "$tmp/err" "error: /dev/full: cannot write the file"
+
+# Error bands (issue 28): validate --write-bands writes the cases' residuals and says the held-out
+# coverage; run --bands adds a user's cases (a case of a built-in name replaces it: here the 1.7B
+# case alone cannot form a group of 4, so the time band still comes from the built-in cases); a bad
+# bands file is an input error naming the file and field.
+expect write-bands 0 "$bin" validate "$src/validation/training/megatron-sc21-t1-1.7B.json" --backend analytic --quiet \
+  --write-bands "$tmp/bands.json"
+contains write-bands "$tmp/bands.json" '"schema": "trainsim.bands/1"'
+contains write-bands "$tmp/err" "wrote $tmp/bands.json: 1 cases; held-out coverage of the 80% band: time 0/0"
+expect run-bands 0 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --bands "$tmp/bands.json" --format json
+contains run-bands "$tmp/out" "\"source\": \"validation/bands.json (built in) + $tmp/bands.json\""
+contains run-bands "$tmp/out" '"envelope": {'
+sed 's/"trainsim.bands\/1"/"trainsim.bands\/9"/' "$tmp/bands.json" >"$tmp/bad-bands.json"
+expect run-bad-bands 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --bands "$tmp/bad-bands.json"
+contains run-bad-bands "$tmp/err" "bad-bands.json: /schema: expected \"trainsim.bands/1\""
+expect run-missing-bands 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --bands "$tmp/none.json"
+contains run-missing-bands "$tmp/err" "none.json: cannot open file"
+# search says which of its best layouts are tied within the bands, in the table and in JSON.
+expect search-accuracy 0 "$bin" search "$small" --no-recheck --top 3 --quiet
+contains search-accuracy "$tmp/out" "accuracy (analytic backend residuals of"
+expect search-accuracy-json 0 "$bin" search "$small" --no-recheck --top 3 --quiet --format json
+contains search-accuracy-json "$tmp/out" '"accuracy": {'
 
 report

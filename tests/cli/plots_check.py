@@ -183,7 +183,10 @@ def check_html(trainsim, src, tmp):
     text = "".join(page.text)
     expected = [report["scenario"], f"{report['iteration_time_s']:.4f} s", f"{report['tokens_per_s']:.0f} tokens/s",
                 f"{100 * report['mfu']:.1f}%", "tl.json", "Most utilized links",
-                report["network"]["top_links"][0]["link"]]
+                report["network"]["top_links"][0]["link"],
+                # issue 28: the band beside the iteration time and the envelope's summary
+                f"{report['bands']['iteration_time_s']['low']:.4f} s - {report['bands']['iteration_time_s']['high']:.4f} s",
+                report["envelope"]["summary"]]
     for needed in expected:
         if needed not in text:
             fail(f"'{needed}' not in the HTML text")
