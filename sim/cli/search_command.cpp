@@ -88,14 +88,16 @@ std::string result_csv(const Search& s, const SearchResult& r) {
   std::string out =
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
       "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput,"
-      "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first\n";
+      "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first,equivalent\n";
   const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
     const RankedEntry& a = accuracy.entries[i];
     const Layout& l = e.layout;
     const Figures* f = e.best_figures();
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
+    std::string equivalent;  // the merged layouts' descriptions, ';'-separated (no ',' in them)
+    for (const Layout& q : e.equivalent) equivalent += (equivalent.empty() ? "" : ";") + q.describe();
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
                        e.estimate.iteration_time_s, e.analytic ? fmt::format("{}", e.analytic->iteration_time_s) : "",
@@ -106,7 +108,7 @@ std::string result_csv(const Search& s, const SearchResult& r) {
                        f ? fmt::format("{}", f->samples_per_s) : "", l.stack, l.stack_runs ? "true" : "false",
                        a.band.finite() ? fmt::format("{}", a.band.low(a.value)) : "",
                        a.band.finite() ? fmt::format("{}", a.band.high(a.value)) : "", a.envelope.inside() ? "true" : "false",
-                       i < accuracy.tied ? "true" : "false");
+                       i < accuracy.tied ? "true" : "false", equivalent);
   }
   return out;
 }
@@ -130,6 +132,10 @@ std::string result_table(const Search& s, const SearchResult& r) {
                    rechecked > r.simgrid_runs && r.simgrid_runs > 0
                        ? fmt::format(" ({} simulations: layouts with the same workload timing share one)", r.simgrid_runs)
                        : ""));
+  if (r.merged > 0) {
+    line(fmt::format("merged: {} layout(s) whose figures equal a ranked one's, listed under it as \"same figures\"",
+                     r.merged));
+  }
   // Re-checks over simulation.max_flows that priced some collectives in closed form (marked ~).
   std::map<std::string, size_t> approximated;
   for (size_t i = 0; i < std::min(r.ranked.size(), static_cast<size_t>(o.top)); ++i) {
@@ -172,6 +178,11 @@ std::string result_table(const Search& s, const SearchResult& r) {
                      f ? fmt::format("{:.0f}", s.layer_graph() ? f->samples_per_s : f->tokens_per_s) : "-", f ? fmt::format("{:.1f}%", 100 * f->mfu) : "-",
                      (f ? f->peak_memory_bytes : e.estimate.peak_memory_bytes) / core::GiB, goodput,
                      objective_text(s, e)));
+    if (!e.equivalent.empty()) {
+      std::string names;
+      for (const Layout& q : e.equivalent) names += (names.empty() ? "" : "; ") + q.difference_from(e.layout);
+      line(fmt::format("{:>11} same figures: {}", "", names));
+    }
   }
   if (shown > 0) {
     line("");

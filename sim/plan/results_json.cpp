@@ -34,6 +34,7 @@ core::Json search_json(const Search& s, const SearchResult& r) {
   j["interrupted"] = r.interrupted;
   j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
   j["simgrid_runs"] = r.simgrid_runs;
+  j["merged"] = r.merged;
   if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;
   const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
   core::Json ranked = core::Json::array();
@@ -47,6 +48,10 @@ core::Json search_json(const Search& s, const SearchResult& r) {
     c["estimate"] = {{"iteration_time_s", e.estimate.iteration_time_s}, {"peak_bytes_per_gpu", e.estimate.peak_memory_bytes}};
     if (e.analytic) c["analytic"] = e.analytic->to_json();
     if (e.simgrid) c["simgrid"] = e.simgrid->to_json();
+    if (!e.equivalent.empty()) {
+      c["equivalent"] = core::Json::array();
+      for (const Layout& l : e.equivalent) c["equivalent"].push_back(l.to_json());
+    }
     c["band"] = objective_band_json(a);
     c["envelope"] = {{"inside", a.envelope.inside()}, {"summary", a.envelope.summary()}};
     ranked.push_back(c);

@@ -268,6 +268,25 @@ MemoryHeadroom MemoryHeadroom::parse(const std::string& text, const std::string&
   return h;
 }
 
+std::string Layout::difference_from(const Layout& other) const {
+  const auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start < text.size();) {
+      const size_t space = text.find(' ', start);
+      out.push_back(text.substr(start, space == std::string::npos ? std::string::npos : space - start));
+      if (space == std::string::npos) break;
+      start = space + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> theirs = words(other.describe());
+  std::string out;
+  for (const std::string& w : words(describe())) {
+    if (std::find(theirs.begin(), theirs.end(), w) == theirs.end()) out += (out.empty() ? "" : " ") + w;
+  }
+  return out;
+}
+
 std::string Layout::describe() const {
   std::string s = fmt::format("TP{} PP{}", tensor, pipeline);
   if (virtual_stages > 1) s += fmt::format("x{}", virtual_stages);
@@ -914,7 +933,7 @@ SearchResult Search::evaluate() const {
                 continue;
               }
               ++out.valid;
-              out.kept.push_back({l, est, std::nullopt, std::nullopt});
+              out.kept.push_back({l, est, std::nullopt, std::nullopt, {}});
             }
           }
         }
@@ -981,6 +1000,41 @@ SearchResult Search::merge(const std::vector<SearchResult>& shards) const {
   return result;
 }
 
+namespace {
+
+// Whether two refined layouts differ in no figure a planner reads (Evaluated::equivalent).
+bool same_figures(const Evaluated& a, const Evaluated& b) {
+  return a.analytic && b.analytic && a.layout.gpu == b.layout.gpu && a.layout.gpus == b.layout.gpus &&
+         a.analytic->iteration_time_s == b.analytic->iteration_time_s &&
+         a.analytic->peak_memory_bytes == b.analytic->peak_memory_bytes && a.analytic->fits == b.analytic->fits &&
+         a.analytic->goodput == b.analytic->goodput;
+}
+
+// Merges each ranked layout into the first one above it with the same figures (ranked in objective
+// order, equal figures are neighbours but for exact ties of other layouts). The row keeps a layout
+// some stack runs where one of the group does (Layout::stack_runs).
+size_t merge_equivalent(std::vector<Evaluated>& ranked) {
+  std::vector<Evaluated> rows;
+  size_t merged = 0;
+  for (Evaluated& e : ranked) {
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const Evaluated& r) { return same_figures(r, e); });
+    if (row == rows.end()) {
+      rows.push_back(std::move(e));
+      continue;
+    }
+    ++merged;
+    if (!row->layout.stack_runs && e.layout.stack_runs) {
+      std::swap(row->layout, e.layout);
+      std::swap(row->estimate, e.estimate);
+    }
+    row->equivalent.push_back(std::move(e.layout));
+  }
+  ranked = std::move(rows);
+  return merged;
+}
+
+}  // namespace
+
 void Search::rank(SearchResult& result) const {
   std::vector<Evaluated> kept;
   std::map<std::string, uint64_t> constrained;
@@ -1008,6 +1062,7 @@ void Search::rank(SearchResult& result) const {
     const double gb = b.analytic ? b.analytic->goodput.value_or(1) : 1;
     return better(score(a.layout, ta, ga), a.layout.index, score(b.layout, tb, gb), b.layout.index);
   });
+  result.merged = merge_equivalent(kept);
   result.ranked = std::move(kept);
   if (result.ranked.empty() && !result.interrupted) {
     // The constraints of the last stage first, then the most frequent first-pass reasons.

@@ -131,6 +131,8 @@ struct Layout {
   bool stack_runs = true;
 
   std::string describe() const;  // "TP8 PP8 DP16 mb1 full ZeRO-1 (megatron-distributed-optimizer)"
+  // The words of describe() that `other`'s lacks: "rc:selective ZeRO-3/fsdp2 [torchtitan]".
+  std::string difference_from(const Layout& other) const;
   core::Json to_json() const;
   static Layout from_json(core::ObjectReader& r);  // ranges checked; Search::candidate() checks the rest
 };
@@ -165,6 +167,11 @@ struct Evaluated {
   Estimate estimate;
   std::optional<Figures> analytic;
   std::optional<Figures> simgrid;
+  // Layouts whose analytic figures equal this one's in every respect (iteration time, peak memory,
+  // fits, goodput; same GPU type and count), merged into this row by rank(): names that change no
+  // figure (fsdp vs fsdp2, recompute none vs selective when nothing is recomputed). The re-check
+  // simulates this one.
+  std::vector<Layout> equivalent;
 
   // The figures it is ranked on: SimGrid's when re-checked, else the analytic backend's; nullptr when
   // it only has the first-pass estimate.
@@ -182,6 +189,7 @@ struct SearchResult {
   bool interrupted = false;
   double capacity_bytes = 0;
   size_t simgrid_runs = 0;                   // SimGrid simulations of the re-check (distinct workloads)
+  size_t merged = 0;                         // layouts merged into an equal row (Evaluated::equivalent)
   // Re-checks the SimGrid backend refused before simulating (above simulation.max_flows), by reason:
   // those layouts keep their analytic figures.
   std::map<std::string, uint64_t> recheck_refused;
@@ -210,8 +218,9 @@ class Search {
   SearchResult evaluate() const;
   // The union of shard results, cut to the `refine` best estimates as one process would have.
   SearchResult merge(const std::vector<SearchResult>& shards) const;
-  // Applies the constraints (fits, min_mfu; rejections counted) and ranks on the analytic figures.
-  // Throws InputError when no candidate is left.
+  // Applies the constraints (fits, min_mfu; rejections counted), ranks on the analytic figures and
+  // merges rows that differ in no figure (Evaluated::equivalent). Throws InputError when no candidate
+  // is left.
   void rank(SearchResult& result) const;
   // Stage 5 on the result's top, then the final order.
   void recheck(SearchResult& result) const;

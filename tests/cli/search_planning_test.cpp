@@ -6,9 +6,12 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
+#include <set>
+#include <sstream>
 #include <fmt/format.h>
 #include <string>
 
+#include "sim/cli/search_command.hpp"
 #include "sim/core/error.hpp"
 #include "sim/plan/compare.hpp"
 #include "sim/plan/prices.hpp"
@@ -49,6 +52,13 @@ SearchOptions planning_options() {
 }
 
 double days_of(const Evaluated& e) { return ITERATIONS * e.analytic->iteration_time_s / 86400; }
+
+// Layouts in a ranking: each row and the layouts merged into it (Evaluated::equivalent).
+size_t layouts_in(const std::vector<Evaluated>& ranked) {
+  size_t n = 0;
+  for (const Evaluated& e : ranked) n += 1 + e.equivalent.size();
+  return n;
+}
 
 TEST(Prices, ReadAndMatchByNameOrPrefix) {
   const PriceList p = parse_prices({"H100=2.5", "A100-SXM4-80GB=1.3"}, "--price");
@@ -129,15 +139,15 @@ TEST(SearchPlanning, DeadlineRejectsTheLayoutsOverItAndCountsThem) {
   const double slowest = days_of(unconstrained.ranked.back());
   ASSERT_LT(fastest, slowest);
   const double deadline = (fastest + slowest) / 2;
-  size_t over = 0;
-  for (const Evaluated& e : unconstrained.ranked) over += days_of(e) > deadline;
+  size_t over = 0;  // layouts, merged ones included: each is rejected on its own
+  for (const Evaluated& e : unconstrained.ranked) over += days_of(e) > deadline ? 1 + e.equivalent.size() : 0;
   ASSERT_GT(over, 0u);
 
   o.deadline_days = deadline;
   const Search search(o);
   SearchResult r = search.evaluate();
   search.rank(r);
-  EXPECT_EQ(r.ranked.size() + over, unconstrained.ranked.size());
+  EXPECT_EQ(layouts_in(r.ranked) + over, layouts_in(unconstrained.ranked));
   for (const Evaluated& e : r.ranked) EXPECT_LE(days_of(e), deadline) << e.layout.describe();
   const std::string reason = fmt::format("over --deadline {:g} days (analytic backend)", deadline);
   ASSERT_TRUE(r.rejected.count(reason)) << "reasons: " << core::Json(r.rejected).dump();
@@ -150,8 +160,10 @@ TEST(SearchPlanning, BudgetRejectsTheLayoutsOverIt) {
   const Search all(o);
   SearchResult unconstrained = all.evaluate();
   all.rank(unconstrained);
-  std::vector<double> costs;
-  for (const Evaluated& e : unconstrained.ranked) costs.push_back(ITERATIONS * e.analytic->iteration_time_s / 3600 * 8 * 2.0);
+  std::vector<double> costs;  // one per layout, merged ones included
+  for (const Evaluated& e : unconstrained.ranked) {
+    costs.insert(costs.end(), 1 + e.equivalent.size(), ITERATIONS * e.analytic->iteration_time_s / 3600 * 8 * 2.0);
+  }
   std::sort(costs.begin(), costs.end());
   const double budget = costs[costs.size() / 2];
   size_t over = 0;
@@ -161,7 +173,7 @@ TEST(SearchPlanning, BudgetRejectsTheLayoutsOverIt) {
   const Search search(o);
   SearchResult r = search.evaluate();
   search.rank(r);
-  EXPECT_EQ(r.ranked.size() + over, unconstrained.ranked.size());
+  EXPECT_EQ(layouts_in(r.ranked) + over, layouts_in(unconstrained.ranked));
   EXPECT_EQ(r.rejected.at(fmt::format("over --budget ${:.0f} (analytic backend)", budget)), over);
 }
 
@@ -190,10 +202,10 @@ TEST(SearchPlanning, MemoryHeadroomLowersTheCapacity) {
     FAIL() << e.what();
   }
   size_t kept = 0;
-  for (const Evaluated& e : r0.ranked) kept += e.analytic->peak_memory_bytes <= limit;
+  for (const Evaluated& e : r0.ranked) kept += e.analytic->peak_memory_bytes <= limit ? 1 + e.equivalent.size() : 0;
   for (const Evaluated& e : r.ranked) EXPECT_LE(e.analytic->peak_memory_bytes, limit) << e.layout.describe();
   // The first pass's estimate may already reject some (its own reason); none above the limit is left.
-  EXPECT_LE(r.ranked.size(), kept);
+  EXPECT_LE(layouts_in(r.ranked), kept);
   EXPECT_GT(r.ranked.size(), 0u);
 }
 
@@ -247,6 +259,78 @@ TEST(SearchPlanning, OptionsRoundTripThroughShardJson) {
   EXPECT_DOUBLE_EQ(back.headroom.fraction, 0.1);
   EXPECT_EQ(back.prices.for_gpu("A100-SXM4-80GB", "--price"), 1.5);
   EXPECT_EQ(back.to_json(), j);
+}
+
+// Rows that differ in no figure merge (issue 33, item 4): every refined layout appears once, as a row
+// or under one; a merged layout's own analytic figures (evaluate(), before ranking) equal its row's;
+// no two rows have equal figures.
+TEST(SearchMerge, EqualFiguresMergeIntoOneRowAndNothingIsLost) {
+  const Search search(planning_options());
+  const SearchResult evaluated = search.evaluate();
+  std::map<uint64_t, const Evaluated*> by_index;
+  for (const Evaluated& e : evaluated.ranked) by_index[e.layout.index] = &e;
+  SearchResult r = evaluated;
+  search.rank(r);
+  EXPECT_EQ(layouts_in(r.ranked), evaluated.ranked.size());
+  EXPECT_EQ(r.merged, evaluated.ranked.size() - r.ranked.size());
+  ASSERT_GT(r.merged, 0u) << "the tiny space has layouts that differ only in names (recompute with nothing to recompute)";
+  std::set<uint64_t> seen;
+  for (const Evaluated& row : r.ranked) {
+    EXPECT_TRUE(seen.insert(row.layout.index).second);
+    for (const Layout& q : row.equivalent) {
+      EXPECT_TRUE(seen.insert(q.index).second);
+      const Evaluated& own = *by_index.at(q.index);
+      EXPECT_EQ(own.analytic->iteration_time_s, row.analytic->iteration_time_s) << q.describe();
+      EXPECT_EQ(own.analytic->peak_memory_bytes, row.analytic->peak_memory_bytes) << q.describe();
+      EXPECT_EQ(q.gpus, row.layout.gpus);
+      EXPECT_FALSE(q.difference_from(row.layout).empty()) << q.describe();
+    }
+  }
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    for (size_t j = i + 1; j < r.ranked.size(); ++j) {
+      const bool same = r.ranked[i].analytic->iteration_time_s == r.ranked[j].analytic->iteration_time_s &&
+                        r.ranked[i].analytic->peak_memory_bytes == r.ranked[j].analytic->peak_memory_bytes;
+      EXPECT_FALSE(same) << r.ranked[i].layout.describe() << " and " << r.ranked[j].layout.describe();
+    }
+  }
+}
+
+TEST(SearchMerge, DifferenceNamesWhatDiffers) {
+  Layout a;
+  a.tensor = 2;
+  a.recompute = models::Recompute::NONE;
+  Layout b = a;
+  b.recompute = models::Recompute::SELECTIVE;
+  EXPECT_EQ(b.difference_from(a), "rc:selective");
+  EXPECT_EQ(a.difference_from(a), "");
+}
+
+// The search table with merged rows, as a golden file (tests/data/golden/search-merged-rows.txt;
+// TRAINSIM_UPDATE_GOLDEN=1 rewrites it on purpose). The scenario's path is replaced by SCENARIO.
+TEST(SearchMerge, MergedRowsTableIsUnchanged) {
+  cli::SearchArgs args;
+  args.options = planning_options();
+  args.options.top = 6;
+  args.options.refine = 12;
+  // Flash attention stores no score matrix: selective recompute re-runs nothing, so rc:none and
+  // rc:selective price the same (merged).
+  args.options.overrides = {"training.attention=flash"};
+  std::ostringstream out, err;
+  ASSERT_EQ(cli::search_command(args, out, err), 0) << err.str();
+  std::string table = out.str();
+  for (size_t at; (at = table.find(args.options.scenario)) != std::string::npos;) {
+    table.replace(at, args.options.scenario.size(), "SCENARIO");
+  }
+  EXPECT_NE(table.find("same figures: "), std::string::npos) << table;
+  const std::string golden = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/golden/search-merged-rows.txt";
+  if (std::getenv("TRAINSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden) << table;
+    return;
+  }
+  std::ifstream f(golden);
+  ASSERT_TRUE(f) << golden << " missing: regenerate on purpose with TRAINSIM_UPDATE_GOLDEN=1";
+  const std::string expected((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(table, expected);
 }
 
 // compare --vary over GPU types with --price: each configuration's cost is its own price's.
