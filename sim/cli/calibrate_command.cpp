@@ -1,5 +1,7 @@
 #include "sim/cli/calibrate_command.hpp"
 
+#include "network/feasibility.hpp"
+
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
@@ -54,6 +56,7 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
   core::Diagnostics diag;
   core::ObjectReader r(cluster, origin, "/cluster", diag);
   out.cluster = network::ClusterConfig::from_json(r);
+  network::check_feasibility(out.cluster, origin, "/cluster", diag);
   out.profile.device = core::DeviceProfile::defaults_for(out.cluster.profile_gpu());
   const core::Json* profile = doc.contains("simulation") && doc["simulation"].is_object() &&
                                       doc["simulation"].contains("profile")

@@ -1,6 +1,8 @@
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/collective_command.hpp"
 
+#include "network/feasibility.hpp"
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>
@@ -98,6 +100,8 @@ Setup setup_from_options(const CollectiveArgs& args) {
   Setup s;
   s.cluster = network::ClusterConfig::from_json(reader);
   reader.finish();
+  diag.throw_if_any();
+  network::check_feasibility(s.cluster, "trainsim collective", "", diag);
   diag.throw_if_any();
   return s;
 }
