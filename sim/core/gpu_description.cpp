@@ -115,7 +115,7 @@ class GpuObjectReader {
 
   // A label only names the object in tables: it changes no figure (and is not part of the source).
   void read_label(GpuSpec& spec) {
-    if (!r_.has("label")) return;
+    if (r_.raw("label") == nullptr) return;  // raw: a known key even when absent
     spec.label = r_.string("label", "");
     if (spec.label.empty() && r_.raw("label")->is_string()) r_.problem("label", "expected a non-empty short name for tables, e.g. \"H100 fast HBM\"");
   }
