@@ -1,7 +1,5 @@
 #include "sim/cli/calibrate_command.hpp"
 
-#include "network/feasibility.hpp"
-
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
@@ -16,6 +14,7 @@
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
 #include "network/collective_cost.hpp"
+#include "network/feasibility.hpp"
 #include "sim/cli/cli_options.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/scenario.hpp"

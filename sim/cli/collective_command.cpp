@@ -1,8 +1,6 @@
 #include "sim/cli/cli_options.hpp"
 #include "sim/cli/collective_command.hpp"
 
-#include "network/feasibility.hpp"
-
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>
@@ -11,6 +9,7 @@
 #include <map>
 
 #include "network/collective_cost.hpp"
+#include "network/feasibility.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
