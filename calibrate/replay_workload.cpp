@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "calibrate/parallel_groups.hpp"
 #include "calibrate/trace_summary.hpp"
 #include "sim/core/error.hpp"
 
@@ -63,99 +64,13 @@ std::vector<Window> iteration_windows(const TraceSet& traces, int64_t& iteration
   return windows;
 }
 
-// One parallel axis found from the communicators: ranks i·stride + base, i < size.
-struct FoundAxis {
-  int stride = 1;
-  int size = 1;
-  bool has_collectives = false;
-};
-
-// Stride and size of a sorted rank set that is an arithmetic progression; false otherwise.
-bool progression(const std::vector<int>& g, int& stride) {
-  stride = g.size() > 1 ? g[1] - g[0] : 1;
-  for (size_t i = 1; i < g.size(); ++i) {
-    if (g[i] - g[i - 1] != stride) return false;
-  }
-  return stride > 0;
-}
-
-struct Layout {
-  core::ParallelLayout layout;
-  std::vector<Axis> names;  // of the found axes, fastest first
-  std::vector<FoundAxis> axes;
-};
-
-Layout infer_layout(const TraceSet& traces) {
-  std::set<std::pair<int, int>> shapes;  // (stride, size)
+// The layout the traced communicators imply (calibrate/parallel_groups.hpp).
+InferredLayout infer_layout(const TraceSet& traces) {
+  std::vector<CommunicatorRanks> communicators;
   for (const TracedRank& r : traces.ranks()) {
-    for (const TracedCollective& c : r.collectives) {
-      int stride = 1;
-      if (c.group.size() < 2) continue;
-      if (!progression(c.group, stride)) {
-        throw core::InputError(traces.files()[r.file].path, "",
-                               fmt::format("communicator of ranks {} is not a parallel group (its ranks are not "
-                                           "evenly spaced)", fmt::join(c.group, ",")));
-      }
-      shapes.emplace(stride, static_cast<int>(c.group.size()));
-    }
+    for (const TracedCollective& c : r.collectives) communicators.push_back({c.group, traces.files()[r.file].path});
   }
-  const int world = traces.world_size();
-  Layout out;
-  int expected = 1;
-  for (auto [stride, size] : shapes) {
-    if (stride != expected || world % (expected * size) != 0) continue;
-    out.axes.push_back({stride, size, true});
-    expected *= size;
-  }
-  if (world % expected != 0 || out.axes.size() > 4) {
-    throw core::InputError(traces.files().front().path, "",
-                           fmt::format("the communicators do not factor the world of {} ranks into parallel axes", world));
-  }
-  if (expected < world) out.axes.push_back({expected, world / expected, false});
-  std::array<int, core::AXIS_COUNT> sizes{1, 1, 1, 1, 1};
-  const std::array<Axis, 3> faster{Axis::TENSOR, Axis::CONTEXT, Axis::EXPERT};
-  const size_t with_collectives = static_cast<size_t>(std::count_if(out.axes.begin(), out.axes.end(), [](const FoundAxis& a) { return a.has_collectives; }));
-  for (size_t i = 0; i < out.axes.size(); ++i) {
-    Axis name = Axis::PIPELINE;
-    if (i + 1 == with_collectives) {
-      name = Axis::DATA;
-    } else if (i + 1 < with_collectives) {
-      name = faster[i];
-    }
-    out.names.push_back(name);
-    sizes[static_cast<size_t>(name)] = out.axes[i].size;
-  }
-  out.layout = core::ParallelLayout(sizes);
-  return out;
-}
-
-// The group kind of a communicator: the consecutive found axes it spans.
-core::GroupKind group_kind_of(const Layout& l, const std::vector<int>& group, const std::string& file) {
-  int stride = 1;
-  progression(group, stride);
-  size_t first = 0;
-  while (first < l.axes.size() && l.axes[first].stride != stride) ++first;
-  int product = 1;
-  core::GroupKind kind;
-  for (size_t i = first; i < l.axes.size() && product < static_cast<int>(group.size()); ++i) {
-    product *= l.axes[i].size;
-    if (kind.name.empty()) {
-      kind.axis = l.names[i];
-    } else {
-      kind.extra_axes.push_back(kind.axis);
-      kind.axis = l.names[i];
-    }
-    kind.name = kind.name.empty() ? std::string(core::to_string(l.names[i]))
-                                  : fmt::format("{}+{}", kind.name, core::to_string(l.names[i]));
-  }
-  // The report attributes a group's traffic to its axis: DATA when the group spans it.
-  auto data = std::find(kind.extra_axes.begin(), kind.extra_axes.end(), Axis::DATA);
-  if (data != kind.extra_axes.end()) std::swap(*data, kind.axis);
-  if (product != static_cast<int>(group.size()) || kind.ranks_of(l.layout, group.front()) != group) {
-    throw core::InputError(file, "", fmt::format("communicator of ranks {} is not a group of the parallel layout "
-                                                 "the communicators imply", fmt::join(group, ",")));
-  }
-  return kind;
+  return calibrate::infer_layout(communicators, traces.world_size(), traces.files().front().path);
 }
 
 struct Event {
@@ -166,7 +81,7 @@ struct Event {
 };
 
 // The tasks of one rank's window, in start order.
-std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, const Window& w, const Layout& layout,
+std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, const Window& w, const InferredLayout& layout,
                              core::Workload& wl, std::map<std::vector<int>, uint16_t>& group_index, ReplayWorkload& out) {
   const core::TraceFile& f = traces.files()[rank.file];
   std::vector<Event> events;
@@ -375,7 +290,7 @@ ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions
 
   const std::vector<Window> windows = iteration_windows(traces, out.iteration);
   check_collective_sequences(traces, windows);
-  const Layout layout = infer_layout(traces);
+  const InferredLayout layout = infer_layout(traces);
   core::Workload& wl = out.workload;
   wl.layout = layout.layout;
   std::map<std::vector<int>, uint16_t> group_index;

@@ -1,7 +1,7 @@
 #pragma once
 // Gradient compression (the scenario's "optimizations.gradient_compression"): what the
 // data-parallel gradient reductions send, which extra kernels the GPU runs around them, and the
-// error-feedback state it keeps. The workload builder (stage_program.cpp) turns every gradient
+// error-feedback state it keeps. The workload builder (stage_data_parallel.cpp) turns every gradient
 // reduction of a bucket (or, at ZeRO-3, of a unit) into the steps compressed_reduction() returns,
 // so both backends see the same collectives and compute tasks. docs/scenario.md documents the keys
 // for users; docs/compression.md the model and its sources.

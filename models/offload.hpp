@@ -2,7 +2,7 @@
 // Offloading: the "optimizations.offload" section of a scenario. What leaves GPU memory, where it
 // goes (the node's host memory or its NVMe drives), and how the job then runs: which side steps the
 // optimizer, and whether the copies overlap the computation. The workload builder
-// (stage_program.cpp) turns it into COPY tasks on the copy streams, CPU optimizer tasks on the HOST
+// (stage_optimizer.cpp) turns it into COPY tasks on the copy streams, CPU optimizer tasks on the HOST
 // stream and host-memory MEMORY tasks; this file owns the configuration, its checks and the
 // memory accounting (which bytes stay on the GPU, which move to the host or to NVMe).
 //

@@ -129,7 +129,7 @@ std::string to_string(PipelineExecution e);  // "ordered", "async"
 std::string to_string(Recompute r);         // "none", "selective", "full"
 
 // Which implementation of ZeRO sharding the job runs; each has its own communication pattern
-// (stage_program.cpp cites the sources):
+// (stage_data_parallel.cpp cites the sources):
 //   MEGATRON_DISTRIBUTED_OPTIMIZER  Megatron-LM / NeMo --use-distributed-optimizer (zero_stage 1-2):
 //       gradients reduce-scattered per bucket once per iteration, overlapped with the backward;
 //       updated parameters all-gathered per bucket, overlapped with the next forward

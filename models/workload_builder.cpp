@@ -176,7 +176,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.async = p.execution == PipelineExecution::ASYNC && plan.chunks == 1 && !pipedream;
   if (plan.async) {
     // Each stage's passes form a ready pool whose order the engine picks as inputs arrive
-    // (stage_program.cpp). Its default order (program order: what the emulator runs, and where the
+    // (stage_schedule.cpp). Its default order (program order: what the emulator runs, and where the
     // transfers sit) is the message-driven order with these costs, the output layer counted as
     // V/(12h) layers (its logits GEMM's 2bshV FLOPs against a layer's ~24bsh²).
     std::vector<double> fwd = forward_cost, bwd = backward_cost, wgt = weight_cost;

@@ -106,7 +106,9 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
                    const std::vector<std::string>& gpu_types, const std::string& objective, int top, int refine,
                    bool recheck, std::optional<int> max_gpus, std::optional<double> min_mfu, bool fits,
                    int max_micro_batch, const std::vector<std::string>& offload,
-                   const std::vector<std::string>& compression, int jobs, bool yes, bool quiet, bool interruptible) {
+                   const std::vector<std::string>& compression, int jobs, bool yes, bool quiet,
+                   const std::vector<std::string>& prices, std::optional<double> deadline_days,
+                   std::optional<double> budget_usd, const std::string& memory_headroom, bool interruptible) {
   plan::SearchOptions o;
   o.scenario = source.first;
   o.overrides = overrides;
@@ -136,6 +138,10 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
   o.jobs = jobs;
   o.yes = yes;
   o.quiet = quiet;
+  o.prices = plan::parse_prices(prices, "--price");
+  o.deadline_days = deadline_days;
+  o.budget_usd = budget_usd;
+  if (!memory_headroom.empty()) o.headroom = plan::MemoryHeadroom::parse(memory_headroom, "--memory-headroom");
   return without_gil(interruptible, [&] {
     if (source.second) o.document = document_of(source);
     const plan::Search search(o);
@@ -148,9 +154,14 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
 
 std::string compare(const std::vector<Source>& inputs, const std::vector<std::string>& vary,
                     const std::vector<std::string>& overrides, const std::string& backend, bool quiet,
-                    bool interruptible) {
+                    const std::vector<std::string>& prices, bool interruptible) {
   check_backend(backend, /*allow_default=*/false);
-  plan::CompareOptions o{.inputs = {}, .vary = vary, .overrides = overrides, .backend = backend, .quiet = quiet};
+  plan::CompareOptions o{.inputs = {},
+                         .vary = vary,
+                         .overrides = overrides,
+                         .backend = backend,
+                         .quiet = quiet,
+                         .prices = plan::parse_prices(prices, "--price")};
   return without_gil(interruptible, [&] {
     for (const Source& s : inputs) {
       o.inputs.push_back(s.first);
@@ -168,9 +179,15 @@ std::string compare(const std::vector<Source>& inputs, const std::vector<std::st
 using RangeSpec = std::tuple<std::string, std::string, std::string>;
 
 std::string sweep(const Source& source, const std::vector<std::string>& overrides, const std::vector<RangeSpec>& ranges,
-                  const std::string& backend, bool yes, bool quiet, bool interruptible) {
+                  const std::string& backend, bool yes, bool quiet, const std::vector<std::string>& prices,
+                  bool interruptible) {
   check_backend(backend, /*allow_default=*/false);
-  plan::SweepOptions o{.scenario = source.first, .overrides = overrides, .backend = backend, .yes = yes, .quiet = quiet};
+  plan::SweepOptions o{.scenario = source.first,
+                       .overrides = overrides,
+                       .backend = backend,
+                       .yes = yes,
+                       .quiet = quiet,
+                       .prices = plan::parse_prices(prices, "--price")};
   return without_gil(interruptible, [&] {
     // All of them parsed here, in the order given (the last varies fastest).
     for (const auto& [key, kind, text] : ranges) {
@@ -273,11 +290,12 @@ PYBIND11_MODULE(_trainsim, m) {
   m.def("search", &search, py::arg("source"), py::arg("overrides"), py::arg("gpus"), py::arg("gpu_types"),
         py::arg("objective"), py::arg("top"), py::arg("refine"), py::arg("recheck"), py::arg("max_gpus"),
         py::arg("min_mfu"), py::arg("fits"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),
-        py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("interruptible"));
+        py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("prices"), py::arg("deadline_days"),
+        py::arg("budget_usd"), py::arg("memory_headroom"), py::arg("interruptible"));
   m.def("compare", &compare, py::arg("inputs"), py::arg("vary"), py::arg("overrides"), py::arg("backend"),
-        py::arg("quiet"), py::arg("interruptible"));
+        py::arg("quiet"), py::arg("prices"), py::arg("interruptible"));
   m.def("sweep", &sweep, py::arg("source"), py::arg("overrides"), py::arg("ranges"), py::arg("backend"), py::arg("yes"),
-        py::arg("quiet"), py::arg("interruptible"));
+        py::arg("quiet"), py::arg("prices"), py::arg("interruptible"));
   m.def("validate", &validate, py::arg("paths"), py::arg("tolerance"), py::arg("overrides"), py::arg("backend"),
         py::arg("quiet"), py::arg("interruptible"));
 }

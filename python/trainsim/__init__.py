@@ -77,7 +77,8 @@ def check(scenario, *, resolve_profile=False, **overrides):
 
 def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", top=10, refine=30, recheck=True,
            max_gpus=None, min_mfu=None, fits=True, max_micro_batch=0, offload=None, compression=None, jobs=None,
-           yes=False, quiet=False, as_frame=False, **overrides):
+           yes=False, quiet=False, price=None, deadline=None, budget=None, memory_headroom=None, as_frame=False,
+           **overrides):
     """Ranks every parallel layout of the scenario's model on its cluster: ``trainsim search``
     (docs/search.md; the options are its flags').
 
@@ -87,6 +88,8 @@ def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", t
         first-pass estimates evaluated with the analytic backend. max_gpus, min_mfu (a fraction, 0.4),
         fits, max_micro_batch (0: the default), offload and compression (lists of choices tried for
         every layout): constraints and choices. jobs: evaluation threads (None: one per CPU).
+    price: USD per GPU-hour by GPU type, {"H100": 2.5, "A100": 1.3} (``--price``). deadline (days),
+        budget (USD), memory_headroom ("10%" or "4 GiB"): the planning constraints (docs/search.md).
 
     Returns Results: one dict per ranked layout, best first ({rank, layout, objective, estimate,
     analytic, simgrid}: the "ranked" rows of ``--format json``), with the rest of that document
@@ -100,11 +103,13 @@ def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", t
         None if max_gpus is None else _integer(max_gpus, "max_gpus"), None if min_mfu is None else float(min_mfu),
         bool(fits), _integer(max_micro_batch, "max_micro_batch"), _strings(offload, "offload"),
         _strings(compression, "compression"), _integer(jobs, "jobs") if jobs is not None else (os.cpu_count() or 1),
-        bool(yes), bool(quiet), _main_thread()))
+        bool(yes), bool(quiet), _prices(price), None if deadline is None else float(deadline),
+        None if budget is None else float(budget), "" if memory_headroom is None else str(memory_headroom),
+        _main_thread()))
     return _results("search", doc, "ranked", as_frame)
 
 
-def compare(inputs, *, vary=None, backend="analytic", quiet=False, as_frame=False, **overrides):
+def compare(inputs, *, vary=None, backend="analytic", quiet=False, price=None, as_frame=False, **overrides):
     """Configurations side by side: ``trainsim compare``.
 
     inputs: a scenario or a report (a path, or a dict), or a list of them; exactly one scenario with
@@ -113,6 +118,7 @@ def compare(inputs, *, vary=None, backend="analytic", quiet=False, as_frame=Fals
     vary: {key: [values]}: one configuration per combination of the values (the first key changing
         slowest), e.g. ``{"parallelism.tensor": [2, 4, 8]}``; or strings "key=v1,v2" as ``--vary``.
     backend: "analytic" (default) or "simgrid" for the scenarios.
+    price: USD per GPU-hour by GPU type, {"H100": 2.5, "A100": 1.3} (``--price``).
     overrides: scenario keys set on every scenario (see run()).
 
     Returns Results: one dict per figure ({metric, values: one per configuration, diff_pct: the
@@ -122,11 +128,11 @@ def compare(inputs, *, vary=None, backend="analytic", quiet=False, as_frame=Fals
     items = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     sources = [_source(item, index + 1 if len(items) > 1 else None) for index, item in enumerate(items)]
     doc = json.loads(_trainsim.compare(sources, _vary(vary), _overrides(overrides), str(backend), bool(quiet),
-                                       _main_thread()))
+                                       _prices(price), _main_thread()))
     return _results("compare", doc, "rows", as_frame)
 
 
-def sweep(scenario, ranges, *, backend="analytic", yes=False, quiet=False, as_frame=False, **overrides):
+def sweep(scenario, ranges, *, backend="analytic", yes=False, quiet=False, price=None, as_frame=False, **overrides):
     """The scenario at every point of the cartesian product of ranges: ``trainsim sweep``
     (docs/sweep.md).
 
@@ -135,13 +141,14 @@ def sweep(scenario, ranges, *, backend="analytic", yes=False, quiet=False, as_fr
         fastest. A string "key=1:8:x2" or a list of them works too.
     backend: "analytic" (default) or "simgrid" (each point in a child process).
     yes: allow more than 10,000 points.
+    price: USD per GPU-hour by GPU type, {"H100": 2.5, "A100": 1.3} (``--price``).
 
     Returns Results: one dict per point ({values: {key: value}, world_size, iteration_time_s,
     tokens_per_s, samples_per_s, model_tflops_per_gpu, mfu, scaling_efficiency}, or {values, error}
     for a point that cannot run); to_frame() has one column per swept key.
     """
     doc = json.loads(_trainsim.sweep(_source(scenario), _overrides(overrides), _ranges(ranges), str(backend), bool(yes),
-                                     bool(quiet), _main_thread()))
+                                     bool(quiet), _prices(price), _main_thread()))
     return _results("sweep", doc, "points", as_frame)
 
 
@@ -274,6 +281,15 @@ def _strings(values, where):
     if isinstance(values, str):
         return [values]
     return [str(v) for v in _values(values, where)]
+
+
+def _prices(price):
+    """{"H100": 2.5} (or "H100=2.5" strings, as --price) as the command line's NAME=USD entries."""
+    if price is None:
+        return []
+    if isinstance(price, dict):
+        return [f"{name}={float(usd)!r}" for name, usd in price.items()]
+    return _strings(price, "price")
 
 
 def _main_thread():

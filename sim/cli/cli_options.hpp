@@ -22,6 +22,15 @@ inline void add_overrides(CLI::App* cmd, std::vector<std::string>& overrides) {
       ->type_name("KEY=VALUE");
 }
 
+// --price NAME=USD,...: USD per GPU-hour by GPU type (plan::parse_prices reads the entries).
+inline void add_prices(CLI::App* cmd, std::vector<std::string>& prices) {
+  cmd->add_option("--price", prices,
+                  "USD per GPU-hour by GPU type, comma-separated: H100=2.5,A100=1.3 (default: "
+                  "cluster.price_per_gpu_hour)")
+      ->delimiter(',')
+      ->type_name("NAME=USD");
+}
+
 // --backend analytic|simgrid; `help` says what the default is for this command.
 inline void add_backend(CLI::App* cmd, std::string& backend, const std::string& help) {
   cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"analytic", "simgrid"}));

@@ -116,8 +116,12 @@ void write_csv(const std::vector<Configuration>& cs, const std::vector<CompareRo
 
 int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err) {
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
-  const CompareResult result = compare(
-      {.inputs = args.inputs, .vary = args.vary, .overrides = args.overrides, .backend = args.backend, .quiet = args.quiet});
+  const CompareResult result = compare({.inputs = args.inputs,
+                                        .vary = args.vary,
+                                        .overrides = args.overrides,
+                                        .backend = args.backend,
+                                        .quiet = args.quiet,
+                                        .prices = parse_prices(args.prices, "--price")});
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
   const std::optional<size_t> ref = result.reference;
@@ -150,6 +154,7 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the configurations' time breakdowns as bars to FILE.svg or FILE.png");
   command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
+  add_prices(command_, args_.prices);
 }
 
 std::optional<int> CompareSubcommand::run(std::ostream& out, std::ostream& err) const {

@@ -48,6 +48,7 @@ struct CompareArgs {
   bool color = false;                  // table: bold/colour differing cells (stdout is a terminal)
   std::string plot{};                  // --plot FILE.svg|.png: the breakdowns side by side as bars
   bool quiet = false;                  // --quiet: no progress bar (there is one on a terminal only)
+  std::vector<std::string> prices{};   // --price NAME=USD,... (plan::parse_prices)
 };
 // The table (or JSON, CSV) on `out`; on `err` the configurations' warnings (a profile fitted on
 // another GPU, ...: scenario_warnings.hpp, each once with the columns it concerns) and, on a

@@ -6,6 +6,7 @@
 #include "sim/cli/cli_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
+#include "sim/plan/chakra_export.hpp"
 #include "sim/plan/config_export.hpp"
 
 namespace trainsim::cli {
@@ -32,7 +33,26 @@ int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err)
   return 0;
 }
 
+// `export --to chakra`: per-rank Chakra execution traces in the folder -o names (docs/chakra.md).
+int export_chakra_command(const ExportArgs& args, std::ostream& err) {
+  if (args.out.empty()) throw core::InputError("-o", "", "--to chakra writes one file per rank: give the folder to write them in with -o");
+  const plan::Scenario s = plan::load_scenario(args.scenario, args.overrides);
+  const plan::ChakraExportResult r = plan::export_chakra(s, args.out);
+  if (args.strict && !r.notes.empty()) {
+    std::vector<core::InputProblem> problems;
+    for (const plan::ExportLoss& l : r.notes) problems.push_back({args.scenario, l.key, "not expressible as Chakra traces: " + l.message});
+    throw core::InputError(problems);
+  }
+  for (const plan::ExportLoss& l : r.notes) err << "not expressed: " << l.key << ": " << l.message << "\n";
+  std::string back = fmt::format("trainsim replay --chakra {} --scenario {}", r.prefix, args.scenario);
+  for (const std::string& o : args.overrides) back += " --set " + o;
+  err << fmt::format("wrote {} Chakra traces ({} nodes) as {}.<rank>.et and the process groups as {}; read them back with: {}\n",
+                     r.files.size(), r.nodes, r.prefix, r.comm_groups, back);
+  return 0;
+}
+
 int export_command(const ExportArgs& args, std::ostream& out, std::ostream& err) {
+  if (args.to == "chakra") return export_chakra_command(args, err);
   const std::optional<plan::ConfigFormat> format = plan::config_format_named(args.to);
   if (!format) throw core::InputError("--to", "", fmt::format("expected megatron, torchtitan, deepspeed or hf, found \"{}\"", args.to));
   const plan::Scenario s = plan::load_scenario(args.scenario, args.overrides);
@@ -94,13 +114,13 @@ ImportSubcommands::ImportSubcommands(CLI::App& app) {
       ->type_name("ARGS");
 
   export_ = app.add_subcommand("export", "Write a scenario as Megatron-LM arguments, a torchtitan TOML, a DeepSpeed config or a "
-                                         "Hugging Face config.json (docs/import.md)");
-  export_->add_option("--to", export_args_.to, "megatron, torchtitan, deepspeed or hf")
+                                         "Hugging Face config.json (docs/import.md), or the workload as Chakra execution traces (docs/chakra.md)");
+  export_->add_option("--to", export_args_.to, "megatron, torchtitan, deepspeed, hf, or chakra (per-rank traces into the folder -o)")
       ->required()
-      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "hf"}));
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "hf", "chakra"}));
   export_->add_option("scenario", export_args_.scenario, "Scenario JSON file")->required();
   add_overrides(export_, export_args_.overrides);
-  export_->add_option("-o,--out", export_args_.out, "Write to FILE instead of standard output")->type_name("FILE");
+  export_->add_option("-o,--out", export_args_.out, "Write to FILE instead of standard output (chakra: the folder)")->type_name("FILE");
   export_->add_flag("--strict", export_args_.strict, "A value the format cannot express is an error (exit 2), not a note");
 }
 

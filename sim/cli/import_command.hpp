@@ -36,7 +36,7 @@ struct ImportArgs {
 int import_command(const ImportArgs& args, std::ostream& out, std::ostream& err);
 
 struct ExportArgs {
-  std::string to;  // megatron | torchtitan | deepspeed | hf
+  std::string to;  // megatron | torchtitan | deepspeed | hf | chakra (per-rank traces in the folder `out`)
   std::string scenario;
   std::vector<std::string> overrides;
   std::string out;

@@ -14,6 +14,16 @@
 //       replicas of the traced run (the error then compares with the traced scale and is not
 //       printed as an error: the ratio to the measured time is).
 //
+//   trainsim replay --chakra FOLDER_OR_PREFIX [--comm-groups FILE] [--scenario FILE] [--set key=value]...
+//                   [--backend simgrid|analytic] [--format table|json|csv]
+//       Builds the Workload IR from Chakra execution traces, one file per rank
+//       (calibrate/chakra_workload.hpp: what is read, approximated and refused; docs/chakra.md) and
+//       prints the predicted iteration time, its breakdown and the traced span when the nodes carry
+//       start times. The cluster: the scenario's whole (cluster, profile, simulation.algorithm,
+//       fidelity and replay) when its world has as many GPUs as there are files, so that the export
+//       of a scenario (`trainsim export --to chakra`) replays to the scenario's own time; otherwise
+//       its cluster section after --set at the traces' shape, as for trainsim traces.
+//
 // Budgets (docs/hardening.md, "Budgets"), checked before anything is simulated: the replayed world
 // (traced ranks x --scale-data) is at most MAX_REPLAY_WORLD GPUs, the largest cluster; and, since a
 // replay simulates every rank (no symmetry: each runs its own measured program), the rank-group
@@ -43,7 +53,9 @@ inline constexpr int64_t MAX_REPLAY_WORLD = int64_t{1} << 24;
 inline constexpr double MAX_REPLAY_MEMBERSHIPS = 3e7;
 
 struct ReplayArgs {
-  std::vector<std::string> paths;      // trace files, or folders of *.trace files
+  std::vector<std::string> paths;      // trace files, or folders of *.trace files (not with `chakra`)
+  std::string chakra;                  // Chakra execution traces: a folder of PREFIX.<rank>.et, or the prefix
+  std::string comm_groups;             // with `chakra`: ASTRA-sim's communicator-group JSON ("" for none)
   std::string scenario;                // optional: the cluster (and profile) to replay on
   std::vector<std::string> overrides;  // --set on the scenario
   int scale_data = 1;                  // >= 1

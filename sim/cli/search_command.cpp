@@ -10,6 +10,7 @@
 
 #include "sim/plan/progress.hpp"
 #include "sim/plan/results_json.hpp"
+#include "sim/cli/cli_options.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/search_mpi.hpp"
 #include "sim/core/error.hpp"
@@ -284,8 +285,15 @@ std::vector<int> parse_gpu_counts(const std::string& text) {
   return out;
 }
 
-std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted) {
+// The options given as text (--gpus, --price, --memory-headroom) into args.options.
+void parse_text_options(SearchArgs& args) {
   if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
+  if (!args.prices.empty()) args.options.prices = parse_prices(args.prices, "--price");
+  if (!args.headroom.empty()) args.options.headroom = MemoryHeadroom::parse(args.headroom, "--memory-headroom");
+}
+
+std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted) {
+  parse_text_options(args);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   const Search search(args.options);
   if (mpi_world_size() == 1 || args.options.shard_index == 0) print_warnings(search, err);  // once under mpirun
@@ -299,7 +307,7 @@ int search_command(SearchArgs args, std::ostream& out, std::ostream& err) {
   if (args.options.scenario.empty()) throw core::InputError("search", "", "expected a scenario file (or `search merge FILES`)");
   // Started by mpirun with several ranks: each evaluates its share and rank 0 prints the merge.
   if (mpi_world_size() > 1) return search_mpi_command(std::move(args), out, err);
-  if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
+  parse_text_options(args);
   if (!args.shard.empty()) parse_shard(args.shard, args.options);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   StopOnInterrupt interrupt;
@@ -358,6 +366,16 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--max-gpus", o.max_gpus, "Only GPU counts up to N");
   command_->add_option("--min-mfu", o.min_mfu, "Only layouts with at least this MFU (a fraction, 0.4 = 40%)");
   command_->add_flag("--fits,!--no-fits", o.fits, "Only layouts that fit in GPU memory (default on)");
+  command_->add_option("--memory-headroom", args_.headroom,
+                       "With --fits: GPU memory kept free, a share (\"10%\") or a size (\"4 GiB\")")
+      ->type_name("PCT|SIZE");
+  command_->add_option("--deadline", o.deadline_days,
+                       "Only layouts that train training.tokens within DAYS (with failures when the scenario has "
+                       "checkpoints)")
+      ->type_name("DAYS");
+  command_->add_option("--budget", o.budget_usd, "Only layouts whose whole run costs at most USD (with failures)")
+      ->type_name("USD");
+  add_prices(command_, args_.prices);
   command_->add_option("--max-micro-batch", o.max_micro_batch,
                        "Largest micro-batch tried (default 16; a layer-graph model: the whole per-replica batch)")
       ->default_val(0)

@@ -27,6 +27,8 @@ struct SearchArgs {
   std::vector<std::string> merge_files;
   Format format = Format::TABLE;
   std::string plot;           // --plot FILE.svg|.png: the shown layouts' breakdowns as ranked bars
+  std::vector<std::string> prices;  // --price NAME=USD,... (plan::parse_prices)
+  std::string headroom;       // --memory-headroom "10%" or "4 GiB" (plan::MemoryHeadroom::parse)
 };
 
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err);

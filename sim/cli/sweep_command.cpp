@@ -224,7 +224,8 @@ int sweep_command(const SweepArgs& args, std::ostream& out, std::ostream& err) {
                                 .ranges = args.ranges,
                                 .backend = args.backend,
                                 .yes = args.yes,
-                                .quiet = args.quiet});
+                                .quiet = args.quiet,
+                                .prices = parse_prices(args.prices, "--price")});
   r.warnings.print(err, r.points.size());
   switch (args.format) {
     case Format::JSON: out << sweep_json(r).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
@@ -250,6 +251,7 @@ SweepSubcommand::SweepSubcommand(CLI::App& app) {
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the scaling curve to FILE.svg or FILE.png");
   command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
+  add_prices(command_, args_.prices);
   command_->add_flag("--yes", args_.yes, fmt::format("Allow more than {} points", SWEEP_POINTS_WITHOUT_YES));
 }
 

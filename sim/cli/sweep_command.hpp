@@ -33,6 +33,7 @@ struct SweepArgs {
   std::string plot;                    // --plot FILE.svg | FILE.png: the scaling curve
   bool yes = false;                    // --yes: allow more than plan::SWEEP_POINTS_WITHOUT_YES points
   bool quiet = false;                  // --quiet: no progress bar (drawn only on a terminal anyway)
+  std::vector<std::string> prices;     // --price NAME=USD,... (plan::parse_prices)
 };
 // The curve on `out`; on `err` the points' warnings (a profile fitted on another GPU, ...:
 // scenario_warnings.hpp, each once with the points it concerns) and, on a terminal, a progress bar.

@@ -19,8 +19,10 @@ constexpr const char* REPORT_SCHEMA = "trainsim.report/1";
 
 // Predicts one scenario document; an impossible configuration becomes the column's error, any other
 // InputError (malformed, unknown key) propagates: it is the user's input that is wrong.
+// `gpus` collects the configurations' GPU names (--price must price one of them).
 Configuration predict_configuration(const core::Json& doc, const std::string& path,
-                                    const std::vector<std::string>& overrides, const std::string& backend) {
+                                    const std::vector<std::string>& overrides, const CompareOptions& args,
+                                    std::vector<std::string>& gpus) {
   Configuration c;
   c.source = path;
   c.kind = "scenario";
@@ -29,7 +31,10 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
   try {
     // predict_report: SimGrid 3.32 builds one platform per process, so each SimGrid
     // configuration runs in a child process (configurations may differ in cluster).
-    c.report = predict_report(read_scenario(resolved, path), backend);
+    Scenario s = read_scenario(resolved, path);
+    apply_prices(s, args.prices, "--price");
+    gpus.push_back(s.cluster.gpu);
+    c.report = predict_report(s, args.backend);
   } catch (const ImpossibleScenario& e) {
     c.problems = e.problems();
   }
@@ -81,6 +86,7 @@ void stop_if_interrupted() {
 
 std::vector<Configuration> configurations_of(const CompareOptions& args) {
   std::vector<Configuration> out;
+  std::vector<std::string> gpus;  // of the scenarios that ran (--price)
   // Each scenario is a whole prediction (seconds with SimGrid): a bar on a terminal.
   const bool show_progress = !args.quiet;
   TRAINSIM_CHECK(args.documents.empty() || args.documents.size() == args.inputs.size(),
@@ -148,11 +154,12 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
       }
       std::vector<std::string> overrides = args.overrides;
       overrides.insert(overrides.end(), assignments.begin(), assignments.end());
-      Configuration c = predict_configuration(doc, path, overrides, args.backend);
+      Configuration c = predict_configuration(doc, path, overrides, args, gpus);
       c.label = label;
       c.overrides = assignments;
       out.push_back(std::move(c));
     }
+    if (!gpus.empty()) args.prices.check_used(gpus, "--price");
     return out;
   }
 
@@ -174,7 +181,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
       c.kind = "report";
       c.report = doc;
     } else {
-      c = predict_configuration(doc, path, args.overrides, args.backend);
+      c = predict_configuration(doc, path, args.overrides, args, gpus);
     }
     c.label = stems[short_label(args, i)] > 1 ? path : short_label(args, i);  // report.json from two --out folders
     out.push_back(std::move(c));
@@ -182,6 +189,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
   if (out.size() > MAX_CONFIGURATIONS) {
     throw core::InputError("compare", "", fmt::format("more than {} inputs", MAX_CONFIGURATIONS));
   }
+  if (!gpus.empty()) args.prices.check_used(gpus, "--price");
   return out;
 }
 

@@ -39,6 +39,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/prices.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/scenario_warnings.hpp"
 
@@ -55,6 +56,9 @@ struct CompareOptions {
   std::vector<std::string> overrides{};  // "key.path=value", on every scenario (apply_override)
   std::string backend = "analytic";      // for scenarios: analytic | simgrid (a child process each)
   bool quiet = false;                    // no progress bar (drawn on a terminal only: progress.hpp)
+  // --price: each scenario's cluster.price_per_gpu_hour from its GPU's entry (apply_prices), after the
+  // overrides; a name that prices none of the configurations' GPUs is an InputError.
+  PriceList prices{};
   // Empty, or one per input: an entry that is not null is that input's document already in memory (a
   // scenario or a report: the Python module's dicts), read instead of the file, which then only
   // names it (its label, whole rather than a file's stem; messages) and anchors relative paths

@@ -17,6 +17,7 @@
 #include "sim/plan/time_to_train.hpp"
 #include "network/feasibility.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
 
 namespace trainsim::plan {
 
@@ -282,7 +283,41 @@ core::Json SearchOptions::to_json() const {
   j["max_micro_batch"] = max_micro_batch;
   if (!offload.empty()) j["offload"] = offload;
   if (!compression.empty()) j["compression"] = compression;
+  if (deadline_days) j["deadline_days"] = *deadline_days;
+  if (budget_usd) j["budget_usd"] = *budget_usd;
+  if (headroom.given()) j["memory_headroom"] = {{"fraction", headroom.fraction}, {"bytes", headroom.bytes}};
+  if (!prices.empty()) j["prices"] = prices.to_json();
   return j;
+}
+
+std::string MemoryHeadroom::describe() const {
+  if (fraction > 0 && bytes > 0) return fmt::format("{:g}% + {}", 100 * fraction, core::format_bytes(core::Bytes(bytes)));
+  return fraction > 0 ? fmt::format("{:g}%", 100 * fraction) : core::format_bytes(core::Bytes(bytes));
+}
+
+MemoryHeadroom MemoryHeadroom::parse(const std::string& text, const std::string& flag) {
+  MemoryHeadroom h;
+  if (!text.empty() && text.back() == '%') {
+    size_t used = 0;
+    double pct = -1;
+    try {
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used + 1 != text.size() || !(pct >= 0 && pct < 100)) {
+      throw core::InputError(flag, "", fmt::format("expected a percentage from 0% to below 100% (\"10%\"), found \"{}\"", text));
+    }
+    h.fraction = pct / 100;
+    return h;
+  }
+  core::Bytes b;
+  if (!core::parse_bytes(text, b) || !(b.value() >= 0 && b.value() <= core::MAX_BYTES)) {
+    throw core::InputError(flag, "",
+                           fmt::format("expected a share of the GPU's memory (\"10%\") or a size (\"4 GiB\"), found \"{}\"", text));
+  }
+  h.bytes = b.value();
+  return h;
 }
 
 std::string Layout::describe() const {
@@ -536,8 +571,43 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
 
   for (const ZeroOption& z : ZERO_OPTIONS) zero_templates_.push_back(zero_template(doc, options_.scenario, z));
 
+  if (options_.deadline_days && !(*options_.deadline_days > 0 && *options_.deadline_days <= MAX_FIGURE_S / 86400)) {
+    throw core::InputError("--deadline", "", fmt::format("expected days, a positive number, found {}", *options_.deadline_days));
+  }
+  if (options_.budget_usd && !(*options_.budget_usd > 0 && *options_.budget_usd <= 1e18)) {
+    throw core::InputError("--budget", "", fmt::format("expected US dollars, a positive number, found {}", *options_.budget_usd));
+  }
+  if (!(options_.headroom.fraction >= 0 && options_.headroom.fraction < 1 && options_.headroom.bytes >= 0)) {
+    throw core::InputError("--memory-headroom", "", fmt::format("expected a share below 100% or a size, found {}",
+                                                                options_.headroom.describe()));
+  }
+  options_.prices.check_used(types, "--price");
+  // A constraint needs what its figure needs: --deadline the tokens, --budget the tokens and a price.
+  for (const auto& [given, flag] : {std::pair{options_.deadline_days.has_value(), "--deadline"},
+                                    std::pair{options_.budget_usd.has_value(), "--budget"}}) {
+    if (given && !scenario.training.tokens) {
+      throw core::InputError(options_.scenario, "/training/tokens",
+                             fmt::format("{} needs training.tokens in the scenario, the tokens to train (docs/scenario.md)", flag));
+    }
+  }
+  const bool objective_price = options_.objective == Objective::COST || options_.objective == Objective::TOKENS_PER_DOLLAR;
+  if (!options_.prices.empty() && (objective_price || options_.budget_usd)) {
+    for (const std::string& type : types) {
+      if (!options_.prices.for_gpu(type, "--price") && !scenario.cluster.price_per_gpu_hour) {
+        throw core::InputError("--price", "",
+                               fmt::format("no price for the GPU {}, which {} needs: give --price {}=USD (per GPU-hour) "
+                                           "or cluster.price_per_gpu_hour",
+                                           type, options_.budget_usd ? "--budget" : "--objective " + to_string(options_.objective),
+                                           type));
+      }
+    }
+  }
+  if (options_.budget_usd && options_.prices.empty() && !scenario.cluster.price_per_gpu_hour) {
+    throw core::InputError(options_.scenario, "/cluster/price_per_gpu_hour",
+                           "--budget needs a price: cluster.price_per_gpu_hour in the scenario, or --price NAME=USD");
+  }
   const bool needs_tokens = options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
-  const bool needs_price = options_.objective == Objective::COST || options_.objective == Objective::TOKENS_PER_DOLLAR;
+  const bool needs_price = objective_price && options_.prices.empty();
   if ((needs_tokens && !scenario.training.tokens) || (needs_price && !scenario.cluster.price_per_gpu_hour)) {
     throw core::InputError(options_.scenario, needs_tokens && !scenario.training.tokens ? "/training/tokens" : "/cluster/price_per_gpu_hour",
                            fmt::format("--objective {} needs {} in the scenario (docs/scenario.md)",
@@ -555,6 +625,9 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
         d["cluster"]["gpu"] = type;
         if (d["cluster"].contains("intra_node")) d["cluster"]["intra_node"].erase("bandwidth");
         if (d.contains("simulation")) d["simulation"].erase("profile");
+      }
+      if (const std::optional<double> price = options_.prices.for_gpu(type, "--price")) {
+        d["cluster"]["price_per_gpu_hour"] = *price;
       }
       if (g < per_node) {
         d["cluster"]["gpus_per_node"] = g;
@@ -764,11 +837,52 @@ double Search::objective_value(const Layout& l, double time, double goodput) con
   return 0;
 }
 
+std::optional<std::string> Search::missed_constraint(const Layout& l, double time, double goodput, double peak_bytes,
+                                                     const std::string& source) const {
+  const auto v = std::find_if(variants_.begin(), variants_.end(),
+                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
+  TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
+  if (options_.fits && options_.headroom.given() && peak_bytes >= 0 &&
+      peak_bytes > options_.headroom.usable(v->base.cluster.gpu_spec.hbm_capacity.value())) {
+    return fmt::format("out of memory with --memory-headroom {} ({})", options_.headroom.describe(), source);
+  }
+  if (!options_.deadline_days && !options_.budget_usd) return std::nullopt;
+  // The expected wall time and cost over the whole run: with failures when the scenario has
+  // checkpoints (goodput < 1), as the objectives time_to_train and cost count them.
+  const std::optional<TimeToTrain> t = time_to_train(v->base, time);
+  TRAINSIM_CHECK(t.has_value(), "a constraint on the run without training.tokens (checked by the constructor)");
+  if (options_.deadline_days && !(goodput > 0 && t->days / goodput <= *options_.deadline_days)) {
+    return fmt::format("over --deadline {:g} days ({})", *options_.deadline_days, source);
+  }
+  if (options_.budget_usd) {
+    TRAINSIM_CHECK(t->cost.has_value(), "--budget without a price (checked by the constructor)");
+    if (!(goodput > 0 && *t->cost / goodput <= *options_.budget_usd)) {
+      return fmt::format("over --budget ${:.0f} ({})", *options_.budget_usd, source);
+    }
+  }
+  return std::nullopt;
+}
+
 double Search::score(const Layout& l, double time, double goodput) const {
   const double value = objective_value(l, time, goodput);
   const bool lower_is_better = options_.objective == Objective::ITERATION_TIME ||
                                options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
   return lower_is_better ? value : -value;
+}
+
+bool Search::estimate_before(const Evaluated& a, const Evaluated& b) const {
+  // Layouts whose estimate meets the planning constraints first: the refinement then spends its
+  // analytic runs where a layout can pass them. (The constraints themselves are checked on the
+  // analytic figures, in rank().)
+  const auto meets = [this](const Evaluated& e) {
+    return !missed_constraint(e.layout, e.estimate.iteration_time_s, 1, -1, "estimate").has_value();
+  };
+  if (options_.deadline_days || options_.budget_usd) {
+    const bool ma = meets(a), mb = meets(b);
+    if (ma != mb) return ma;
+  }
+  return better(score(a.layout, a.estimate.iteration_time_s), a.layout.index, score(b.layout, b.estimate.iteration_time_s),
+                b.layout.index);
 }
 
 SearchResult Search::evaluate() const {
@@ -789,7 +903,11 @@ SearchResult Search::evaluate() const {
     const Shape& s = shapes_[si];
     const Variant& v = variants_[static_cast<size_t>(s.variant)];
     ShapeOut& out = outs[si];
-    const double capacity = v.base.cluster.gpu_spec.hbm_capacity.value();
+    const double capacity = options_.headroom.usable(v.base.cluster.gpu_spec.hbm_capacity.value());
+    const std::string out_of_memory = options_.headroom.given()
+                                          ? fmt::format("out of memory with --memory-headroom {} (first-pass estimate)",
+                                                        options_.headroom.describe())
+                                          : "out of memory (first-pass estimate above the GPU's memory)";
     uint64_t k = 0;
     for (int vs : s.virtual_stages) {
       for (int64_t mb : s.micro_batches) {
@@ -851,7 +969,7 @@ SearchResult Search::evaluate() const {
                                       offload, compression);
               }
               if (options_.fits && est.peak_memory_bytes > capacity) {
-                ++out.rejected["out of memory (first-pass estimate above the GPU's memory)"];
+                ++out.rejected[out_of_memory];
                 continue;
               }
               ++out.valid;
@@ -873,10 +991,7 @@ SearchResult Search::evaluate() const {
     for (const auto& [reason, n] : o.rejected) result.rejected[reason] += n;
     for (Evaluated& e : o.kept) pool.push_back(std::move(e));
   }
-  auto by_estimate = [&](const Evaluated& a, const Evaluated& b) {
-    return better(score(a.layout, a.estimate.iteration_time_s), a.layout.index, score(b.layout, b.estimate.iteration_time_s),
-                  b.layout.index);
-  };
+  const auto by_estimate = [this](const Evaluated& a, const Evaluated& b) { return estimate_before(a, b); };
   const size_t keep = std::min(pool.size(), static_cast<size_t>(options_.refine));
   std::partial_sort(pool.begin(), pool.begin() + static_cast<ptrdiff_t>(keep), pool.end(), by_estimate);
   pool.resize(keep);
@@ -919,10 +1034,8 @@ SearchResult Search::merge(const std::vector<SearchResult>& shards) const {
     for (const auto& [reason, n] : s.rejected) result.rejected[reason] += n;
     result.ranked.insert(result.ranked.end(), s.ranked.begin(), s.ranked.end());
   }
-  std::sort(result.ranked.begin(), result.ranked.end(), [&](const Evaluated& a, const Evaluated& b) {
-    return better(score(a.layout, a.estimate.iteration_time_s), a.layout.index, score(b.layout, b.estimate.iteration_time_s),
-                  b.layout.index);
-  });
+  std::sort(result.ranked.begin(), result.ranked.end(),
+            [this](const Evaluated& a, const Evaluated& b) { return estimate_before(a, b); });
   if (result.ranked.size() > static_cast<size_t>(options_.refine)) result.ranked.resize(static_cast<size_t>(options_.refine));
   return result;
 }
@@ -935,6 +1048,11 @@ void Search::rank(SearchResult& result) const {
       ++constrained["out of memory (analytic backend)"];
     } else if (e.analytic && options_.min_mfu && e.analytic->mfu < *options_.min_mfu) {
       ++constrained["MFU below --min-mfu"];
+    } else if (const std::optional<std::string> missed =
+                   e.analytic ? missed_constraint(e.layout, e.analytic->iteration_time_s, e.analytic->goodput.value_or(1),
+                                                  e.analytic->peak_memory_bytes, "analytic backend")
+                              : std::nullopt) {
+      ++constrained[*missed];
     } else {
       kept.push_back(std::move(e));
     }
@@ -955,14 +1073,16 @@ void Search::rank(SearchResult& result) const {
     std::map<std::string, uint64_t> first_pass = result.rejected;
     for (const auto& [reason, n] : constrained) first_pass.erase(reason);
     std::vector<std::pair<uint64_t, std::string>> reasons;
+    for (const auto& [reason, n] : rejection_reasons(constrained)) reasons.emplace_back(n, reason);
+    const size_t last_stage = reasons.size();
     for (const auto& [reason, n] : rejection_reasons(first_pass)) reasons.emplace_back(n, reason);
-    reasons.resize(std::min<size_t>(3, reasons.size()));
-    for (const auto& [reason, n] : constrained) reasons.insert(reasons.begin(), {n, reason});
+    reasons.resize(std::min(last_stage + 3, reasons.size()));
     std::string why;
     for (const auto& [n, reason] : reasons) why += fmt::format("; {} x \"{}\"", n, reason);
     throw core::InputError(options_.scenario, "",
                            fmt::format("no layout is left to rank ({} candidates, {} valid after the first pass; "
-                                       "constraints --fits, --min-mfu, --max-gpus){}",
+                                       "constraints --fits, --min-mfu, --max-gpus, --deadline, --budget, "
+                                       "--memory-headroom){}",
                                        result.candidates, result.valid, why));
   }
 }
@@ -1018,8 +1138,28 @@ void Search::recheck(SearchResult& result) const {
     result.ranked[i].simgrid = f;
   }
   if (StopOnInterrupt::requested()) result.interrupted = true;
+  // SimGrid's time can miss a deadline or budget that the analytic figures met: such a layout leaves
+  // the ranking, counted under its reason (its memory figures are the analytic ones, checked).
+  size_t top = n;
+  if (options_.deadline_days || options_.budget_usd) {
+    std::vector<Evaluated> kept;
+    for (size_t i = 0; i < result.ranked.size(); ++i) {
+      Evaluated& e = result.ranked[i];
+      const std::optional<std::string> missed =
+          i < n && e.simgrid ? missed_constraint(e.layout, e.simgrid->iteration_time_s, e.simgrid->goodput.value_or(1), -1,
+                                                 "SimGrid re-check")
+                             : std::nullopt;
+      if (missed) {
+        ++result.rejected[*missed];
+        --top;
+      } else {
+        kept.push_back(std::move(e));
+      }
+    }
+    result.ranked = std::move(kept);
+  }
   // The re-checked top is ordered by its SimGrid figures (contention-aware); the rest stays below.
-  const auto end = result.ranked.begin() + static_cast<ptrdiff_t>(n);
+  const auto end = result.ranked.begin() + static_cast<ptrdiff_t>(top);
   std::stable_sort(result.ranked.begin(), end, [&](const Evaluated& a, const Evaluated& b) {
     if (a.simgrid.has_value() != b.simgrid.has_value()) return a.simgrid.has_value();
     if (!a.simgrid) return false;
@@ -1071,6 +1211,17 @@ SearchOptions SearchOptions::from_json(core::ObjectReader& r) {
   o.max_micro_batch = static_cast<int>(r.integer("max_micro_batch", 0, 0, INT32_MAX));
   o.offload = r.string_array("offload");
   o.compression = r.string_array("compression");
+  if (r.has("deadline_days")) o.deadline_days = r.number("deadline_days", 1, 1e-9, MAX_FIGURE_S);
+  if (r.has("budget_usd")) o.budget_usd = r.number("budget_usd", 1, 1e-9, 1e18);
+  if (auto h = r.object("memory_headroom")) {
+    o.headroom.fraction = h->number("fraction", 0, 0, 1 - 1e-9);
+    o.headroom.bytes = h->number("bytes", 0, 0, core::MAX_BYTES);
+    h->finish();
+  }
+  if (auto p = r.object("prices")) {
+    for (const auto& [name, v] : r.raw("prices")->items()) o.prices.prices.emplace_back(name, p->number(name, 1, 0.001, 1000));
+    p->finish();
+  }
   r.finish();
   return o;
 }

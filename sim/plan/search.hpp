@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/plan/prices.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/plan/search_estimate.hpp"
 #include "sim/core/json_reader.hpp"
@@ -41,6 +42,18 @@ enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, T
 // tokens_per_dollar are input errors for it.
 std::string to_string(Objective o);
 const std::map<std::string, Objective>& objective_names();
+
+// GPU memory a planner keeps free: a share of the capacity, or bytes (--memory-headroom "10%" or
+// "4 GiB"); zero by default.
+struct MemoryHeadroom {
+  double fraction = 0;  // of the GPU's capacity, in [0, 1)
+  double bytes = 0;
+  bool given() const { return fraction > 0 || bytes > 0; }
+  double usable(double capacity_bytes) const { return capacity_bytes * (1 - fraction) - bytes; }
+  std::string describe() const;  // "10%", "4 GiB"
+  // "10%" (a percentage below 100) or a size ("4 GiB"); InputError naming `flag` otherwise.
+  static MemoryHeadroom parse(const std::string& text, const std::string& flag);
+};
 
 struct SearchOptions {
   std::string scenario{};
@@ -63,6 +76,18 @@ struct SearchOptions {
   // Gradient compression methods tried for every layout (--compression): models::CompressionMethod
   // names, each at its defaults ("none": uncompressed). Empty: the scenario's.
   std::vector<std::string> compression{};
+  // Planning constraints (docs/search.md, "Planning constraints"), checked on the figures a layout is
+  // ranked on (analytic, then SimGrid's after the re-check); a layout that misses one is rejected
+  // and counted under its reason. deadline_days: the time to train (with failures when the scenario
+  // has checkpoints: Figures::goodput) at most this; budget_usd: its cost at most this.
+  std::optional<double> deadline_days{};
+  std::optional<double> budget_usd{};
+  // GPU memory kept free (--memory-headroom): a layout fits when its peak is at most the capacity
+  // less this (with `fits`).
+  MemoryHeadroom headroom{};
+  // USD per GPU-hour by GPU type (--price NAME=USD,...; parse_prices): each searched type takes the
+  // price whose name matches it (PriceList::for_gpu), else the scenario's cluster.price_per_gpu_hour.
+  PriceList prices{};
   int jobs = 1;                         // evaluation threads
   bool yes = false;                     // allow more than MAX_CANDIDATES
   bool quiet = false;                   // no progress bar
@@ -205,6 +230,11 @@ class Search {
   std::optional<Layout> candidate(uint64_t index) const;
   // The scenario with `layout` applied (REQUIRES: a valid layout of this search).
   Scenario scenario_of(const Layout& layout) const;
+  // The first planning constraint (deadline, budget, memory headroom) that figures of `layout` miss,
+  // as a rejection reason naming the option and its value, or std::nullopt. `peak_bytes` < 0: memory
+  // not checked. `source`: where the figures come from, "analytic backend", "SimGrid re-check", ...
+  std::optional<std::string> missed_constraint(const Layout& layout, double iteration_time_s, double goodput,
+                                               double peak_bytes, const std::string& source) const;
   // The objective's value (lower is better) of figures for a layout.
   double score(const Layout& layout, double iteration_time_s, double goodput = 1) const;
   // The objective's value as shown (seconds, tokens/s, MFU, ...). time_to_train, cost and
@@ -221,6 +251,9 @@ class Search {
   struct Shape;
 
  private:
+  // The first-pass order (evaluate, merge): estimates that meet the planning constraints first, then
+  // by objective, then by enumeration index.
+  bool estimate_before(const Evaluated& a, const Evaluated& b) const;
   // The layout of shape `s` with its options (the indices evaluate() loops over) and `index`.
   Layout layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, int zo, uint64_t index) const;
 

@@ -190,6 +190,7 @@ SweepResult sweep(const SweepOptions& args) {
   check_keys(doc, ranges, args.scenario);
 
   std::vector<SweepPoint>& points = result.points;
+  std::vector<std::string> gpus;  // of the points that read (--price)
   std::vector<std::vector<std::string>> labels;  // each range's values as warnings name them
   for (const SweepRange& r : ranges) labels.push_back(value_labels(r.values));
   std::vector<size_t> index(ranges.size(), 0);
@@ -203,7 +204,9 @@ SweepResult sweep(const SweepOptions& args) {
     SweepPoint p;
     for (size_t k = 0; k < ranges.size(); ++k) p.values.push_back(ranges[k].values[index[k]]);
     try {
-      const Scenario s = read_scenario(with_values(doc, ranges, p.values), args.scenario);
+      Scenario s = read_scenario(with_values(doc, ranges, p.values), args.scenario);
+      apply_prices(s, args.prices, "--price");
+      gpus.push_back(s.cluster.gpu);
       if (name.empty()) name = s.name;
       std::string label;
       for (size_t k = 0; k < ranges.size(); ++k) {
@@ -222,6 +225,7 @@ SweepResult sweep(const SweepOptions& args) {
     }
   }
   bar.finish();
+  if (!gpus.empty()) args.prices.check_used(gpus, "--price");
   for (SweepPoint& p : points) {
     if (!p.report) continue;
     if (!first) first = &p;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/prices.hpp"
 #include "sim/plan/scenario_warnings.hpp"
 
 namespace trainsim::plan {
@@ -54,6 +55,9 @@ struct SweepOptions {
   std::string backend = "analytic";    // analytic | simgrid (each point in a child process)
   bool yes = false;                    // allow more than SWEEP_POINTS_WITHOUT_YES points
   bool quiet = false;                  // no progress bar (drawn on a terminal only: progress.hpp)
+  // --price: each point's cluster.price_per_gpu_hour from its GPU's entry (apply_prices); a name that
+  // prices none of the points' GPUs is an InputError.
+  PriceList prices{};
   // The scenario already in memory (the Python module's dicts): read instead of the file `scenario`,
   // which then only names it in messages and anchors relative paths (simulation.profile).
   std::optional<core::Json> document{};

@@ -186,6 +186,25 @@ expect search-explodes 2 "$bin" search "$src/scenarios/gpt3-175b-a100-1024.json"
 contains search-explodes "$tmp/err" "--yes"
 expect search-no-scenario 2 "$bin" search
 expect search-shard-bad 2 "$bin" search "${small[@]}" --shard 2/2
+# Planning constraints and prices (docs/search.md): each bad option exits 2 naming its flag, and a
+# deadline no layout meets leaves nothing, with the reason counted.
+expect search-bad-price 2 "$bin" search "${small[@]}" --price A100=abc
+contains search-bad-price "$tmp/err" 'error: --price: expected NAME=USD per GPU-hour ("H100=2.5"), found "A100=abc"'
+expect search-unused-price 2 "$bin" search "${small[@]}" --price H100=2.5 --no-recheck
+contains search-unused-price "$tmp/err" '"H100" prices none of the GPUs here (A100-SXM4-80GB)'
+expect search-bad-headroom 2 "$bin" search "${small[@]}" --memory-headroom 100%
+contains search-bad-headroom "$tmp/err" "error: --memory-headroom: expected a percentage from 0% to below 100%"
+expect search-deadline-without-tokens 2 "$bin" search "${small[@]}" --deadline 30 --no-recheck
+contains search-deadline-without-tokens "$tmp/err" "--deadline needs training.tokens"
+expect search-budget-without-price 2 "$bin" search "${small[@]}" --set training.tokens=1e12 --budget 1e6 --no-recheck
+contains search-budget-without-price "$tmp/err" "--budget needs a price"
+expect search-deadline-missed 2 "$bin" search "${small[@]}" --set training.tokens=1e15 --deadline 1 --no-recheck
+contains search-deadline-missed "$tmp/err" "over --deadline 1 days (analytic backend)"
+expect search-deadline-met 0 "$bin" search "${small[@]}" --set training.tokens=1e9 --deadline 1000 --objective cost \
+  --price A100=1.5 --no-recheck
+contains search-deadline-met "$tmp/out" "objective cost"
+expect compare-unused-price 2 "$bin" compare "$src/scenarios/gpt3-6.7b-a100-8.json" --price B200=4 --quiet
+contains compare-unused-price "$tmp/err" '"B200" prices none of the GPUs here'
 # sweep: a scaling curve; bad ranges, unknown keys and huge sweeps are input errors.
 sweep_scenario="$src/scenarios/gpt3-6.7b-a100-8.json"
 expect sweep-csv 0 "$bin" sweep "$sweep_scenario" --set-range training.micro_batch=1,2,3 --format csv

@@ -13,6 +13,7 @@ subcommands that read them:
   Kineto traces (with shapes)     trace import-kineto, then trace summary, calibrate and replay
   a trainsim trace file           trace summary, trace dump, replay, calibrate
   an nccl-tests output            calibrate --nccl-tests
+  a Chakra execution trace        replay --chakra (the hand-made two ranks, one of them mutated)
   import configurations           import (a config.json, a DeepSpeed config, a torchtitan TOML, a
                                   Megatron launch), then run on what it wrote
 
@@ -266,6 +267,15 @@ def jobs_for(runner, src, tmp, made, per_file):
         path = write(data, "all_reduce_perf.txt")
         jobs.append((f"nccl-tests output [{what}]", [
             (["calibrate", "--nccl-tests", path, "-o", path + ".json", "--format", "json"], "json")]))
+    # Chakra execution traces (docs/chakra.md): one rank's file mutated beside the other's intact.
+    chakra = os.path.join(src, "tests", "data", "chakra")
+    for rank in (0, 1):
+        for data, what in mutations(os.path.join(chakra, f"handmade.{rank}.et"), rng, per_file, False):
+            path = write(data, f"handmade.{rank}.et")
+            shutil.copy(os.path.join(chakra, f"handmade.{1 - rank}.et"), os.path.dirname(path))
+            jobs.append((f"handmade.{rank}.et [{what}]", [
+                (["replay", "--chakra", os.path.dirname(path), "--backend", "analytic", "--format", "json", "--set",
+                  "cluster.gpu=H100-SXM5-80GB"], "json")]))
     return jobs
 
 

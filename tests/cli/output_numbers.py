@@ -184,6 +184,19 @@ def trace_jobs(run, src):
                     ["replay", folder, "--backend", backend, "--scale-data", scale, "--format", fmt], kind))
         for trace in sorted(glob.glob(os.path.join(folder, "*.trace"))):
             jobs.append(lambda trace=trace: run.run(["trace", "dump", trace], "jsonl", label="trace"))
+    # Chakra execution traces (docs/chakra.md): the hand-made two ranks, then an export read back.
+    handmade = os.path.join(data, "chakra", "handmade")
+    exported = run.path("chakra")
+    scenario = os.path.join(data, "chakra", "gpt-16-pp.json")
+    for fmt in ("table", "json", "csv"):
+        kind = fmt if fmt != "table" else "text"
+        for backend in ("analytic", "simgrid"):
+            jobs.append(lambda fmt=fmt, kind=kind, backend=backend: run.run(
+                ["replay", "--chakra", handmade, "--set", "cluster.gpu=H100-SXM5-80GB", "--backend", backend,
+                 "--format", fmt], kind))
+        jobs.append(lambda fmt=fmt, kind=kind, out=exported + fmt: (
+            run.run(["export", "--to", "chakra", scenario, "-o", out], "text", label="export"),
+            run.run(["replay", "--chakra", out, "--scenario", scenario, "--backend", "analytic", "--format", fmt], kind)))
     for txt in sorted(glob.glob(os.path.join(data, "nccl-tests", "*.txt"))):
         for fmt in ("table", "json", "csv"):
             profile = run.path("net.json")

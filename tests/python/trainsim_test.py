@@ -221,6 +221,29 @@ class SearchTest(unittest.TestCase):
         with self.assertRaisesRegex(trainsim.InputError, "--gpus"):
             trainsim.search(TINY, gpus=[0])
 
+    def test_prices_and_deadline_match_the_cli(self):
+        tiny = copy.deepcopy(TINY)
+        tiny["training"]["tokens"] = 1e9
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"trainsim_python_planning_{os.getpid()}.json")
+        with open(path, "w") as f:
+            json.dump(tiny, f)
+        try:
+            options = dict(gpu_types=["A100-SXM4-80GB", "H100-SXM5-80GB"], objective="cost", recheck=False, refine=6,
+                           jobs=1, quiet=True)
+            found = trainsim.search(path, price={"H100": 4.0, "A100": 1.5}, deadline=30, **options)
+            theirs = cli_json("search", path, "--gpu", "A100-SXM4-80GB,H100-SXM5-80GB", "--objective", "cost",
+                              "--no-recheck", "--refine", "6", "--jobs", "1", "--quiet", "--price", "H100=4,A100=1.5",
+                              "--deadline", "30", "--format", "json")
+            self.assertEqual([r["layout"] for r in found], [r["layout"] for r in theirs["ranked"]])
+            self.assertEqual([r["objective"] for r in found], [r["objective"] for r in theirs["ranked"]])
+            self.assertEqual(found.meta["space"], theirs["space"])
+            with self.assertRaisesRegex(trainsim.InputError, "--price"):
+                trainsim.search(path, price={"B200": 4.0}, **options)
+            with self.assertRaisesRegex(trainsim.InputError, "--memory-headroom"):
+                trainsim.search(path, memory_headroom="120%", **options)
+        finally:
+            os.remove(path)
+
 
 class CompareSweepValidateTest(unittest.TestCase):
     def test_compare_rows_match_the_cli(self):
