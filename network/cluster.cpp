@@ -18,6 +18,11 @@ const std::vector<std::string>& fabric_names() {
   return names;
 }
 
+const std::vector<std::string>& technology_names() {
+  static const std::vector<std::string> names = {"infiniband", "roce", "ethernet"};
+  return names;
+}
+
 const std::vector<std::string>& topology_names() {
   static const std::vector<std::string> names = {"fat-tree", "rail-optimized", "dragonfly", "torus", "ideal"};
   return names;
@@ -58,11 +63,7 @@ void read_intra_node(core::ObjectReader& r, const core::GpuSpec& gpu, IntraNode&
   }
   out.bandwidth = positive_bandwidth(r, "bandwidth", fallback.value() > 0 ? fallback : gpu.pcie_bandwidth);
   out.latency = r.duration("latency", out.latency);
-  out.nvls = r.boolean("nvls", out.nvls);
-  if (out.nvls && out.fabric != IntraFabric::NVSWITCH) {
-    r.problem("nvls", fmt::format("needs fabric \"nvswitch\", found \"{}\"", to_string(out.fabric)));
-    out.nvls = false;
-  }
+  out.nvls = r.boolean("nvls", out.nvls);  // what the node's hardware allows: network/feasibility.hpp
   out.nvls_bandwidth = positive_bandwidth(r, "nvls_bandwidth", out.bandwidth * NVLS_SHARE);
   if (r.has("nvls_bandwidth") && !out.nvls) r.problem("nvls_bandwidth", "is only used with \"nvls\": true");
   r.finish();
@@ -176,13 +177,13 @@ void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
   out.in_network_reduction = r.boolean("in_network_reduction", out.in_network_reduction);
   if (out.in_network_reduction) out.aggregation.kind = AggregationKind::SHARP;
   read_aggregation(r, out);
-  if (out.aggregation.kind != AggregationKind::NONE && out.topology == TopologyKind::TORUS) {
-    r.problem(r.has("in_network_aggregation") ? "in_network_aggregation" : "in_network_reduction",
-              "needs a switched topology (fat-tree, rail-optimized, dragonfly or ideal); a torus has no switches "
-              "to aggregate in");
-    out.aggregation.kind = AggregationKind::NONE;
-  }
   out.in_network_reduction = out.aggregation.kind != AggregationKind::NONE;
+  out.aggregation_key = r.has("in_network_aggregation") ? "in_network_aggregation" : "in_network_reduction";
+  // SwitchML's switches are Ethernet switches: without a technology given, such a fabric is Ethernet.
+  const NetworkTechnology technology =
+      out.aggregation.kind == AggregationKind::SWITCHML ? NetworkTechnology::ETHERNET : NetworkTechnology::INFINIBAND;
+  out.technology = static_cast<NetworkTechnology>(
+      index_of(technology_names(), r.choice("technology", to_string(technology), technology_names())));
   check_network_shape(r, nodes, out);
   r.finish();
 }
@@ -219,6 +220,8 @@ NvmeSpec read_nvme(core::ObjectReader& r) {
 std::string to_string(IntraFabric f) { return fabric_names()[static_cast<size_t>(f)]; }
 
 std::string to_string(TopologyKind t) { return topology_names()[static_cast<size_t>(t)]; }
+
+std::string to_string(NetworkTechnology t) { return technology_names()[static_cast<size_t>(t)]; }
 
 std::vector<int> torus_dimensions(int nodes) {
   // Exhaustive over divisor pairs: O(nodes) at most, once per build.
@@ -333,7 +336,8 @@ core::Json ClusterConfig::to_json() const {
                      {"latency", core::format_duration(intra_node.latency)},
                      {"nvls", intra_node.nvls}};
   if (intra_node.nvls) j["intra_node"]["nvls_bandwidth"] = core::format_bandwidth(intra_node.nvls_bandwidth);
-  j["network"] = {{"topology", to_string(network.topology)},
+  j["network"] = {{"technology", to_string(network.technology)},
+                  {"topology", to_string(network.topology)},
                   {"nics_per_node", network.nics_per_node},
                   {"nic_bandwidth", core::format_bandwidth(network.nic_bandwidth)},
                   {"latency", core::format_duration(network.latency)},

@@ -21,6 +21,11 @@
 //                                    //   450 GB/s NVLink, NCCL maintainer in nccl-tests issue 212)
 //     },
 //     "network": {
+//       "technology": "infiniband",  // infiniband | roce | ethernet: what the NICs and switches speak;
+//                                    //   default infiniband (ethernet with in_network_aggregation
+//                                    //   "switchml"). Decides which in-network features exist
+//                                    //   (network/feasibility.hpp); the timing comes from the figures
+//                                    //   below and the profile, not from this name
 //       "topology": "fat-tree",      // fat-tree | rail-optimized | dragonfly | torus | ideal; default fat-tree
 //       "nics_per_node": 8,          // >= 1; default 8
 //       "nic_bandwidth": "200 Gb/s", // per NIC, per direction; default 200 Gb/s
@@ -73,10 +78,14 @@ inline constexpr double MIN_PRICE_PER_GPU_HOUR = 0.001;
 inline constexpr double MAX_PRICE_PER_GPU_HOUR = 1000;
 
 enum class IntraFabric { NVSWITCH, NVLINK_MESH, PCIE };
+// What the inter-node NICs and switches speak: InfiniBand, RDMA over Converged Ethernet, or plain
+// Ethernet (TCP/UDP).
+enum class NetworkTechnology { INFINIBAND, ROCE, ETHERNET };
 // The kind of inter-node network (the graph itself is network::Topology, network/topology.hpp).
 enum class TopologyKind { FAT_TREE, RAIL_OPTIMIZED, DRAGONFLY, TORUS, IDEAL };
 std::string to_string(IntraFabric f);  // "nvswitch", "nvlink-mesh", "pcie"
 std::string to_string(TopologyKind t); // "fat-tree", "rail-optimized", "dragonfly", "torus", "ideal"
+std::string to_string(NetworkTechnology t);  // "infiniband", "roce", "ethernet"
 
 struct IntraNode {
   IntraFabric fabric = IntraFabric::NVSWITCH;
@@ -120,6 +129,7 @@ struct InNetworkAggregation {
 };
 
 struct InterNode {
+  NetworkTechnology technology = NetworkTechnology::INFINIBAND;
   TopologyKind topology = TopologyKind::FAT_TREE;
   int nics_per_node = 8;
   core::BytesPerSecond nic_bandwidth = core::BytesPerSecond(200e9 / 8);  // per NIC, per direction
@@ -131,6 +141,9 @@ struct InterNode {
   int dragonfly_groups = 0;       // 0: chosen by the topology builder
   bool in_network_reduction = false;  // aggregation.kind != NONE (the original key)
   InNetworkAggregation aggregation;
+  // The key that asked for the aggregation: "in_network_aggregation", or "in_network_reduction" when
+  // only that one was given (feasibility messages point at it).
+  std::string aggregation_key = "in_network_aggregation";
   // aggregation.kind, or SHARP where only in_network_reduction is set.
   AggregationKind aggregation_kind() const {
     return aggregation.kind != AggregationKind::NONE ? aggregation.kind

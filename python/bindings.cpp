@@ -92,12 +92,13 @@ std::string run(const Source& source, const std::vector<std::string>& overrides,
   });
 }
 
-std::string check(const Source& source, const std::vector<std::string>& overrides) {
+std::string check(const Source& source, const std::vector<std::string>& overrides, bool resolve_profile) {
   return without_gil(false, [&] {
     core::Json doc = document_of(source);
     for (const std::string& o : overrides) plan::apply_override(doc, o);
     const plan::Scenario s = plan::read_scenario(doc, source.first);
-    return dump({{"scenario", s.to_json()}, {"warnings", s.warnings}});
+    const auto profile = resolve_profile ? plan::Scenario::ProfileOut::RESOLVED : plan::Scenario::ProfileOut::AS_GIVEN;
+    return dump({{"scenario", s.to_json(profile)}, {"warnings", s.warnings}});
   });
 }
 
@@ -285,7 +286,7 @@ PYBIND11_MODULE(_trainsim, m) {
 
   m.def("run", &run, py::arg("source"), py::arg("overrides"), py::arg("backend"), py::arg("strict_profile"),
         py::arg("interruptible"));
-  m.def("check", &check, py::arg("source"), py::arg("overrides"));
+  m.def("check", &check, py::arg("source"), py::arg("overrides"), py::arg("resolve_profile") = false);
   m.def("search", &search, py::arg("source"), py::arg("overrides"), py::arg("gpus"), py::arg("gpu_types"),
         py::arg("objective"), py::arg("top"), py::arg("refine"), py::arg("recheck"), py::arg("max_gpus"),
         py::arg("min_mfu"), py::arg("fits"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),

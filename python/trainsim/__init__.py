@@ -65,10 +65,12 @@ def run(scenario, backend=None, *, strict_profile=False, **overrides):
     return report
 
 
-def check(scenario, **overrides):
+def check(scenario, *, resolve_profile=False, **overrides):
     """The fully resolved scenario (every default filled in, quantities as unit strings), as a dict:
-    ``trainsim check``. Raises InputError listing every problem of the scenario."""
-    doc = json.loads(_trainsim.check(_source(scenario), _overrides(overrides)))
+    ``trainsim check``. The GPU stays a name (or object) and only a profile the scenario gives is
+    kept; resolve_profile=True also embeds the resolved profile (``--resolve-profile``). Raises
+    InputError listing every problem of the scenario."""
+    doc = json.loads(_trainsim.check(_source(scenario), _overrides(overrides), resolve_profile))
     _warn(doc["warnings"])
     return doc["scenario"]
 

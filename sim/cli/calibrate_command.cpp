@@ -14,6 +14,7 @@
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
 #include "network/collective_cost.hpp"
+#include "network/feasibility.hpp"
 #include "sim/cli/cli_options.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/scenario.hpp"
@@ -54,6 +55,7 @@ TracedCluster load_traced_cluster(const std::string& scenario_file, const std::v
   core::Diagnostics diag;
   core::ObjectReader r(cluster, origin, "/cluster", diag);
   out.cluster = network::ClusterConfig::from_json(r);
+  network::check_feasibility(out.cluster, origin, "/cluster", diag);
   out.profile.device = core::DeviceProfile::defaults_for(out.cluster.profile_gpu());
   const core::Json* profile = doc.contains("simulation") && doc["simulation"].is_object() &&
                                       doc["simulation"].contains("profile")

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "network/collective_cost.hpp"
+#include "network/feasibility.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -98,6 +99,8 @@ Setup setup_from_options(const CollectiveArgs& args) {
   Setup s;
   s.cluster = network::ClusterConfig::from_json(reader);
   reader.finish();
+  diag.throw_if_any();
+  network::check_feasibility(s.cluster, "trainsim collective", "", diag);
   diag.throw_if_any();
   return s;
 }

@@ -46,8 +46,12 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err);
 struct CheckArgs {
   std::string scenario;
   std::vector<std::string> overrides;
+  // Embed the resolved device and network profile (Scenario::ProfileOut::RESOLVED): a record of what
+  // a prediction used, which stays with its GPU on a later --set cluster.gpu=... (and warns there).
+  bool resolve_profile = false;
 };
-// The resolved scenario on `out`, its warnings on `err`.
+// The resolved scenario on `out` (a scenario: the GPU by name or object, the profile only as given,
+// unless resolve_profile), its warnings on `err`.
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err);
 
 struct DescribeArgs {

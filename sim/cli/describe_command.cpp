@@ -37,6 +37,7 @@ int describe_gpus(Format format, std::ostream& out) {
                       {"pcie_bandwidth_bytes_per_s", g.pcie_bandwidth.value()},
                       {"sm_count", g.sm_count},
                       {"sparse_tensor_cores", g.sparse_tensor_cores},
+                      {"nvlink_sharp", g.nvlink_sharp},
                       {"source", g.source}});
     }
     out << list.dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
@@ -44,32 +45,34 @@ int describe_gpus(Format format, std::ostream& out) {
   }
   if (format == Format::CSV) {
     out << "gpu,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_capacity_bytes,hbm_bandwidth_bytes_per_s,"
-           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count,sparse_tensor_cores,source\n";
+           "nvlink_bandwidth_bytes_per_s,pcie_bandwidth_bytes_per_s,sm_count,sparse_tensor_cores,source,nvlink_sharp\n";
     for (const core::GpuSpec& g : core::gpu_catalog()) {
-      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{},{},{}\n", g.name,
+      out << fmt::format("{},{:g},{:g},{:g},{:g},{:g},{:.0f},{:.0f},{:.0f},{:.0f},{},{},{},{}\n", g.name,
                          tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                          tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                          tflops(g, core::Precision::FP8), g.hbm_capacity.value(), g.hbm_bandwidth.value(),
                          g.nvlink_bandwidth.value(), g.pcie_bandwidth.value(), g.sm_count, g.sparse_tensor_cores,
-                         csv_field(g.source));
+                         csv_field(g.source), g.nvlink_sharp);
     }
     return 0;
   }
-  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", "gpu", "fp32", "tf32", "bf16",
-                     "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms", "sparse");
+  out << fmt::format("{:<16}{:>8}{:>8}{:>8}{:>8}{:>8}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}{:>6}\n", "gpu", "fp32", "tf32",
+                     "bf16", "fp16", "fp8", "hbm", "hbm_bw", "nvlink_bw", "pcie_bw", "sms", "sparse", "nvls");
   out << fmt::format("{:<16}{:>40}{:>10}{:>12}{:>12}{:>12}\n", "", "dense TFLOP/s (0: unsupported)", "", "", "per dir", "per dir");
   for (const core::GpuSpec& g : core::gpu_catalog()) {
-    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}\n", g.name,
+    out << fmt::format("{:<16}{:>8g}{:>8g}{:>8g}{:>8g}{:>8g}{:>10}{:>12}{:>12}{:>12}{:>6}{:>8}{:>6}\n", g.name,
                        tflops(g, core::Precision::FP32), tflops(g, core::Precision::TF32),
                        tflops(g, core::Precision::BF16), tflops(g, core::Precision::FP16),
                        tflops(g, core::Precision::FP8), core::format_bytes(g.hbm_capacity),
                        core::format_bandwidth(g.hbm_bandwidth),
                        g.nvlink_bandwidth.value() > 0 ? core::format_bandwidth(g.nvlink_bandwidth) : std::string("none"),
-                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count, g.sparse_tensor_cores ? "2:4" : "no");
+                       core::format_bandwidth(g.pcie_bandwidth), g.sm_count, g.sparse_tensor_cores ? "2:4" : "no",
+                       g.nvlink_sharp ? "yes" : "no");
   }
   out << "\nsources:\n";
   for (const core::GpuSpec& g : core::gpu_catalog()) out << fmt::format("  {}: {}\n", g.name, g.source);
-  out << "\nA scenario may also describe a GPU: cluster.gpu {\"base\": NAME, ...figures} or every figure (docs/scenario.md).\n";
+  out << "\nnvls: NVLink SHARP on its NVSwitch systems (cluster.intra_node.nvls needs it; docs/network.md).\n";
+  out << "A scenario may also describe a GPU: cluster.gpu {\"base\": NAME, ...figures} or every figure (docs/scenario.md).\n";
   return 0;
 }
 

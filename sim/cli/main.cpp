@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");
   check_cmd->add_option("scenario", check.scenario, "Scenario JSON file")->required();
   add_overrides(check_cmd, check.overrides);
+  check_cmd->add_flag("--resolve-profile", check.resolve_profile,
+                      "Also embed the resolved device and network profile (by default only a profile the scenario "
+                      "gives is written, so that a later --set cluster.gpu=... gets that GPU's own profile)");
 
   trainsim::cli::DescribeArgs describe;
   CLI::App* describe_cmd = app.add_subcommand("describe", "List the built-in catalogs and defaults");

@@ -144,7 +144,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
 int check_command(const CheckArgs& args, std::ostream& out, std::ostream& err) {
   const Scenario scenario = load_scenario(args.scenario, args.overrides);
   print_warnings(scenario, err);
-  out << scenario.to_json().dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
+  const Scenario::ProfileOut profile = args.resolve_profile ? Scenario::ProfileOut::RESOLVED : Scenario::ProfileOut::AS_GIVEN;
+  out << scenario.to_json(profile).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   return 0;
 }
 

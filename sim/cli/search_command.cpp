@@ -158,18 +158,25 @@ std::string result_table(const Search& s, const SearchResult& r) {
   // With training.checkpoint every refined candidate has a goodput: a column (the objective uses it).
   bool goodputs = false;
   for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (r.ranked[i].best_figures() && r.ranked[i].best_figures()->goodput);
-  line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
-                   many_types ? fmt::format(" {:<16}", "gpu") : "", "layout", "analytic_s", "simgrid_s",
-                   s.layer_graph() ? "samples/s" : "tokens/s",
-                   "MFU", "mem_GiB", goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
+  // The layout and GPU columns as wide as their longest entry (suffixes such as " offload:none" or
+  // "[fsdp]" vary in length), at least as wide as they always were.
+  size_t layout_width = 60, gpu_width = 16;
+  for (size_t i = 0; i < shown; ++i) {
+    layout_width = std::max(layout_width, r.ranked[i].layout.describe().size());
+    gpu_width = std::max(gpu_width, r.ranked[i].layout.gpu.size());
+  }
+  line(fmt::format("{:>4} {:>6}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
+                   many_types ? fmt::format(" {:<{}}", "gpu", gpu_width) : "", "layout", layout_width, "analytic_s",
+                   "simgrid_s", s.layer_graph() ? "samples/s" : "tokens/s", "MFU", "mem_GiB",
+                   goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
   for (size_t i = 0; i < shown; ++i) {
     const Evaluated& e = r.ranked[i];
     const Figures* f = e.best_figures();
     const std::string goodput = !goodputs ? ""
                                 : f && f->goodput ? fmt::format(" {:>7.2f}%", 100 * *f->goodput)
                                                   : fmt::format(" {:>8}", "-");
-    line(fmt::format("{:>4} {:>6}{} {:<60} {:>11} {:>11} {:>10} {:>6} {:>9.1f}{} {:>12}", i + 1, e.layout.gpus,
-                     many_types ? fmt::format(" {:<16}", e.layout.gpu) : "", e.layout.describe(),
+    line(fmt::format("{:>4} {:>6}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9.1f}{} {:>12}", i + 1, e.layout.gpus,
+                     many_types ? fmt::format(" {:<{}}", e.layout.gpu, gpu_width) : "", e.layout.describe(), layout_width,
                      e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
                                 : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
                      e.simgrid ? fmt::format("{}{:.4f}", e.simgrid->closed_form.empty() ? "" : "~",
@@ -193,10 +200,7 @@ std::string result_table(const Search& s, const SearchResult& r) {
   if (!r.rejected.empty()) {
     line("");
     line("rejected (first reason):");
-    std::vector<std::pair<uint64_t, std::string>> reasons;
-    for (const auto& [reason, n] : r.rejected) reasons.emplace_back(n, reason);
-    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (const auto& [n, reason] : reasons) line(fmt::format("  {:>10}  {}", n, reason));
+    for (const auto& [reason, n] : rejection_reasons(r.rejected)) line(fmt::format("  {:>10}  {}", n, reason));
   }
   // The runner-up: the first layout whose figures differ from the winner's (layouts that differ only
   // in an implementation detail the model prices the same, e.g. fsdp and fsdp2, tell nothing).

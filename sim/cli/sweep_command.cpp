@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "sim/cli/cli_options.hpp"
+#include "sim/plan/compare.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/chart_file.hpp"
@@ -18,8 +19,25 @@ namespace trainsim::cli {
 using namespace trainsim::plan;
 namespace {
 
-// A value as it appears in a table, a CSV cell or a series name: strings without quotes.
+// A value as it appears in a CSV cell: strings without quotes, anything else as JSON.
 std::string value_text(const core::Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Values as tables and plots show them: objects (a GPU) by their label or name (value_labels).
+class ShortValues {
+ public:
+  explicit ShortValues(const std::vector<SweepRange>& ranges) : ranges_(ranges) {
+    for (const SweepRange& r : ranges) labels_.push_back(value_labels(r.values));
+  }
+  // Range k's value v (REQUIRES: one of its values).
+  const std::string& operator()(size_t k, const core::Json& v) const {
+    const std::vector<core::Json>& values = ranges_[k].values;
+    return labels_[k][static_cast<size_t>(std::find(values.begin(), values.end(), v) - values.begin())];
+  }
+
+ private:
+  const std::vector<SweepRange>& ranges_;
+  std::vector<std::vector<std::string>> labels_;
+};
 
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -54,9 +72,10 @@ void write_plot(const std::string& path, const SweepResult& r) {
   bool gpus_vary = false;
   for (const SweepPoint* p : ran) gpus_vary |= p->gpus() != ran.front()->gpus();
   const bool numeric = std::all_of(ranges[0].values.begin(), ranges[0].values.end(), [](const core::Json& v) { return v.is_number(); });
+  const ShortValues short_value(ranges);
   std::vector<std::string> categories;
   if (!gpus_vary && !numeric) {
-    for (const core::Json& v : ranges[0].values) categories.push_back(value_text(v));
+    for (const core::Json& v : ranges[0].values) categories.push_back(short_value(0, v));
   }
   auto x_of = [&](const SweepPoint& p) -> double {
     if (gpus_vary) return p.gpus();
@@ -74,7 +93,7 @@ void write_plot(const std::string& path, const SweepResult& r) {
   for (const SweepPoint* p : ran) {
     std::string label;
     for (size_t k = 1; k < ranges.size(); ++k) {
-      label += fmt::format("{}{}={}", label.empty() ? "" : ", ", ranges[k].key, value_text(p->values[k]));
+      label += fmt::format("{}{}={}", label.empty() ? "" : ", ", ranges[k].key, short_value(k, p->values[k]));
     }
     if (!series.count(label)) series_names.push_back(label);
     series[label].push_back(p);
@@ -141,9 +160,10 @@ std::string format_table(const SweepResult& r) {
     header.push_back(h);
   }
   rows.push_back(header);
+  const ShortValues short_value(ranges);
   for (const SweepPoint& p : points) {
     std::vector<std::string> row;
-    for (const core::Json& v : p.values) row.push_back(value_text(v));
+    for (size_t k = 0; k < p.values.size(); ++k) row.push_back(short_value(k, p.values[k]));
     if (p.report) {
       row.push_back(std::to_string(p.gpus()));
       row.push_back(fmt::format("{:.4f}", p.figure("iteration_time_s")));

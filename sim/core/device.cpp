@@ -14,7 +14,8 @@ constexpr double TFLOPS = 1e12;
 constexpr double GBPS = 1e9;
 
 GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, double hbm_gib, double hbm_tbps,
-                 double nvlink_gbps, double pcie_gbps, int sms, bool sparse, std::string source) {
+                 double nvlink_gbps, double pcie_gbps, int sms, bool sparse, std::string source,
+                 bool nvlink_sharp = false) {
   GpuSpec g;
   g.name = std::move(name);
   for (size_t i = 0; i < tflops.size(); ++i) g.dense_peak[i] = FlopsPerSecond(tflops[i] * TFLOPS);
@@ -24,6 +25,7 @@ GpuSpec make_gpu(std::string name, std::array<double, PRECISION_COUNT> tflops, d
   g.pcie_bandwidth = BytesPerSecond(pcie_gbps * GBPS);
   g.sm_count = sms;
   g.sparse_tensor_cores = sparse;
+  g.nvlink_sharp = nvlink_sharp;
   g.source = std::move(source);
   return g;
 }
@@ -36,7 +38,8 @@ const std::vector<GpuSpec>& gpu_catalog() {
   // HBM GiB (as nvidia-smi reports the marketed size), HBM TB/s, NVLink GB/s per direction (0: none),
   // PCIe GB/s per direction (x16: Gen3 15.75, Gen4 31, Gen5 63); SMs enabled on the product (NVIDIA
   // architecture whitepapers: V100 80, A100 108, H100 SXM5 132; B200 148 = 2 dies x 74; AMD compute
-  // units for MI300X); 2:4 sparse tensor cores (Ampere and later, CDNA 3).
+  // units for MI300X); 2:4 sparse tensor cores (Ampere and later, CDNA 3); NVLink SHARP, last and true
+  // where given (third-generation NVSwitch and later, network/feasibility.cpp).
   static const std::vector<GpuSpec> catalog = {
       make_gpu("V100-SXM2-32GB", {15.7, 0, 0, 125, 0}, 32, 0.9, 150, 15.75, 80, false,
                "NVIDIA V100 datasheet (fp16 125 TFLOP/s, fp32 15.7); NVLink2 150 GB/s per direction; Volta whitepaper (80 SMs)"),
@@ -45,23 +48,28 @@ const std::vector<GpuSpec>& gpu_catalog() {
       make_gpu("A100-SXM4-80GB", {19.5, 156, 312, 312, 0}, 80, 2.039, 300, 31, 108, true,
                "NVIDIA A100 80GB datasheet (HBM2e 2.039 TB/s); NVLink3 300 GB/s per direction; Ampere whitepaper (108 SMs)"),
       make_gpu("H100-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 450, 63, 132, true,
-               "NVIDIA H100 SXM5 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; Hopper whitepaper (132 SMs)"),
+               "NVIDIA H100 SXM5 datasheet (dense = sparse/2); NVLink4 450 GB/s per direction; Hopper whitepaper (132 SMs)",
+               true),
       make_gpu("H800-SXM5-80GB", {67, 494.5, 989, 989, 1979}, 80, 3.35, 200, 63, 132, true,
                "NVIDIA H800 Tensor Core GPU datasheet, H800 SXM column: FP32 67 TFLOPS, TF32 989*, BF16 1,979*, "
                "FP16 1,979*, FP8 3,958* TFLOPS (* with sparsity; dense = half), 80 GB HBM3 at 3.35 TB/s, NVLink "
                "400 GB/s (200 GB/s per direction), PCIe Gen5 128 GB/s (63 GB/s per direction); the H100 SXM5's "
-               "GH100 configuration (Hopper whitepaper: 132 SMs)"),
+               "GH100 configuration (Hopper whitepaper: 132 SMs)",
+               true),
       make_gpu("H200-SXM-141GB", {67, 494.5, 989, 989, 1979}, 141, 4.8, 450, 63, 132, true,
-               "NVIDIA H200 datasheet; NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)"),
+               "NVIDIA H200 datasheet; NVLink4 450 GB/s per direction; same GH100 die as H100 SXM5 (132 SMs)",
+               true),
       make_gpu("B200", {80, 1125, 2250, 2250, 4500}, 180, 8.0, 900, 63, 148, true,
-               "NVIDIA DGX B200 datasheet (180 GB usable); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)"),
+               "NVIDIA DGX B200 datasheet (180 GB usable); NVLink5 900 GB/s per direction; 148 SMs (2 dies x 74)",
+               true),
       make_gpu("GB200", {90, 1250, 2500, 2500, 5000}, 186, 8.0, 900, 63, 148, true,
                "One Blackwell GPU of a GB200 superchip (1 Grace CPU + 2 GPUs). NVIDIA GB200 NVL72 specifications "
                "(https://www.nvidia.com/en-us/data-center/gb200-nvl72/), per superchip: FP32 180 TFLOPS, TF32 5 "
                "PFLOPS*, FP16/BF16 10 PFLOPS*, FP8 20 PFLOPS* (* with sparsity; dense = half), up to 372 GB HBM3e "
                "at 16 TB/s, NVLink 3.6 TB/s; halved per GPU: 186 GB, 8 TB/s, NVLink5 900 GB/s per direction. "
                "SMs: 148 as B200 (NVIDIA publishes no SM count for it); PCIe Gen5 x16 (the NVLink-C2C link to "
-               "the Grace CPU is not modelled)"),
+               "the Grace CPU is not modelled)",
+               true),
       make_gpu("L40S", {91.6, 183, 362.05, 362.05, 733}, 48, 0.864, 0, 31, 142, true,
                "NVIDIA L40S datasheet: FP32 91.6 TFLOPS, TF32 183 | 366*, BF16 362.05 | 733*, FP16 362.05 | "
                "733*, FP8 733 | 1,466* TFLOPS (* with sparsity), 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16 64 GB/s "

@@ -27,14 +27,22 @@ struct GpuSpec {
   // sparsity" figures). NVIDIA Ampere (A100) and later; not Volta (V100). optimizations.pruning
   // "2:4" with sparse kernels needs it.
   bool sparse_tensor_cores = false;
+  // NVLink SHARP (NVLS): the NVSwitch of the GPU's HGX/NVL systems reduces and multicasts (third-
+  // generation NVSwitch and later: Hopper, Blackwell; not A100's second generation, nor V100's first).
+  // cluster.intra_node.nvls needs it (network/feasibility.hpp).
+  bool nvlink_sharp = false;
   std::string source;                                 // where the numbers come from
+  // A short name for tables (`compare --vary`, `sweep` columns); "" for a catalog GPU or an object
+  // without "label" (the name is shown then).
+  std::string label;
 
   FlopsPerSecond peak(Precision p) const { return dense_peak[static_cast<size_t>(p)]; }
 };
 
 // The built-in catalog, in a fixed order. Values: validation/hardware-specs.json (vendor datasheets,
 // each entry's `source` names its document), dense (non-sparse) tensor-core rates; sparse_tensor_cores
-// where the datasheet gives "with sparsity" rates.
+// where the datasheet gives "with sparsity" rates; nvlink_sharp on the GPUs whose NVSwitch systems
+// have NVLink SHARP (H100, H800, H200, B200, GB200; network/feasibility.cpp cites the sources).
 const std::vector<GpuSpec>& gpu_catalog();
 // REQUIRES nothing; returns nullptr for an unknown name.
 const GpuSpec* find_gpu(const std::string& name);

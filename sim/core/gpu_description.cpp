@@ -77,6 +77,9 @@ class GpuObjectReader {
     if (r_.has("sparse_tensor_cores") && !full_) {
       changed_.push_back(fmt::format("sparse_tensor_cores {}", c.spec.sparse_tensor_cores));
     }
+    c.spec.nvlink_sharp = r_.boolean("nvlink_sharp", c.spec.nvlink_sharp);
+    if (r_.has("nvlink_sharp") && !full_) changed_.push_back(fmt::format("nvlink_sharp {}", c.spec.nvlink_sharp));
+    read_label(c.spec);
     const std::string default_source =
         full_ ? "described in the scenario"
               : fmt::format("{}; changed in the scenario: {}", c.spec.source,
@@ -108,6 +111,13 @@ class GpuObjectReader {
                                      full_ ? fmt::format("or use \"gpu\": \"{}\"", c.spec.name)
                                            : "the catalog's figures stay under the catalog's name"));
     }
+  }
+
+  // A label only names the object in tables: it changes no figure (and is not part of the source).
+  void read_label(GpuSpec& spec) {
+    if (r_.raw("label") == nullptr) return;  // raw: a known key even when absent
+    spec.label = r_.string("label", "");
+    if (spec.label.empty() && r_.raw("label")->is_string()) r_.problem("label", "expected a non-empty short name for tables, e.g. \"H100 fast HBM\"");
   }
 
   void read_peaks(GpuSpec& spec) {
@@ -199,6 +209,8 @@ Json GpuChoice::to_json() const {
   j["pcie_bandwidth"] = exact(spec.pcie_bandwidth, format_bandwidth, parse_bandwidth, "B/s");
   j["sm_count"] = spec.sm_count;
   j["sparse_tensor_cores"] = spec.sparse_tensor_cores;
+  j["nvlink_sharp"] = spec.nvlink_sharp;
+  if (!spec.label.empty()) j["label"] = spec.label;
   j["source"] = spec.source;
   return j;
 }

@@ -24,6 +24,10 @@
 //   pcie_bandwidth *     host link per direction, "63 GB/s" (> 0)
 //   sm_count *           streaming multiprocessors (compute units), 1 to 100000: GEMM wave quantization
 //   sparse_tensor_cores  2:4 structured sparsity at twice the dense rate; default: the base's, else false
+//   nvlink_sharp         NVLink SHARP (NVLS) on its NVSwitch systems, which cluster.intra_node.nvls needs
+//                        (network/feasibility.hpp); default: the base's, else false
+//   label                a short name for tables: `compare --vary` column headers and `sweep` rows show
+//                        it instead of the object; default: none (they show the name)
 //   source               free text, where the figures come from; default: the base's source plus the
 //                        figures the scenario changed, or "described in the scenario"
 //

@@ -17,38 +17,6 @@ namespace {
 
 constexpr const char* REPORT_SCHEMA = "trainsim.report/1";
 
-// Splits on commas outside [], {} and "..." so that JSON values keep theirs.
-std::vector<std::string> split_values(const std::string& text) {
-  std::vector<std::string> out;
-  std::string current;
-  int depth = 0;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '\\' && i + 1 < text.size()) {
-        current += c;
-        current += text[++i];
-        continue;
-      }
-      if (c == '"') quoted = false;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      out.push_back(current);
-      current.clear();
-      continue;
-    }
-    current += c;
-  }
-  out.push_back(current);
-  return out;
-}
-
 // Predicts one scenario document; an impossible configuration becomes the column's error, any other
 // InputError (malformed, unknown key) propagates: it is the user's input that is wrong.
 // `gpus` collects the configurations' GPU names (--price must price one of them).
@@ -71,6 +39,30 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
     c.problems = e.problems();
   }
   return c;
+}
+
+// The value of "key=value" to label: an object as apply_override reads it, anything else as written
+// ("1e3", "\"full\"" stay as the user typed them).
+core::Json assigned_value(const std::string& assignment) {
+  const std::string text = assignment.substr(assignment.find('=') + 1);
+  try {
+    core::Json v = core::Json::parse(text);
+    if (v.is_object()) return v;
+  } catch (const core::Json::exception&) {
+  }
+  return text;
+}
+
+// One value's label before duplicates are told apart (value_labels).
+std::string value_label(const core::Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) {
+    for (const char* key : {"label", "name"}) {
+      if (v.contains(key) && v[key].is_string() && !v[key].get<std::string>().empty()) return v[key].get<std::string>();
+    }
+    if (v.contains("base") && v["base"].is_string()) return v["base"].get<std::string>() + " (custom)";
+  }
+  return v.dump();
 }
 
 std::string stem_of(const std::string& path) { return std::filesystem::path(path).stem().string(); }
@@ -129,10 +121,19 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
                                            MAX_CONFIGURATIONS));
       }
     }
-    // Labels use the last key component ("pipeline=8") unless two varied keys share it.
+    // Labels use the last key component ("pipeline=8") unless two varied keys share it, and each
+    // value's short label (a GPU object's label or name, not its every figure).
     std::set<std::string> lasts;
     bool short_labels = true;
     for (const std::string& k : keys) short_labels &= lasts.insert(k.substr(k.rfind('.') + 1)).second;
+    std::vector<std::vector<std::string>> axis_labels;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      std::vector<core::Json> values;
+      for (const std::string& assignment : axes[a]) values.push_back(assigned_value(assignment));
+      const std::string shown_key = short_labels ? keys[a].substr(keys[a].rfind('.') + 1) : keys[a];
+      axis_labels.emplace_back();
+      for (const std::string& v : value_labels(values)) axis_labels.back().push_back(shown_key + "=" + v);
+    }
     Progress bar("compare", total, show_progress);
     for (size_t n = 0; n < total; ++n) {
       stop_if_interrupted();
@@ -149,7 +150,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
         const std::string& assignment = axes[a][index[a]];
         assignments.push_back(assignment);
         if (!label.empty()) label += " ";
-        label += short_labels ? assignment.substr(assignment.rfind('.', assignment.find('=')) + 1) : assignment;
+        label += axis_labels[a][index[a]];
       }
       std::vector<std::string> overrides = args.overrides;
       overrides.insert(overrides.end(), assignments.begin(), assignments.end());
@@ -311,6 +312,37 @@ void check_report(const core::Json& doc, const std::string& path) {
   diag.throw_if_any();
 }
 
+std::vector<std::string> split_values(const std::string& text) {
+  std::vector<std::string> out;
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '\\' && i + 1 < text.size()) {
+        current += c;
+        current += text[++i];
+        continue;
+      }
+      if (c == '"') quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  out.push_back(current);
+  return out;
+}
+
 std::vector<std::string> vary_assignments(const std::string& vary) {
   const size_t eq = vary.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -325,6 +357,16 @@ std::vector<std::string> vary_assignments(const std::string& vary) {
     out.push_back(key + "=" + value);
   }
   return out;
+}
+
+std::vector<std::string> value_labels(const std::vector<core::Json>& values) {
+  std::vector<std::string> labels;
+  std::map<std::string, int> uses;
+  for (const core::Json& v : values) ++uses[labels.emplace_back(value_label(v))];
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (uses[labels[i]] > 1) labels[i] += fmt::format(" #{}", i + 1);
+  }
+  return labels;
 }
 
 CompareResult compare(const CompareOptions& options) {

@@ -13,7 +13,8 @@
 // Result (CompareResult):
 //   configurations  one per input or combination, labelled by its file name (the path when two
 //                   inputs share a name) or its varied values ("tensor=4 micro_batch=2": the last
-//                   key component unless two varied keys share it); one that cannot run
+//                   key component unless two varied keys share it; an object value by its label or
+//                   name, value_labels: "gpu=H100 fast HBM"); one that cannot run
 //                   (ImpossibleScenario: divisibility, world size, parallelism.data "auto") keeps
 //                   its problems instead of a report, and the others still run
 //   reference       the first configuration that ran
@@ -107,6 +108,16 @@ CompareResult compare(const CompareOptions& options);
 // commas outside brackets, braces and quotes ("stage_layers=[4,4],[2,6]"). Throws InputError (file
 // "--vary") when there is no "=", the key is empty or a value is empty.
 std::vector<std::string> vary_assignments(const std::string& vary);
+
+// Splits a list of values on the commas outside [], {} and "..." (JSON values keep theirs):
+// "4,{\"a\": 1, \"b\": 2}" -> "4", "{\"a\": 1, \"b\": 2}".
+std::vector<std::string> split_values(const std::string& text);
+
+// Varied values as column headers or table cells, one per value: a string as itself; an object
+// (a GPU or model) by its "label", else its "name", else its "base" with " (custom)"; any other JSON
+// as written. Equal labels of different values get " #K" (K: the value's position from 1), so that
+// the columns stay apart.
+std::vector<std::string> value_labels(const std::vector<core::Json>& values);
 
 // Whether a JSON document is a report (it has a "schema") rather than a scenario.
 bool is_report(const core::Json& doc);

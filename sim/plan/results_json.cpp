@@ -32,7 +32,9 @@ core::Json search_json(const Search& s, const SearchResult& r) {
   j["scenario"] = s.options().scenario;
   j["objective"] = to_string(s.options().objective);
   j["interrupted"] = r.interrupted;
-  j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", r.rejected}};
+  core::Json rejected = core::Json::object();
+  for (const auto& [reason, n] : rejection_reasons(r.rejected)) rejected[reason] = n;
+  j["space"] = {{"candidates", r.candidates}, {"valid", r.valid}, {"rejected", rejected}};
   j["simgrid_runs"] = r.simgrid_runs;
   j["merged"] = r.merged;
   if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;

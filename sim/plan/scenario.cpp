@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "models/workload_builder.hpp"
+#include "network/feasibility.hpp"
 #include "sim/core/variability.hpp"
 
 namespace trainsim::plan {
@@ -147,6 +148,29 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
   profile = core::Profile::from_json(r, profile);
 }
 
+// Where the profile that decides a mismatch came from, for its message: the scenario's embedded
+// "profile" (with the source it was written from: `check --resolve-profile`, `run --out`), else the
+// profile file (its path, as before).
+std::string profile_origin(const Scenario& s) {
+  if (s.inline_profile.is_null()) return s.profile.device.source;
+  const core::Json* written_from = s.inline_profile.contains("source") && s.inline_profile["source"].is_string()
+                                       ? &s.inline_profile["source"]
+                                       : nullptr;
+  return fmt::format("embedded in {} (\"profile\"{})", s.file,
+                     written_from ? fmt::format(", from: {}", written_from->get<std::string>()) : "");
+}
+
+// What to do about a mismatch: an embedded profile is dropped for the GPU's own built-in one.
+std::string mismatch_remedy(const Scenario& s) {
+  const network::ClusterConfig& c = s.cluster;
+  const std::string gpu = c.gpu_described && !c.gpu_base.empty() ? c.gpu_base : c.gpu;
+  if (s.inline_profile.is_null()) return fmt::format("calibrate on {}", gpu);
+  const bool catalog = core::find_gpu(gpu) != nullptr;
+  return fmt::format("remove \"profile\" from the scenario to use {}, or calibrate on {}",
+                     catalog ? fmt::format("the built-in profile of {} (GPU catalog)", gpu) : "the datasheet defaults",
+                     gpu);
+}
+
 // Scenario::warnings and profile_mismatch: where the device profile does not describe the
 // scenario's GPU. A described GPU's base counts as its GPU (its built-in profile is the base's).
 // `own_profile`: the scenario names a profile file or has an inline one.
@@ -163,10 +187,8 @@ void check_profile_gpu(Scenario& s, bool own_profile) {
   if (fitted.empty() || fitted == c.gpu || (c.gpu_described && fitted == c.gpu_base)) return;
   const bool based = c.gpu_described && !c.gpu_base.empty();
   s.profile_mismatch = fmt::format(
-      "the profile {} was fitted on {}, not on the scenario's {}{}: its efficiencies describe another GPU's kernels; "
-      "calibrate on {}",
-      s.profile.device.source, fitted, c.gpu, based ? fmt::format(" (base {})", c.gpu_base) : "",
-      based ? c.gpu_base : c.gpu);
+      "the profile {} was fitted on {}, not on the scenario's {}{}: its efficiencies describe another GPU's kernels; {}",
+      profile_origin(s), fitted, c.gpu, based ? fmt::format(" (base {})", c.gpu_base) : "", mismatch_remedy(s));
   s.warnings.push_back(s.profile_mismatch + " (`run --strict-profile` makes this an error)");
 }
 
@@ -243,7 +265,7 @@ core::Json SimulationConfig::to_json() const {
   return j;
 }
 
-core::Json Scenario::to_json() const {
+core::Json Scenario::to_json(ProfileOut profile_out) const {
   core::Json j;
   j["name"] = name;
   j["cluster"] = cluster.to_json();
@@ -257,7 +279,12 @@ core::Json Scenario::to_json() const {
   if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
   if (compression.enabled()) j["optimizations"]["gradient_compression"] = compression.to_json();
   j["simulation"] = simulation.to_json();
-  j["profile"] = profile.to_json();
+  if (profile_out == ProfileOut::RESOLVED) {
+    j["profile"] = profile.to_json();
+    j["profile"]["source"] = profile.device.source;  // read back as the embedded profile's origin
+  } else if (!inline_profile.is_null()) {
+    j["profile"] = inline_profile;
+  }
   if (expect) {
     core::Json e = core::Json::object();
     for (const MeasuredFigure& f : expect->figures()) e[f.metric] = f.value;
@@ -370,7 +397,14 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
   core::apply_stack(s.profile.device, models::resolved_stack(s.training, s.parallelism), s.training.compile,
                     s.cluster.profile_gpu());
   if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
-  if (inline_profile) s.profile = core::Profile::from_json(*inline_profile, s.profile);
+  if (inline_profile) {
+    s.inline_profile = doc.at("profile");
+    s.profile = core::Profile::from_json(*inline_profile, s.profile);
+    // A profile written by `check --resolve-profile` or `run --out` says where it came from.
+    if (s.inline_profile.contains("source") && s.inline_profile["source"].is_string()) {
+      s.profile.device.source = s.profile.network.source = s.inline_profile["source"].get<std::string>();
+    }
+  }
 
   s.profile.device.straggler_slowdown = core::straggler_slowdown(s.cluster.gpu_speed_spread, s.cluster.world_size());
   diag.throw_if_any();
@@ -384,6 +418,7 @@ Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyC
     models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
   }
   if (strategy == StrategyCheck::CHECK) {
+    network::check_feasibility(s.cluster, file, "/cluster", impossible);
     models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);
     if (impossible.empty()) check_offload_capacity(s, impossible);
     check_compression(s, impossible);

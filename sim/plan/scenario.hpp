@@ -92,6 +92,7 @@ struct Scenario {
                                     // then the inline one
   core::DeviceProfile unstacked_device;  // the GPU's built-in device profile before the stack's costs
   bool profile_given = false;       // simulation.profile or an inline profile amends the built-in one
+  core::Json inline_profile;        // the scenario's own "profile" object as written; null when none
   std::optional<Expectation> expect;
   // What does not stop a prediction but makes it less certain (`run` and `check` print each on
   // stderr, `run` also in the report's "warnings"): a GPU described without a base gets the
@@ -101,8 +102,14 @@ struct Scenario {
   // wrong, for `run --strict-profile` to refuse; "" when it matches or is not known.
   std::string profile_mismatch;
 
-  // The fully resolved scenario: every default filled in, quantities as unit strings.
-  core::Json to_json() const;
+  // The fully resolved scenario: every default filled in, quantities as unit strings. RESOLVED (the
+  // default; `run --out`'s scenario.resolved.json, `check --resolve-profile`) also embeds the device
+  // and network profile the prediction used under "profile", with its "source"; AS_GIVEN (`check`)
+  // keeps the scenario a scenario: the GPU by name (or object) and only the profile it was given
+  // (simulation.profile, the inline "profile" as written), so that a what-if on another GPU gets that
+  // GPU's built-in profile.
+  enum class ProfileOut { RESOLVED, AS_GIVEN };
+  core::Json to_json(ProfileOut profile_out = ProfileOut::RESOLVED) const;
 };
 
 // The device profile the scenario's job would have under `stack`: the built-in profile with that
@@ -152,14 +159,16 @@ OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::Tra
 
 // Reads, overrides and checks a scenario. Throws InputError listing every problem found: malformed
 // values, unknown keys; once the sections are well-formed, ImpossibleScenario for impossible
-// configurations (models::check_strategy, models::check_offload), a world size that does not match
+// configurations (models::check_strategy, models::check_offload, hardware the cluster does not have:
+// network::check_feasibility), a world size that does not match
 // the cluster, a precision the GPU cannot run, offloaded model states above cluster.host_memory or
 // the NVMe capacity of a node. parallelism.data "auto" is resolved here to the cluster's GPUs / (tensor x
 // pipeline x context x expert) (expert left out with expert_tensor), so the resolved scenario and
 // everything downstream see a number.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 // Same, from a document already in memory; `file` names it in messages and anchors relative paths.
-// StrategyCheck::SKIP leaves out models::check_strategy (`trainsim search` replaces the layout).
+// StrategyCheck::SKIP leaves out models::check_strategy (`trainsim search` replaces the layout) and
+// network::check_feasibility (search rejects an infeasible GPU type's layouts with its reason).
 enum class StrategyCheck { CHECK, SKIP };
 Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy = StrategyCheck::CHECK);
 

@@ -2,18 +2,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <fmt/format.h>
-#include <regex>
+#include <fmt/ranges.h>
 #include <thread>
 
 #include "models/accounting.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/time_to_train.hpp"
+#include "network/feasibility.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/units.hpp"
 
@@ -39,6 +41,9 @@ struct Search::Variant {
   std::string gpu;
   int gpus = 0;
   Scenario base;
+  // Why no layout can run on this GPU type's cluster (network::check_feasibility: "key: problem"),
+  // "" when it has what the scenario asks for.
+  std::string infeasible;
   double model_flops = 0;  // per iteration (layout-independent)
   double peak_flops = 0;   // per GPU at the training precision
   // The device profile under each stack (device_for_stack), by core::Stack: a layout is priced with
@@ -81,11 +86,58 @@ std::vector<int> divisors(int64_t n) {
   return low;
 }
 
-// A rejection reason: the validation message with its numbers replaced by N, so that candidates
-// rejected for the same reason count together.
-std::string reason_of(const std::string& message) {
-  static const std::regex number("[0-9]+(\\.[0-9]+)?");
-  return std::regex_replace(message, number, "N");
+// A message split at its values: `text` with each value replaced by VALUE_MARK, and the values in
+// order. A value is a decimal number standing alone: not part of a word ("fp16", "H100", "1f1b",
+// "80GB").
+constexpr char VALUE_MARK = '\x1f';
+struct SplitMessage {
+  std::string text;
+  std::vector<std::string> values;
+};
+
+SplitMessage split_values(const std::string& message) {
+  SplitMessage out;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t i = 0;
+  while (i < message.size()) {
+    const bool starts = std::isdigit(static_cast<unsigned char>(message[i])) && (i == 0 || !word(message[i - 1]));
+    if (!starts) {
+      out.text += message[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+    if (end + 1 < message.size() && message[end] == '.' && std::isdigit(static_cast<unsigned char>(message[end + 1]))) {
+      for (++end; end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]));) ++end;
+    }
+    if (end < message.size() && word(message[end])) {  // a word that starts with digits: "1f1b", "80GB"
+      while (end < message.size() && word(message[end])) ++end;
+      out.text += message.substr(i, end - i);
+    } else {
+      out.text += VALUE_MARK;
+      out.values.push_back(message.substr(i, end - i));
+    }
+    i = end;
+  }
+  return out;
+}
+
+// The values one number of merged messages took, in increasing order: one value as itself, up to
+// four as "{a, b, c}", more as "{a, b, ..., z: K values}".
+std::string values_text(const std::map<double, std::string>& values) {
+  if (values.size() == 1) return values.begin()->second;
+  std::vector<std::string> texts;
+  for (const auto& [v, text] : values) texts.push_back(text);
+  if (texts.size() <= 4) return fmt::format("{{{}}}", fmt::join(texts, ", "));
+  return fmt::format("{{{}, {}, ..., {}: {} values}}", texts[0], texts[1], texts.back(), texts.size());
+}
+
+// A problem as a rejection reason: its key, dotted as in --set ("cluster.intra_node.nvls"), and its
+// message.
+std::string reason_of(const core::InputProblem& p) {
+  std::string key = p.pointer.substr(p.pointer.empty() ? 0 : 1);
+  std::replace(key.begin(), key.end(), '/', '.');
+  return key.empty() ? p.message : key + ": " + p.message;
 }
 
 bool better(double a_score, uint64_t a_index, double b_score, uint64_t b_index) {
@@ -612,6 +664,9 @@ Search::Search(SearchOptions options) : options_(std::move(options)) {
       }
       v.gpu = type;
       v.gpus = g;
+      core::Diagnostics hardware;
+      network::check_feasibility(v.base.cluster, options_.scenario, "/cluster", hardware);
+      if (!hardware.empty()) v.infeasible = reason_of(hardware.problems().front());
       for (const std::string& w : v.base.warnings) {
         if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
       }
@@ -887,6 +942,10 @@ SearchResult Search::evaluate() const {
               }
               Layout l = layout_of(s, vs, mb, sp, rci, zo, index);
               ++out.candidates;
+              if (!v.infeasible.empty()) {  // hardware this GPU type's cluster does not have
+                ++out.rejected[v.infeasible];
+                continue;
+              }
               models::ParallelismConfig par;
               models::TrainingConfig training;
               models::OffloadConfig offload;
@@ -898,7 +957,7 @@ SearchResult Search::evaluate() const {
               // The scenario's gradient compression may not combine with this layout's ZeRO stage.
               if (diag.empty()) models::check_compression(compression, v.base.model, par, v.base.pruning, "", diag);
               if (!diag.empty()) {
-                ++out.rejected[reason_of(diag.problems().front().message)];
+                ++out.rejected[diag.problems().front().message];
                 continue;
               }
               const core::Stack stack = models::resolved_stack(training, par);
@@ -921,7 +980,7 @@ SearchResult Search::evaluate() const {
                 try {
                   est = exact_estimate(scenario_of(l));
                 } catch (const core::InputError& e) {
-                  ++out.rejected[reason_of(e.problems().front().message)];
+                  ++out.rejected[e.problems().front().message];
                   continue;
                 }
               } else {
@@ -1066,13 +1125,13 @@ void Search::rank(SearchResult& result) const {
   result.ranked = std::move(kept);
   if (result.ranked.empty() && !result.interrupted) {
     // The constraints of the last stage first, then the most frequent first-pass reasons.
+    std::map<std::string, uint64_t> first_pass = result.rejected;
+    for (const auto& [reason, n] : constrained) first_pass.erase(reason);
     std::vector<std::pair<uint64_t, std::string>> reasons;
-    for (const auto& [reason, n] : result.rejected) {
-      if (!constrained.count(reason)) reasons.emplace_back(n, reason);
-    }
-    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    reasons.resize(std::min<size_t>(3, reasons.size()));
-    for (const auto& [reason, n] : constrained) reasons.insert(reasons.begin(), {n, reason});
+    for (const auto& [reason, n] : rejection_reasons(constrained)) reasons.emplace_back(n, reason);
+    const size_t last_stage = reasons.size();
+    for (const auto& [reason, n] : rejection_reasons(first_pass)) reasons.emplace_back(n, reason);
+    reasons.resize(std::min(last_stage + 3, reasons.size()));
     std::string why;
     for (const auto& [n, reason] : reasons) why += fmt::format("; {} x \"{}\"", n, reason);
     throw core::InputError(options_.scenario, "",
@@ -1424,6 +1483,34 @@ MergedShards merge_shards(const std::vector<std::pair<core::Json, std::string>>&
   }
   SearchResult result = search->merge(results);
   return {std::move(*search), std::move(result)};
+}
+
+}  // namespace trainsim::plan
+
+namespace trainsim::plan {
+
+std::vector<std::pair<std::string, uint64_t>> rejection_reasons(const std::map<std::string, uint64_t>& rejected) {
+  struct Merged {
+    uint64_t count = 0;
+    std::vector<std::map<double, std::string>> values;  // per number of the message
+  };
+  std::map<std::string, Merged> merged;
+  for (const auto& [message, n] : rejected) {
+    const SplitMessage split = split_values(message);
+    Merged& m = merged[split.text];
+    m.count += n;
+    m.values.resize(split.values.size());
+    for (size_t i = 0; i < split.values.size(); ++i) m.values[i].emplace(std::stod(split.values[i]), split.values[i]);
+  }
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [text, m] : merged) {
+    std::string reason;
+    size_t value = 0;
+    for (char c : text) reason += c == VALUE_MARK ? values_text(m.values[value++]) : std::string(1, c);
+    out.emplace_back(reason, m.count);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
 }
 
 }  // namespace trainsim::plan

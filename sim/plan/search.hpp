@@ -8,8 +8,11 @@
 //                 model (docs/cnn.md) what it runs: spatial (each sample split over GPUs), data (the
 //                 rest) and micro-batch;
 //                 each candidate has an index in enumeration order
-//   2. validate   models::check_strategy, the scenario loader's own check: a rejected candidate is
-//                 counted under its first problem, numbers replaced by N
+//   2. validate   the cluster's feasibility for each GPU type (network::check_feasibility: every
+//                 layout of a type whose hardware lacks a feature the scenario asks for is rejected
+//                 with that reason), then models::check_strategy, the scenario loader's own check: a
+//                 rejected candidate is counted under its first problem (rejection_reasons merges
+//                 the messages that differ only in their numbers)
 //   3. estimate   the closed-form first pass (search_estimate.hpp) for every valid candidate; with
 //                 `fits`, an estimated peak above the GPU's memory rejects it ("out of memory").
 //                 A layer graph has no closed form: its (few) candidates are priced by the analytic
@@ -184,7 +187,7 @@ struct SearchResult {
   uint64_t candidates = 0;                   // enumerated (this shard's share)
   uint64_t valid = 0;                        // passed validation (and, with fits, the memory estimate)
   uint64_t estimated = 0;                    // first-pass estimates computed (logged only)
-  std::map<std::string, uint64_t> rejected;  // by reason
+  std::map<std::string, uint64_t> rejected;  // by reason: each message with its own values (rejection_reasons)
   std::vector<Evaluated> ranked;             // best first; at most `refine` refined, then the rest by estimate
   bool interrupted = false;
   double capacity_bytes = 0;
@@ -274,6 +277,12 @@ class Search {
 
 // Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.
 core::Json shard_json(const Search& search, const SearchResult& result);
+
+// SearchResult::rejected as shown (table, JSON, the "no layout is left" error): the messages that
+// differ only in their numbers merged into one, each number giving the values seen in order ("tensor
+// parallelism {5, 7} must divide heads (32)"; more than four: the first two, the last and the count),
+// most frequent first. Numbers inside names ("fp16", "H100", "1f1b") are not values.
+std::vector<std::pair<std::string, uint64_t>> rejection_reasons(const std::map<std::string, uint64_t>& rejected);
 // A shard file read back, as user input: schema, every range, and counts that add up; InputError
 // naming the file and pointer otherwise. Whether its layouts belong to the search its options
 // describe is checked by merge_shards (Search::candidate).

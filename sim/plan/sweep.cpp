@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/error.hpp"
+#include "sim/plan/compare.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/scenario.hpp"
@@ -103,8 +104,10 @@ SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values)
   SweepRange r;
   r.key = assignment.substr(0, eq);
   const std::string spec = assignment.substr(eq + 1);
-  if (spec.find(':') == std::string::npos) {
-    for (const std::string& item : split(spec, ',')) {
+  // A list, unless START:END:STEP; its values may be JSON objects or arrays (a GPU object), commas
+  // and colons included.
+  if (spec.find(':') == std::string::npos || spec.front() == '{' || spec.front() == '[' || spec.front() == '"') {
+    for (const std::string& item : split_values(spec)) {
       if (item.empty()) bad_range(assignment, "empty value in the list");
       try {
         r.values.push_back(core::Json::parse(item));
@@ -188,6 +191,8 @@ SweepResult sweep(const SweepOptions& args) {
 
   std::vector<SweepPoint>& points = result.points;
   std::vector<std::string> gpus;  // of the points that read (--price)
+  std::vector<std::vector<std::string>> labels;  // each range's values as warnings name them
+  for (const SweepRange& r : ranges) labels.push_back(value_labels(r.values));
   std::vector<size_t> index(ranges.size(), 0);
   const SweepPoint* first = nullptr;
   std::string& name = result.name;
@@ -205,7 +210,7 @@ SweepResult sweep(const SweepOptions& args) {
       if (name.empty()) name = s.name;
       std::string label;
       for (size_t k = 0; k < ranges.size(); ++k) {
-        label += fmt::format("{}{}={}", k ? " " : "", ranges[k].key, p.values[k].dump());
+        label += fmt::format("{}{}={}", k ? " " : "", ranges[k].key, labels[k][index[k]]);
       }
       result.warnings.add(s.warnings, label);
       p.report = predict_report(s, args.backend);  // SimGrid in a child process: one platform per process

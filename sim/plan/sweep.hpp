@@ -34,7 +34,8 @@ struct SweepRange {
 
 // Parses "KEY=START:END:xFACTOR" (geometric: START, START*FACTOR, ... <= END; FACTOR > 1, START > 0),
 // "KEY=START:END:+STEP" (arithmetic; STEP > 0) or "KEY=V1,V2,..." (a list; each value JSON when it
-// parses as JSON, else a string, like an override). Integers stay integers when START, END and the
+// parses as JSON, else a string, like an override; commas inside JSON objects, arrays and strings do
+// not split: `cluster.gpu={"base":"H100-SXM5-80GB","label":"H100"},B200`). Integers stay integers when START, END and the
 // factor or step are integers. Ranges with more than `max_values` values are refused before they are
 // built. Throws InputError (file "--set-range") naming the text and what was expected.
 SweepRange parse_sweep_range(const std::string& assignment, uint64_t max_values = 10'000'000);

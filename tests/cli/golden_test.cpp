@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 
+#include "sim/cli/compare_command.hpp"
 #include "sim/plan/prediction.hpp"
 
 namespace trainsim::cli {
@@ -83,6 +85,36 @@ TEST_P(Golden, ReportIsUnchangedAndTheBackendsAgree) {
   const double t = analytic["iteration_time_s"].get<double>();
   EXPECT_NEAR(simgrid["iteration_time_s"].get<double>(), t, 2e-3 * t);
   EXPECT_EQ(simgrid["memory"], analytic["memory"]);
+}
+
+// Issue 33: `compare --vary` over GPU objects heads its columns with each GPU's label or name, not
+// the object (300-character headers), and its table is golden. A Golden instance so that the loop at
+// the top regenerates it; it runs for one scenario.
+TEST_P(Golden, CompareVaryOverGpuObjectsHasShortHeaders) {
+  if (GetParam() != "gpt3-6.7b-a100-8") GTEST_SKIP() << "runs on gpt3-6.7b-a100-8 only";
+  CompareArgs args;
+  args.inputs = {(SOURCE / "scenarios/gpt3-6.7b-a100-8.json").string()};
+  args.vary = {R"(cluster.gpu={"base":"A100-SXM4-80GB","hbm_bandwidth":"4 TB/s","label":"A100 4TB/s"},)"
+               R"({"base":"H100-SXM5-80GB","hbm_capacity":"96 GiB"},H100-SXM5-80GB)"};
+  args.quiet = true;
+  std::ostringstream table, err;
+  ASSERT_EQ(compare_command(args, table, err), 0) << err.str();
+  const std::string text = table.str();
+  const std::string header = text.substr(text.find('\n') + 1, text.find('\n', text.find('\n') + 1) - text.find('\n') - 1);
+  for (const char* label : {"gpu=A100 4TB/s", "gpu=H100-SXM5-80GB (custom)", "gpu=H100-SXM5-80GB"}) {
+    EXPECT_NE(header.find(label), std::string::npos) << label << " in: " << header;
+  }
+  EXPECT_EQ(header.find("hbm_bandwidth"), std::string::npos) << header;
+  const std::filesystem::path golden = SOURCE / "tests/data/golden/compare-vary-gpu-objects.txt";
+  if (std::getenv("TRAINSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden) << text;
+    return;
+  }
+  std::ifstream f(golden);
+  ASSERT_TRUE(f) << golden << " missing: regenerate on purpose";
+  std::stringstream expected;
+  expected << f.rdbuf();
+  EXPECT_EQ(text, expected.str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, Golden, ::testing::ValuesIn(bundled_scenarios()),

@@ -3,7 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 
+#include "sim/cli/commands.hpp"
 #include "sim/plan/prediction.hpp"
 
 namespace trainsim::cli {
@@ -37,6 +39,54 @@ TEST(Scenario, ResolvedScenarioReadsBackToItself) {
   core::Json edited = load_scenario(SCENARIOS + "gpt3-6.7b-a100-8.json").to_json();
   edited["profile"]["device"]["kernel_overhead"] = "7 us";
   EXPECT_DOUBLE_EQ(read_scenario(edited, "edited").profile.device.kernel_overhead.value(), 7e-6);
+}
+
+// Issue 33, item 6: `check` writes a scenario that stays a scenario (the GPU by name, no built-in
+// profile), so a what-if on another GPU gets that GPU's profile; `check --resolve-profile` embeds the
+// resolved profile, and a what-if on such a file warns that the profile belongs to another GPU,
+// naming where it came from and how to drop it.
+TEST(Scenario, CheckWritesAScenarioAndOnlyResolvesTheProfileWhenAsked) {
+  const std::string file = SCENARIOS + "gpt3-6.7b-a100-8.json";
+  std::ostringstream plain, resolved, err;
+  ASSERT_EQ(check_command({.scenario = file, .overrides = {}}, plain, err), 0);
+  ASSERT_EQ(check_command({.scenario = file, .overrides = {}, .resolve_profile = true}, resolved, err), 0);
+  const core::Json as_scenario = core::Json::parse(plain.str());
+  EXPECT_EQ(as_scenario["cluster"]["gpu"], "A100-SXM4-80GB");
+  EXPECT_FALSE(as_scenario.contains("profile")) << "the built-in profile is the GPU's, not the scenario's";
+  const core::Json with_profile = core::Json::parse(resolved.str());
+  ASSERT_TRUE(with_profile.contains("profile"));
+  EXPECT_EQ(with_profile["profile"]["fitted_on"]["gpu"], "A100-SXM4-80GB");
+  EXPECT_EQ(with_profile["profile"]["source"].get<std::string>().rfind("built-in A100-SXM4-80GB profile", 0), 0u);
+
+  // The what-if on the plain file: the H100's own profile, nothing to warn about.
+  core::Json what_if = as_scenario;
+  apply_override(what_if, "cluster.gpu=H100-SXM5-80GB");
+  const Scenario h100 = read_scenario(what_if, "winner.json");
+  EXPECT_EQ(h100.profile.device.fitted_on.gpu, "H100-SXM5-80GB");
+  EXPECT_TRUE(h100.warnings.empty());
+  EXPECT_EQ(h100.to_json(Scenario::ProfileOut::RESOLVED)["profile"],
+            load_scenario(SCENARIOS + "gpt3-6.7b-a100-8.json", {"cluster.gpu=H100-SXM5-80GB"})
+                .to_json(Scenario::ProfileOut::RESOLVED)["profile"]);
+
+  // The what-if on the resolved file keeps the A100's profile and says so.
+  core::Json stale = with_profile;
+  apply_override(stale, "cluster.gpu=H100-SXM5-80GB");
+  const Scenario kept = read_scenario(stale, "winner.json");
+  EXPECT_EQ(kept.profile.device.fitted_on.gpu, "A100-SXM4-80GB");
+  ASSERT_EQ(kept.warnings.size(), 1u);
+  const std::string& w = kept.warnings[0];
+  EXPECT_EQ(w.rfind("the profile embedded in winner.json (\"profile\", from: built-in A100-SXM4-80GB profile", 0), 0u) << w;
+  EXPECT_NE(w.find("was fitted on A100-SXM4-80GB, not on the scenario's H100-SXM5-80GB"), std::string::npos) << w;
+  EXPECT_NE(w.find("remove \"profile\" from the scenario to use the built-in profile of H100-SXM5-80GB (GPU catalog), "
+                   "or calibrate on H100-SXM5-80GB"),
+            std::string::npos)
+      << w;
+  // The report names that profile too, not the scenario file.
+  EXPECT_EQ(kept.profile.device.source, with_profile["profile"]["source"]);
+  // An inline profile as written survives `check`, and only it.
+  core::Json edited = as_scenario;
+  edited["profile"] = {{"device", {{"kernel_overhead", "7 us"}}}};
+  EXPECT_EQ(read_scenario(edited, "edited.json").to_json(Scenario::ProfileOut::AS_GIVEN)["profile"], edited["profile"]);
 }
 
 // The ZeRO sanity anchors (scenarios/sanity) load, with their implementation resolved.

@@ -68,7 +68,7 @@ TEST(Search, EnumeratesTheValidLayoutsOfATinyModelByHand) {
     }
   }
   // TP8: the one shape (8,1,1,1) with micro-batches 1, 2, 4, 8, SP off/on, 3 recomputes, ZeRO 0 only.
-  EXPECT_EQ(r.rejected.at("tensor parallelism N must divide heads (N)"), 4u * 2 * 3);
+  EXPECT_EQ(r.rejected.at("tensor parallelism 8 must divide heads (4)"), 4u * 2 * 3);
   uint64_t rejected = 0;
   for (const auto& [reason, n] : r.rejected) rejected += n;
   EXPECT_EQ(r.valid + rejected, r.candidates);
@@ -334,6 +334,91 @@ TEST(Search, ImpossibleConstraintsLeaveNothingAndSayWhy) {
   } catch (const core::InputError& e) {
     EXPECT_NE(e.problems().front().message.find("MFU below --min-mfu"), std::string::npos) << e.problems().front().message;
   }
+}
+
+// Rejection reasons keep their values (issue 33): messages that differ only in numbers merge, each
+// number listing what it was; numbers inside names (fp16, int8, 1f1b, H100) are not values.
+TEST(Search, RejectionReasonsShowTheirRealValues) {
+  const std::map<std::string, uint64_t> rejected = {
+      {"tensor parallelism 3 must divide heads (32)", 5},
+      {"tensor parallelism 5 must divide heads (32)", 2},
+      {"use zero_stage 0 or 1 with fp16, bf16, fp8 or int8 on H100-SXM5-80GB", 4},
+      {"interleaved-1f1b with virtual_stages 2 needs 8 micro-batches", 1},
+      {"interleaved-1f1b with virtual_stages 4 needs 8 micro-batches", 1},
+      {"out of memory (first-pass estimate above the GPU's memory)", 9},
+      {"pipeline 1 x 2.5 GiB", 1},
+      {"pipeline 2 x 2.5 GiB", 1},
+      {"pipeline 3 x 2.5 GiB", 1},
+      {"pipeline 4 x 2.5 GiB", 1},
+      {"pipeline 16 x 3.75 GiB", 1}};
+  const std::vector<std::pair<std::string, uint64_t>> expected = {
+      {"out of memory (first-pass estimate above the GPU's memory)", 9},
+      {"tensor parallelism {3, 5} must divide heads (32)", 7},
+      {"pipeline {1, 2, ..., 16: 5 values} x {2.5, 3.75} GiB", 5},
+      {"use zero_stage 0 or 1 with fp16, bf16, fp8 or int8 on H100-SXM5-80GB", 4},
+      {"interleaved-1f1b with virtual_stages {2, 4} needs 8 micro-batches", 2}};
+  EXPECT_EQ(rejection_reasons(rejected), expected);
+}
+
+// Physical feasibility (network/feasibility.hpp) in the search: NVLS on the scenario's cluster is
+// hardware only the H100 of the two types has, so every A100 layout is rejected with the rule's
+// message and only H100 layouts rank; with the A100 alone nothing is left, and the error says why.
+TEST(Search, LayoutsOfAGpuTypeWithoutTheHardwareAreRejectedWithTheReason) {
+  SearchOptions o = tiny_options();
+  o.overrides = {"cluster.intra_node.nvls=true"};
+  o.gpu_types = {"A100-SXM4-80GB", "H100-SXM5-80GB"};
+  o.refine = 5;
+  o.recheck = false;
+  const Search search(o);
+  const SearchResult r = search.run();
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Evaluated& e : r.ranked) EXPECT_EQ(e.layout.gpu, "H100-SXM5-80GB");
+  const std::string reason =
+      "cluster.intra_node.nvls: needs a GPU whose NVSwitch has NVLink SHARP (third-generation NVSwitch or later: "
+      "H100, H800, H200, B200, GB200); cluster.gpu A100-SXM4-80GB has none: set intra_node.nvls false";
+  ASSERT_TRUE(r.rejected.count(reason)) << "every A100 candidate";
+  EXPECT_EQ(r.rejected.at(reason) * 2, r.candidates) << "the two types enumerate the same layouts";
+
+  o.gpu_types = {"A100-SXM4-80GB"};
+  try {
+    Search(o).run();
+    FAIL() << "expected an InputError";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(e.problems().front().message.find(reason), std::string::npos) << e.problems().front().message;
+  }
+}
+
+// The ranked table stays aligned whatever the layout's suffixes (" offload:none compression:powersgd",
+// "[fsdp]"), also past the old 60-character layout column: every row's analytic_s figure ends where
+// its header does.
+TEST(Search, TheTableStaysAlignedWhateverTheLayoutSuffixes) {
+  SearchArgs args;
+  args.options = tiny_options();
+  args.options.refine = 8;
+  args.options.top = 8;
+  args.options.recheck = false;
+  args.options.offload = {"none"};
+  args.options.compression = {"powersgd"};  // every row: "... offload:none compression:powersgd [stack]"
+  std::ostringstream out, err;
+  ASSERT_EQ(search_command(args, out, err), 0) << err.str();
+  std::istringstream lines(out.str());
+  size_t header_end = std::string::npos;
+  int rows = 0;
+  bool longer_than_before = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("rank")) {
+      header_end = line.find("analytic_s") + std::string("analytic_s").size();
+    } else if (header_end != std::string::npos && line.find(" offload:") != std::string::npos) {
+      ++rows;
+      // The right-aligned analytic_s figure ends where its header does.
+      EXPECT_EQ(line.find_first_of(' ', line.find_first_not_of(' ', line.find("] ") + 1)), header_end) << line;
+      longer_than_before |= line.find("] ") > 4 + 1 + 6 + 1 + 60;
+    } else if (line.empty() && rows > 0) {
+      break;
+    }
+  }
+  EXPECT_EQ(rows, 8);
+  EXPECT_TRUE(longer_than_before) << "the layouts should exceed the old 60-character column:\n" << out.str();
 }
 
 TEST(Search, ExplodingSpacesNeedYes) {

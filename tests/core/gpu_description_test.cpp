@@ -120,7 +120,8 @@ TEST(GpuDescription, ResolvedFormReadsBackToTheSameGpu) {
   Json odd = full_x1();
   odd["hbm_bandwidth"] = "3.3512345678 TB/s";  // more digits than the readable form keeps
   for (const Json& given : {Json{{"base", "H100-SXM5-80GB"}, {"hbm_bandwidth", "6.7 TB/s"}}, full_x1(), odd,
-                            Json{{"base", "L40S"}, {"dense_peak", {{"fp8", 0}}}}}) {
+                            Json{{"base", "L40S"}, {"dense_peak", {{"fp8", 0}}}},
+                            Json{{"base", "A100-SXM4-80GB"}, {"nvlink_sharp", true}, {"label", "A100 + NVLS"}}}) {
     SCOPED_TRACE(given.dump());
     const GpuChoice c = read(given);
     const Json resolved = c.to_json();
@@ -128,8 +129,18 @@ TEST(GpuDescription, ResolvedFormReadsBackToTheSameGpu) {
     EXPECT_EQ(back.base, c.base);
     EXPECT_TRUE(back.described);
     expect_same_spec(back.spec, c.spec);
+    EXPECT_EQ(back.spec.nvlink_sharp, c.spec.nvlink_sharp);
+    EXPECT_EQ(back.spec.label, c.spec.label);
     EXPECT_EQ(back.to_json(), resolved);
   }
+  // NVLink SHARP is the base's unless given; a label names the GPU in tables and changes no figure.
+  EXPECT_TRUE(read(Json{{"base", "H100-SXM5-80GB"}}).spec.nvlink_sharp);
+  EXPECT_FALSE(read(Json{{"base", "A100-SXM4-80GB"}}).spec.nvlink_sharp);
+  EXPECT_FALSE(read(full_x1()).spec.nvlink_sharp) << "described from scratch: false unless given";
+  const GpuChoice labelled = read(Json{{"base", "A100-SXM4-80GB"}, {"nvlink_sharp", true}, {"label", "A100 + NVLS"}});
+  EXPECT_EQ(labelled.spec.label, "A100 + NVLS");
+  EXPECT_EQ(labelled.to_json()["label"], "A100 + NVLS");
+  EXPECT_EQ(labelled.spec.source.find("label"), std::string::npos) << labelled.spec.source;
 }
 
 TEST(GpuDescription, MissingFiguresOfAFullDescriptionAreEachNamed) {
@@ -174,8 +185,8 @@ TEST(GpuDescription, MalformedValuesAreEachNamed) {
             "s.json: /cluster/gpu/hbm_bandwidth: must be positive, found \"0 TB/s\"\n"
             "s.json: /cluster/gpu/sm_count: expected an integer in [1, 100000], found 0\n"
             "s.json: /cluster/gpu/colour: unknown key \"colour\" (known keys: \"base\", \"dense_peak\", "
-            "\"hbm_bandwidth\", \"hbm_capacity\", \"name\", \"nvlink_bandwidth\", \"pcie_bandwidth\", \"sm_count\", "
-            "\"source\" or \"sparse_tensor_cores\")");
+            "\"hbm_bandwidth\", \"hbm_capacity\", \"label\", \"name\", \"nvlink_bandwidth\", \"nvlink_sharp\", "
+            "\"pcie_bandwidth\", \"sm_count\", \"source\" or \"sparse_tensor_cores\")");
 
   Json zeros = full_x1();
   zeros["dense_peak"] = {{"bf16", 0}};

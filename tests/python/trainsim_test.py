@@ -70,6 +70,16 @@ class RunTest(unittest.TestCase):
         self.assertEqual(other["world_size"], 8)
         self.assertNotEqual(other["iteration_time_s"], theirs)
 
+    def test_check_is_the_command_lines_with_and_without_the_resolved_profile(self):
+        # Issue 33: check() writes a scenario (no built-in profile), resolve_profile=True embeds it,
+        # each as `trainsim check` does.
+        plain = trainsim.check(SMALL)
+        self.assertNotIn("profile", plain)
+        self.assertEqual(plain, cli_json("check", SMALL))
+        resolved = trainsim.check(SMALL, resolve_profile=True)
+        self.assertEqual(resolved["profile"]["fitted_on"]["gpu"], "A100-SXM4-80GB")
+        self.assertEqual(resolved, cli_json("check", SMALL, "--resolve-profile"))
+
     def test_dict_scenario_is_read_like_its_file(self):
         # The resolved scenario (`trainsim check`) reads back: as a dict it predicts what the file does.
         resolved = trainsim.check(SMALL)
