@@ -96,7 +96,7 @@ std::string result_csv(const Search& s, const SearchResult& r) {
     const Layout& l = e.layout;
     const Figures* f = e.best_figures();
     std::string equivalent;  // the merged layouts' descriptions, ';'-separated (no ',' in them)
-    for (const Layout& q : e.equivalent) equivalent += (equivalent.empty() ? "" : ";") + q.describe();
+    for (const Layout& q : e.equivalent) equivalent += fmt::format("{}{}", equivalent.empty() ? "" : ";", q.describe());
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", i + 1, l.gpu, l.gpus, l.tensor,
                        l.pipeline, l.data, l.context, l.expert, l.virtual_stages, l.micro_batch, l.sequence_parallel,
                        models::to_string(l.recompute), l.zero_stage, l.zero_stage > 0 ? models::to_string(l.zero_impl) : "",
@@ -187,7 +187,7 @@ std::string result_table(const Search& s, const SearchResult& r) {
                      objective_text(s, e)));
     if (!e.equivalent.empty()) {
       std::string names;
-      for (const Layout& q : e.equivalent) names += (names.empty() ? "" : "; ") + q.difference_from(e.layout);
+      for (const Layout& q : e.equivalent) names += fmt::format("{}{}", names.empty() ? "" : "; ", q.difference_from(e.layout));
       line(fmt::format("{:>11} same figures: {}", "", names));
     }
   }
