@@ -822,13 +822,18 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
 
 }  // namespace
 
-Scenario Search::scenario_of(const Layout& l) const {
+const Search::Variant& Search::variant_of(const Layout& l) const {
   const auto v = std::find_if(variants_.begin(), variants_.end(),
                               [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
-  Scenario s = v->base;
-  configure(v->base, zero_templates_, l, s.parallelism, s.training, s.offload, s.compression);
-  s.profile = v->profile(l.stack);
+  return *v;
+}
+
+Scenario Search::scenario_of(const Layout& l) const {
+  const Variant& v = variant_of(l);
+  Scenario s = v.base;
+  configure(v.base, zero_templates_, l, s.parallelism, s.training, s.offload, s.compression);
+  s.profile = v.profile(l.stack);
   // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
   // predicting the dense iterations before start_iteration (docs/search.md).
   s.pruning.start_iteration = 0;
@@ -836,21 +841,19 @@ Scenario Search::scenario_of(const Layout& l) const {
 }
 
 double Search::objective_value(const Layout& l, double time, double goodput) const {
-  const auto v = std::find_if(variants_.begin(), variants_.end(),
-                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
-  TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
-  const double tokens = static_cast<double>(v->base.training.global_batch * v->base.training.sequence_length);
+  const Variant& v = variant_of(l);
+  const double tokens = static_cast<double>(v.base.training.global_batch * v.base.training.sequence_length);
   switch (options_.objective) {
     case Objective::ITERATION_TIME: return time;
     case Objective::TOKENS_PER_S: return tokens / time;
-    case Objective::SAMPLES_PER_S: return static_cast<double>(v->base.training.global_batch) / time;
-    case Objective::MFU: return v->model_flops / time / l.gpus / v->peak_flops;
+    case Objective::SAMPLES_PER_S: return static_cast<double>(v.base.training.global_batch) / time;
+    case Objective::MFU: return v.model_flops / time / l.gpus / v.peak_flops;
     case Objective::TIME_TO_TRAIN:
-      return goodput > 0 ? time_to_train(v->base, time)->days / goodput : std::numeric_limits<double>::infinity();
+      return goodput > 0 ? time_to_train(v.base, time)->days / goodput : std::numeric_limits<double>::infinity();
     case Objective::COST:
-      return goodput > 0 ? *time_to_train(v->base, time)->cost / goodput : std::numeric_limits<double>::infinity();
+      return goodput > 0 ? *time_to_train(v.base, time)->cost / goodput : std::numeric_limits<double>::infinity();
     case Objective::TOKENS_PER_DOLLAR:
-      return goodput * tokens / time / (l.gpus * *v->base.cluster.price_per_gpu_hour / 3600.0);
+      return goodput * tokens / time / (l.gpus * *v.base.cluster.price_per_gpu_hour / 3600.0);
   }
   TRAINSIM_CHECK(false, "unknown objective");
   return 0;
@@ -858,17 +861,15 @@ double Search::objective_value(const Layout& l, double time, double goodput) con
 
 std::optional<std::string> Search::missed_constraint(const Layout& l, double time, double goodput, double peak_bytes,
                                                      const std::string& source) const {
-  const auto v = std::find_if(variants_.begin(), variants_.end(),
-                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
-  TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
+  const Variant& v = variant_of(l);
   if (options_.fits && options_.headroom.given() && peak_bytes >= 0 &&
-      peak_bytes > options_.headroom.usable(v->base.cluster.gpu_spec.hbm_capacity.value())) {
+      peak_bytes > options_.headroom.usable(v.base.cluster.gpu_spec.hbm_capacity.value())) {
     return fmt::format("out of memory with --memory-headroom {} ({})", options_.headroom.describe(), source);
   }
   if (!options_.deadline_days && !options_.budget_usd) return std::nullopt;
   // The expected wall time and cost over the whole run: with failures when the scenario has
   // checkpoints (goodput < 1), as the objectives time_to_train and cost count them.
-  const std::optional<TimeToTrain> t = time_to_train(v->base, time);
+  const std::optional<TimeToTrain> t = time_to_train(v.base, time);
   TRAINSIM_CHECK(t.has_value(), "a constraint on the run without training.tokens (checked by the constructor)");
   if (options_.deadline_days && !(goodput > 0 && t->days / goodput <= *options_.deadline_days)) {
     return fmt::format("over --deadline {:g} days ({})", *options_.deadline_days, source);

@@ -260,6 +260,8 @@ class Search {
   struct Shape;
 
  private:
+  // The variant (GPU type and count) of a layout of this search.
+  const Variant& variant_of(const Layout& layout) const;
   // The first-pass order (evaluate, merge): estimates that meet the planning constraints first, then
   // by objective, then by enumeration index.
   bool estimate_before(const Evaluated& a, const Evaluated& b) const;
