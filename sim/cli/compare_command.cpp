@@ -9,25 +9,19 @@
 #include <iostream>
 
 #include "sim/cli/cli_options.hpp"
+#include "sim/cli/html_report.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/plan/ranking_accuracy.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/report/bar_chart.hpp"
 #include "sim/report/chart_file.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace trainsim::cli {
 
 using namespace trainsim::plan;
 namespace {
-
-std::string cell_text(const ReportFigure& f, const core::Json* v) {
-  if (v == nullptr) return "-";
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_boolean()) return v->get<bool>() ? "yes" : "NO";
-  if (!v->is_number()) return v->dump();
-  return fmt::format("{:.{}f}", v->get<double>() * f.table_scale, f.table_digits);
-}
 
 void write_table(const CompareResult& result, bool color, std::ostream& out) {
   const std::vector<Configuration>& cs = result.configurations;
@@ -39,19 +33,14 @@ void write_table(const CompareResult& result, bool color, std::ostream& out) {
   std::vector<std::string> labels;
   std::vector<const CompareRow*> shown;
   for (const CompareRow& r : rows) {
-    // Exposed communication on an axis no configuration uses is noise in a table (JSON/CSV keep it).
-    const bool axis_row = r.figure->name.starts_with("exposed_") && r.figure->name != "exposed_communication_s";
-    if (axis_row && std::none_of(r.values.begin(), r.values.end(),
-                                 [](const core::Json* v) { return v != nullptr && v->is_number() && v->get<double>() != 0; })) {
-      continue;
-    }
+    if (is_unused_axis(r)) continue;
     std::vector<std::string> line;
     for (size_t i = 0; i < n; ++i) {
       if (!cs[i].ok()) {
         line.push_back(r.figure->name == "scenario" ? "FAILED (below)" : "");
         continue;
       }
-      std::string text = cell_text(*r.figure, r.values[i]);
+      std::string text = figure_text(*r.figure, r.values[i]);
       if (r.diff_pct[i] && ref && i != *ref && r.figure->better != Better::NEITHER) text += fmt::format(" ({:+.1f}%)", *r.diff_pct[i]);
       line.push_back(text);
     }
@@ -119,6 +108,61 @@ void write_csv(const std::vector<Configuration>& cs, const std::vector<CompareRo
   out << "\n";
 }
 
+// The chart's title: what it shows and what is compared ("cost by cluster.gpu", "iteration time:
+// a vs b vs c").
+std::string chart_title(const std::string& what, const CompareArgs& args, const std::vector<LabeledReport>& bars) {
+  std::string subject;
+  if (!args.vary.empty()) {
+    for (const std::string& v : args.vary) subject += fmt::format("{}{}", subject.empty() ? " by " : " and ", v.substr(0, v.find('=')));
+    return what + subject;
+  }
+  constexpr size_t NAMED = 4;
+  for (size_t i = 0; i < bars.size() && i < NAMED; ++i) subject += fmt::format("{}{}", i == 0 ? ": " : " vs ", bars[i].label);
+  if (bars.size() > NAMED) subject += fmt::format(" and {} more", bars.size() - NAMED);
+  return what + subject;
+}
+
+std::vector<LabeledReport> bars_of(const std::vector<Configuration>& cs) {
+  std::vector<LabeledReport> bars;
+  for (const Configuration& c : cs) {
+    if (c.ok()) bars.push_back({c.label, c.report});
+  }
+  return bars;
+}
+
+// --html's charts: the iteration's breakdown, and the whole run's days and cost where every
+// configuration that ran has them.
+std::vector<report::BarChart> page_charts(const CompareArgs& args, const std::vector<LabeledReport>& bars) {
+  std::vector<report::BarChart> charts{breakdown_bar_chart(bars, chart_title("iteration time", args, bars))};
+  charts.back().ranked = false;
+  const auto all_have = [&](const char* pointer) {
+    return std::all_of(bars.begin(), bars.end(), [&](const LabeledReport& b) { return b.report.contains(core::Json::json_pointer(pointer)); });
+  };
+  if (all_have("/time_to_train/days")) {
+    charts.push_back(planning_bar_chart(bars, PlanningFigure::DAYS, chart_title("time to train", args, bars)));
+  }
+  if (all_have("/time_to_train/cost")) charts.push_back(planning_bar_chart(bars, PlanningFigure::COST, chart_title("cost", args, bars)));
+  return charts;
+}
+
+// The --plot chart, built before anything is printed: a configuration without the figure asked for
+// is an input error, not a half-written output.
+report::BarChart plot_chart(const CompareArgs& args, const std::vector<Configuration>& cs) {
+  const std::vector<LabeledReport> bars = bars_of(cs);
+  report::BarChart chart;
+  if (args.plot_figure == "time") {
+    chart = breakdown_bar_chart(bars, chart_title("iteration time", args, bars));
+    chart.ranked = false;  // in the order given, like the table's columns
+  } else {
+    const PlanningFigure figure = args.plot_figure == "days"        ? PlanningFigure::DAYS
+                                  : args.plot_figure == "gpu_hours" ? PlanningFigure::GPU_HOURS
+                                                                    : PlanningFigure::COST;
+    const std::string what = args.plot_figure == "days" ? "time to train" : args.plot_figure == "gpu_hours" ? "GPU-hours" : "cost";
+    chart = planning_bar_chart(bars, figure, chart_title(what, args, bars));
+  }
+  return chart;
+}
+
 }  // namespace
 
 int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& err) {
@@ -132,19 +176,17 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
   const std::vector<CompareRow>& rows = result.rows;
+  std::optional<report::BarChart> chart;
+  if (!args.plot.empty()) chart = plot_chart(args, cs);
   switch (args.format) {
     case Format::JSON: out << compare_json(result).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
     case Format::TABLE: write_table(result, args.color, out); break;
   }
-  if (!args.plot.empty()) {
-    std::vector<LabeledReport> bars;
-    for (const Configuration& c : cs) {
-      if (c.ok()) bars.push_back({c.label, c.report});
-    }
-    report::BarChart chart = breakdown_bar_chart(bars, "compare");
-    chart.ranked = false;  // in the order given, like the table's columns
-    report::write_chart_file(args.plot, report::render_bar_chart(chart), "--plot");
+  if (chart) report::write_chart_file(args.plot, report::render_bar_chart(*chart), "--plot");
+  if (!args.html.empty()) {
+    const std::vector<LabeledReport> bars = bars_of(cs);
+    core::write_output_file(args.html, html_compare(result, chart_title("compare", args, bars), page_charts(args, bars)), "--html");
   }
   return 0;
 }
@@ -158,7 +200,11 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
   add_overrides(command_, args_.overrides);
   add_backend(command_, args_.backend, "Backend for scenarios: analytic (default) or simgrid");
   add_format(command_, args_.format, /*csv=*/true);
-  command_->add_option("--plot", args_.plot, "Also draw the configurations' time breakdowns as bars to FILE.svg or FILE.png");
+  command_->add_option("--plot", args_.plot, "Also draw the configurations side by side as bars to FILE.svg or FILE.png");
+  command_->add_option("--plot-figure", args_.plot_figure,
+                       "What --plot draws: time (the iteration's breakdown, default), days, gpu_hours or cost (the whole run)")
+      ->check(CLI::IsMember({"time", "days", "gpu_hours", "cost"}));
+  command_->add_option("--html", args_.html, "Also write the table and the charts (time, days, cost) as one HTML page to FILE");
   command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
   add_prices(command_, args_.prices);
 }

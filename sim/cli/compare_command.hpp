@@ -17,7 +17,11 @@
 // the reports have them). Each number after the reference column (the first that did not fail) shows
 // its difference from it in percent; a row where a configuration differs by more than 1% (or a
 // label or "fits" differs) is marked "*" and, on a terminal, its differing cells are bold, green
-// when better and red when worse. --format json gives every report in full plus the rows; --format
+// when better and red when worse. --plot draws one bar per configuration: the iteration's breakdown
+// (--plot-figure time, the default), or the whole run's days, GPU-hours or cost (days, gpu_hours,
+// cost: steady state plus what failures add), titled with what is compared. --html FILE writes
+// one self-contained page: the table, the accuracy lines, and the iteration-time bars, plus the days
+// and cost bars when every configuration that ran has them (training.tokens; a price). --format json gives every report in full plus the rows; --format
 // csv one line per figure: metric, each configuration's value, then each one's difference in percent.
 //
 // A configuration that cannot run (load_scenario's ImpossibleScenario: divisibility, world size,
@@ -47,6 +51,8 @@ struct CompareArgs {
   Format format = Format::TABLE;
   bool color = false;                  // table: bold/colour differing cells (stdout is a terminal)
   std::string plot{};                  // --plot FILE.svg|.png: the breakdowns side by side as bars
+  std::string plot_figure = "time";    // --plot-figure time|days|gpu_hours|cost: what --plot draws
+  std::string html{};                  // --html FILE: the table and the charts as one page
   bool quiet = false;                  // --quiet: no progress bar (there is one on a terminal only)
   std::vector<std::string> prices{};   // --price NAME=USD,... (plan::parse_prices)
 };

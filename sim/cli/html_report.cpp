@@ -1,9 +1,11 @@
 #include "sim/cli/html_report.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <functional>
 
 #include "sim/cli/report_charts.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 #include "sim/core/units.hpp"
 #include "sim/report/svg.hpp"
 
@@ -82,7 +84,108 @@ std::string uncertainty_html(const core::Json& r) {
   return h + "</table>\n";
 }
 
+// A number with thousands separators ("8,860,953"), for the large totals of a whole run.
+std::string grouped(double v) {
+  const std::string digits = fmt::format("{:.0f}", std::abs(v));
+  std::string out = v < 0 && digits != "0" ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+// "Time to train and cost": the whole run at the predicted iteration time, with failures where the
+// scenario has training.checkpoint, and the checkpoint's stall; nothing without training.tokens.
+std::string planning_html(const core::Json& r) {
+  if (!r.contains("time_to_train") || !r["time_to_train"].is_object()) return "";
+  const auto has = [&](const char* pointer) { return r.contains(core::Json::json_pointer(pointer)); };
+  std::string h = "<h2>Time to train and cost</h2>\n<table class=\"planning\">\n";
+  h += "<tr><th></th><th></th><th>80% error band</th></tr>\n";
+  h += banded_row("time to train", fmt::format("{:.2f} days ({} iterations for {:.3g} tokens)", num(r, "/time_to_train/days"),
+                                                grouped(num(r, "/time_to_train/iterations")), num(r, "/time_to_train/tokens")),
+                  r, "time_to_train_days", [](double v) { return fmt::format("{:.2f} days", v); });
+  h += banded_row("GPU-hours", grouped(num(r, "/time_to_train/gpu_hours")), r, "time_to_train_gpu_hours", grouped, "");
+  if (has("/time_to_train/cost")) {
+    h += banded_row("cost", fmt::format("${}", grouped(num(r, "/time_to_train/cost"))), r, "time_to_train_cost",
+                    [](double v) { return fmt::format("${}", grouped(v)); });
+  }
+  if (has("/time_to_train/with_failures")) {
+    h += row("with failures", fmt::format("{:.2f} days, {} GPU-hours{}", num(r, "/time_to_train/with_failures/days"),
+                                          grouped(num(r, "/time_to_train/with_failures/gpu_hours")),
+                                          has("/time_to_train/with_failures/cost")
+                                              ? fmt::format(", ${}", grouped(num(r, "/time_to_train/with_failures/cost")))
+                                              : ""));
+    h += row("failures expected", fmt::format("{:.0f}", num(r, "/time_to_train/with_failures/failures")));
+    h += row("goodput", fmt::format("{:.1f}%", 100 * num(r, "/time_to_train/with_failures/goodput")));
+  }
+  if (has("/time_to_train/simulated_failures")) {
+    h += row(fmt::format("{} simulated runs", static_cast<long>(num(r, "/time_to_train/simulated_failures/runs"))),
+             fmt::format("p5 {:.2f}, p50 {:.2f}, p95 {:.2f} days", num(r, "/time_to_train/simulated_failures/days/p5"),
+                         num(r, "/time_to_train/simulated_failures/days/p50"),
+                         num(r, "/time_to_train/simulated_failures/days/p95")));
+  }
+  if (has("/checkpoint/amortized_s_per_iteration")) {
+    h += row("checkpoint stall", fmt::format("{:.4f} s per iteration ({}, every {:.1f} s)", num(r, "/checkpoint/amortized_s_per_iteration"),
+                                             text(r, "/checkpoint/mode"), num(r, "/checkpoint/interval_s")));
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
+
+std::string html_compare(const plan::CompareResult& result, const std::string& title,
+                         const std::vector<report::BarChart>& charts) {
+  const std::vector<plan::Configuration>& cs = result.configurations;
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  h += fmt::format("<title>trainsim compare: {}</title>\n<style>{}{}</style>\n</head>\n<body>\n", xml_escape(title), STYLE,
+                   "td.differs { font-weight: bold; }\ntd.better { color: #070; }\ntd.worse { color: #c00; }\n");
+  h += fmt::format("<h1>{}</h1>\n", xml_escape(title));
+  if (result.reference) {
+    h += fmt::format("<p class=\"subtitle\">{} configurations; differences vs \"{}\"; bold where one differs by more than "
+                     "{:g}% (green: better, red: worse)</p>\n",
+                     cs.size(), xml_escape(cs[*result.reference].label), plan::HIGHLIGHT_PCT);
+  }
+  h += "<table class=\"compare\">\n<tr><th></th>";
+  for (const plan::Configuration& c : cs) h += fmt::format("<th>{}</th>", xml_escape(c.label));
+  h += "</tr>\n";
+  for (const plan::CompareRow& r : result.rows) {
+    if (plan::is_unused_axis(r)) continue;
+    h += fmt::format("<tr><td>{}</td>", xml_escape(r.figure->label));
+    for (size_t i = 0; i < cs.size(); ++i) {
+      if (!cs[i].ok()) {
+        h += "<td>cannot run</td>";
+        continue;
+      }
+      std::string cell = plan::figure_text(*r.figure, r.values[i]);
+      const bool ranked = r.figure->better != plan::Better::NEITHER;
+      if (r.diff_pct[i] && result.reference && i != *result.reference && ranked) cell += fmt::format(" ({:+.1f}%)", *r.diff_pct[i]);
+      std::string cls;
+      if (r.differs[i]) {
+        const bool lower = r.figure->better == plan::Better::LOWER;
+        cls = "differs";
+        if (ranked && r.diff_pct[i]) cls += (lower == (*r.diff_pct[i] < 0)) ? " better" : " worse";
+      }
+      h += fmt::format("<td{}>{}</td>", cls.empty() ? "" : fmt::format(" class=\"{}\"", cls), xml_escape(cell));
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+  if (const std::vector<std::string> accuracy = plan::compare_accuracy(result).lines(); !accuracy.empty()) {
+    h += "<h2>How sure</h2>\n<ul>\n";
+    for (const std::string& l : accuracy) h += fmt::format("<li>{}</li>\n", xml_escape(l));
+    h += "</ul>\n";
+  }
+  for (const plan::Configuration& c : cs) {
+    if (c.ok()) continue;
+    h += fmt::format("<h2>{} cannot run</h2>\n<ul>\n", xml_escape(c.label));
+    for (const core::InputProblem& p : c.problems) h += fmt::format("<li>{}</li>\n", xml_escape(p.to_string()));
+    h += "</ul>\n";
+  }
+  for (const report::BarChart& chart : charts) h += report::render_bar_chart(chart).str();
+  h += "<footer>trainsim compare</footer>\n</body>\n</html>\n";
+  return h;
+}
 
 std::string html_report(const core::Json& r, const std::string& timeline_file) {
   const std::string name = text(r, "/scenario");
@@ -110,6 +213,7 @@ std::string html_report(const core::Json& r, const std::string& timeline_file) {
                                                      gib(num(r, "/memory/capacity_bytes")), fits ? "fits" : "OUT OF MEMORY"),
                   r, "peak_bytes_per_gpu", gib, fits ? "value" : "value oom");
   h += "</table>\n";
+  h += planning_html(r);
   h += uncertainty_html(r);
 
   h += "<h2>Where the time goes</h2>\n";

@@ -7,11 +7,20 @@
 #include <string>
 
 #include "sim/core/json_reader.hpp"
+#include "sim/plan/compare.hpp"
+#include "sim/report/bar_chart.hpp"
 
 namespace trainsim::cli {
 
 // REQUIRES: `report` is a "trainsim.report/1" document from report_json. `timeline_file`: the
 // --timeline path, or empty.
 std::string html_report(const core::Json& report, const std::string& timeline_file);
+
+// `trainsim compare --html FILE`: one self-contained page with compare's table (every figure the
+// table shows, each configuration's difference from the reference, differing rows marked), its
+// accuracy lines, the configurations that cannot run and why, and `charts` (inline SVG) below.
+// `title` heads the page ("iteration time by parallelism.tensor").
+std::string html_compare(const plan::CompareResult& result, const std::string& title,
+                         const std::vector<report::BarChart>& charts);
 
 }  // namespace trainsim::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "sim/core/error.hpp"
 #include "sim/core/units.hpp"
 
 namespace trainsim::cli {
@@ -43,6 +44,38 @@ report::BarChart breakdown_bar_chart(const std::vector<LabeledReport>& reports, 
   chart.unit_suffix = " s";
   chart.parts = breakdown_parts();
   for (const LabeledReport& r : reports) chart.bars.push_back({r.label, breakdown_values(r.report)});
+  return chart;
+}
+
+report::BarChart planning_bar_chart(const std::vector<LabeledReport>& reports, PlanningFigure figure,
+                                    const std::string& title) {
+  struct Shown {
+    const char* field;  // in time_to_train and time_to_train.with_failures
+    const char* axis;
+    const char* unit;
+    const char* needs;  // what a report without it lacks
+  };
+  const Shown shown = figure == PlanningFigure::DAYS        ? Shown{"days", "time to train (days)", " days", "training.tokens"}
+                      : figure == PlanningFigure::GPU_HOURS ? Shown{"gpu_hours", "GPU-hours", " GPU-h", "training.tokens"}
+                                                            : Shown{"cost", "cost (USD)", " USD", "training.tokens and a price"};
+  report::BarChart chart;
+  chart.title = title;
+  chart.value_label = shown.axis;
+  chart.unit_suffix = shown.unit;
+  chart.ranked = false;  // in the order given, like compare's columns
+  chart.parts = {"steady state", "failures, checkpoint stalls and restarts"};
+  const core::Json::json_pointer steady(std::string("/time_to_train/") + shown.field),
+      with_failures(std::string("/time_to_train/with_failures/") + shown.field);
+  for (const LabeledReport& r : reports) {
+    if (!r.report.contains(steady) || !r.report.at(steady).is_number()) {
+      throw core::InputError("--plot-figure", "",
+                             fmt::format("{} needs {} in every configuration; \"{}\" has no {}", shown.field, shown.needs,
+                                         r.label, shown.field == std::string("cost") ? "cost" : "time to train"));
+    }
+    const double base = r.report.at(steady).get<double>();
+    const double extra = number_at(r.report, with_failures) > 0 ? std::max(number_at(r.report, with_failures) - base, 0.0) : 0.0;
+    chart.bars.push_back({r.label, {base, extra}});
+  }
   return chart;
 }
 

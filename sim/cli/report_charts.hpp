@@ -28,6 +28,17 @@ std::vector<double> breakdown_values(const core::Json& report);
 // One ranked bar per report (fastest on top), its time breakdown stacked, in seconds.
 report::BarChart breakdown_bar_chart(const std::vector<LabeledReport>& reports, const std::string& title);
 
+// What a planning chart shows (`compare --plot-figure`): the whole run's days, GPU-hours or cost.
+enum class PlanningFigure { DAYS, GPU_HOURS, COST };
+
+// One bar per report in the order given, the steady-state figure (time_to_train.days, gpu_hours or
+// cost) and, stacked after it, what failures, checkpoint stalls and restarts add
+// (time_to_train.with_failures minus it; 0 without training.checkpoint). Throws InputError (file
+// "--plot-figure") naming the first report that lacks the figure (no training.tokens; no price for
+// the cost).
+report::BarChart planning_bar_chart(const std::vector<LabeledReport>& reports, PlanningFigure figure,
+                                    const std::string& title);
+
 // One bar: the worst stage's memory per GPU (weights, gradients, optimizer states, activations,
 // buffers) in GiB, labelled with the capacity.
 report::BarChart memory_bar_chart(const core::Json& report);

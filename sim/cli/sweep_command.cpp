@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <optional>
 
 #include "sim/cli/cli_options.hpp"
 #include "sim/plan/compare.hpp"
+#include "sim/plan/report_figures.hpp"
 #include "sim/plan/results_json.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/chart_file.hpp"
@@ -60,6 +62,67 @@ bool looks_geometric(std::vector<double> xs) {
 
 // "tokens/s" or "samples/s".
 std::string throughput_label(const std::string& key) { return key.substr(0, key.find('_')) + "/s"; }
+
+// The planning figures some point that ran has (time to train, cost, goodput, ...: planning_figures()).
+std::vector<const ReportFigure*> planning_columns(const SweepResult& r, bool table) {
+  std::vector<const ReportFigure*> out;
+  for (const ReportFigure* f : planning_figures()) {
+    // The table keeps to days, cost and the failure figures a reader compares; CSV and JSON have all.
+    if (table && (f->name.ends_with("gpu_hours") || f->name == "expected_failures")) continue;
+    if (std::any_of(r.points.begin(), r.points.end(),
+                    [&](const SweepPoint& p) { return p.report && figure_value(*p.report, *f) != nullptr; })) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+// A planning column's header in the table: "days", "cost_usd", "days_with_failures", ...
+std::string planning_header(const ReportFigure& f) {
+  std::string name = f.name;
+  if (name.starts_with("time_to_train_")) name = name.substr(std::string("time_to_train_").size());
+  return name;
+}
+
+// A planning figure of a point as the table shows it ("-" where the point lacks it).
+std::string planning_cell(const SweepPoint& p, const ReportFigure& f) {
+  const core::Json* v = figure_value(*p.report, f);
+  if (v == nullptr || !v->is_number()) return "-";
+  return fmt::format("{:.{}f}{}", v->get<double>() * f.table_scale, f.table_digits, f.name == "goodput" ? "%" : "");
+}
+
+// Days to train (steady state and with failures) and cost over the sweep's x, one chart each, when
+// the points have them (training.tokens; a price; training.checkpoint for the failures).
+void add_planning_charts(std::vector<report::LineChart>& charts, const report::LineChart& axes, const std::string& name,
+                         const std::vector<std::string>& series_names,
+                         const std::map<std::string, std::vector<const SweepPoint*>>& series,
+                         const std::function<double(const SweepPoint&)>& x_of) {
+  struct Curve {
+    const char* pointer;
+    const char* label;
+  };
+  auto chart_of = [&](const std::string& title, const std::string& y_label, const std::vector<Curve>& curves) {
+    report::LineChart c = axes;  // its x axis; the series are this chart's own
+    c.series.clear();
+    c.title = fmt::format("{}: {}", name, title);
+    c.y_label = y_label;
+    for (const std::string& label : series_names) {
+      for (const Curve& curve : curves) {
+        report::LineSeries s{label.empty() ? curve.label : fmt::format("{}, {}", curve.label, label), {}, {}};
+        const core::Json::json_pointer pointer(curve.pointer);
+        for (const SweepPoint* p : series.at(label)) {
+          if (!p->report->contains(pointer) || !p->report->at(pointer).is_number()) continue;
+          s.x.push_back(x_of(*p));
+          s.y.push_back(p->report->at(pointer).get<double>());
+        }
+        if (!s.x.empty()) c.series.push_back(s);
+      }
+    }
+    if (!c.series.empty()) charts.push_back(c);
+  };
+  chart_of("time to train", "days", {{"/time_to_train/days", "steady state"}, {"/time_to_train/with_failures/days", "with failures"}});
+  chart_of("cost", "USD", {{"/time_to_train/cost", "steady state"}, {"/time_to_train/with_failures/cost", "with failures"}});
+}
 
 void write_plot(const std::string& path, const SweepResult& r) {
   const std::string& name = r.name;
@@ -143,7 +206,9 @@ void write_plot(const std::string& path, const SweepResult& r) {
     }
     tput.series.push_back(ideal);
   }
-  report::write_chart_file(path, report::render_line_charts({tput, ratio}), "--plot");
+  std::vector<report::LineChart> charts = {tput, ratio};
+  add_planning_charts(charts, tput, name, series_names, series, x_of);
+  report::write_chart_file(path, report::render_line_charts(charts), "--plot");
 }
 
 std::string format_table(const SweepResult& r) {
@@ -159,6 +224,8 @@ std::string format_table(const SweepResult& r) {
                                std::string("tflops_per_gpu"), std::string("mfu"), std::string("efficiency")}) {
     header.push_back(h);
   }
+  const std::vector<const ReportFigure*> planning = planning_columns(r, /*table=*/true);
+  for (const ReportFigure* f : planning) header.push_back(planning_header(*f));
   rows.push_back(header);
   const ShortValues short_value(ranges);
   for (const SweepPoint& p : points) {
@@ -171,6 +238,7 @@ std::string format_table(const SweepResult& r) {
       row.push_back(fmt::format("{:.1f}", p.figure("model_tflops_per_gpu")));
       row.push_back(fmt::format("{:.1f}%", 100 * p.figure("mfu")));
       row.push_back(fmt::format("{:.1f}%", 100 * p.efficiency));
+      for (const ReportFigure* f : planning) row.push_back(planning_cell(p, *f));
     } else {
       row.push_back("error: " + p.error);
     }
@@ -201,16 +269,23 @@ std::string format_csv(const SweepResult& r) {
   const std::vector<SweepPoint>& points = r.points;
   std::string out;
   for (const SweepRange& range : ranges) out += csv_cell(range.key) + ",";
-  // samples_per_s last: the columns before it keep their places (it came with layer-graph models).
-  out += "gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error,samples_per_s\n";
+  // samples_per_s, then the planning figures, last: the columns before them keep their places (they
+  // came later: layer-graph models, then time to train and cost). Every planning column is there,
+  // empty where a point lacks the figure, so that several sweeps' CSVs concatenate.
+  out += "gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error,samples_per_s";
+  const std::vector<const ReportFigure*> planning = planning_figures();
+  for (const ReportFigure* f : planning) out += fmt::format(",{}", f->name);
+  out += "\n";
   for (const SweepPoint& p : points) {
     for (const core::Json& v : p.values) out += csv_cell(value_text(v)) + ",";
     if (p.report) {
-      out += fmt::format("{},{},{},{},{},{},,{}\n", p.gpus(), p.figure("iteration_time_s"), p.figure("tokens_per_s"),
+      out += fmt::format("{},{},{},{},{},{},,{}", p.gpus(), p.figure("iteration_time_s"), p.figure("tokens_per_s"),
                          p.figure("model_tflops_per_gpu"), p.figure("mfu"), p.efficiency, p.figure("samples_per_s"));
+      for (const ReportFigure* f : planning) out += fmt::format(",{}", csv_value(figure_value(*p.report, *f)));
     } else {
-      out += ",,,,,," + csv_cell(p.error) + ",\n";
+      out += fmt::format(",,,,,,{},{}", csv_cell(p.error), std::string(planning.size(), ','));
     }
+    out += "\n";
   }
   return out;
 }

@@ -244,6 +244,14 @@ std::vector<CompareRow> rows_of(const std::vector<Configuration>& cs, std::optio
 
 }  // namespace
 
+bool is_unused_axis(const CompareRow& row) {
+  const std::string& name = row.figure->name;
+  const bool axis_row = name.starts_with("exposed_") && name != "exposed_communication_s";
+  return axis_row && std::none_of(row.values.begin(), row.values.end(), [](const core::Json* v) {
+           return v != nullptr && v->is_number() && v->get<double>() != 0;
+         });
+}
+
 bool is_report(const core::Json& doc) { return doc.is_object() && doc.contains("schema"); }
 
 void check_report(const core::Json& doc, const std::string& path) {
@@ -295,7 +303,7 @@ void check_report(const core::Json& doc, const std::string& path) {
       const int64_t max = name == "world_size" ? int64_t{1} << 24 : int64_t{1} << 60;
       if (!i || *i < 1 || *i > max) expected = fmt::format("an integer from 1 to {}", max);
     } else {
-      const bool fraction = name == "mfu" || name == "hfu" || name.ends_with("_fraction");
+      const bool fraction = name == "mfu" || name == "hfu" || name == "goodput" || name.ends_with("_fraction");
       const double max = fraction ? 1.0 : 1e30;
       const bool positive = name == "iteration_time_s";
       if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() <= max) ||

@@ -86,6 +86,10 @@ struct CompareRow {
   bool any_differs = false;
 };
 
+// Whether a row is noise in a table (JSON and CSV keep it): exposed communication on an axis that
+// no configuration uses (every value absent or 0).
+bool is_unused_axis(const CompareRow& row);
+
 struct CompareResult {
   std::vector<Configuration> configurations;
   std::optional<size_t> reference;  // the first configuration that ran; nullopt when none did

@@ -44,6 +44,18 @@ const std::vector<ReportFigure>& report_figures() {
         {"time_to_train_days", "/time_to_train/days", "time to train (days)", 1, 2, Better::LOWER},
         {"time_to_train_gpu_hours", "/time_to_train/gpu_hours", "GPU-hours", 1, 0, Better::LOWER},
         {"time_to_train_cost_usd", "/time_to_train/cost", "cost (USD)", 1, 0, Better::LOWER},
+        // With training.checkpoint (resilience.hpp): the same with failures, checkpoint stalls and
+        // restarts (Daly's model), the goodput behind them and the stall each iteration pays.
+        {"time_to_train_with_failures_days", "/time_to_train/with_failures/days", "  with failures (days)", 1, 2,
+         Better::LOWER},
+        {"time_to_train_with_failures_gpu_hours", "/time_to_train/with_failures/gpu_hours", "  with failures (GPU-hours)",
+         1, 0, Better::LOWER},
+        {"time_to_train_with_failures_cost_usd", "/time_to_train/with_failures/cost", "  with failures (USD)", 1, 0,
+         Better::LOWER},
+        {"expected_failures", "/time_to_train/with_failures/failures", "  failures expected", 1, 0, Better::LOWER},
+        {"goodput", "/goodput", "goodput (%)", 100, 1, Better::HIGHER},
+        {"checkpoint_stall_s", "/checkpoint/amortized_s_per_iteration", "checkpoint stall per iteration (s)", 1, 4,
+         Better::LOWER},
         // How sure (uncertainty.hpp): the half-width of the 80% band of the time figures, and whether
         // every mechanism the prediction leans on has a validation case at a similar scale.
         {"time_band_pct", "/bands/time/percent", "80% error band (+/- %)", 1, 1, Better::NEITHER},
@@ -55,11 +67,30 @@ const std::vector<ReportFigure>& report_figures() {
   return figures;
 }
 
+std::vector<const ReportFigure*> planning_figures() {
+  std::vector<const ReportFigure*> out;
+  for (const ReportFigure& f : report_figures()) {
+    if ((f.name.starts_with("time_to_train_") && f.name != "time_to_train_iterations") || f.name == "expected_failures" ||
+        f.name == "goodput" || f.name == "checkpoint_stall_s") {
+      out.push_back(&f);
+    }
+  }
+  return out;
+}
+
 const core::Json* figure_value(const core::Json& report, const ReportFigure& figure) {
   const core::Json::json_pointer pointer(figure.pointer);
   if (!report.contains(pointer)) return nullptr;
   const core::Json& v = report.at(pointer);
   return v.is_null() ? nullptr : &v;
+}
+
+std::string figure_text(const ReportFigure& f, const core::Json* v) {
+  if (v == nullptr) return "-";
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_boolean()) return v->get<bool>() ? "yes" : "NO";
+  if (!v->is_number()) return v->dump();
+  return fmt::format("{:.{}f}", v->get<double>() * f.table_scale, f.table_digits);
 }
 
 std::string csv_field(const std::string& s) {

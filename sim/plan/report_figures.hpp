@@ -27,12 +27,23 @@ struct ReportFigure {
 // model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu, compute_s, exposed_communication_s,
 // exposed_<axis>_s for tensor, context, expert, data, pipeline, pipeline_bubble_s, other_s,
 // peak_bytes_per_gpu, capacity_bytes, fits, time_to_train_iterations, time_to_train_days,
-// time_to_train_gpu_hours, time_to_train_cost_usd, time_band_pct, inside_envelope.
+// time_to_train_gpu_hours, time_to_train_cost_usd, time_to_train_with_failures_days,
+// time_to_train_with_failures_gpu_hours, time_to_train_with_failures_cost_usd, expected_failures,
+// goodput, checkpoint_stall_s, time_band_pct, inside_envelope.
 const std::vector<ReportFigure>& report_figures();
+
+// The planning figures of report_figures(), in its order: time to train (days, GPU-hours, cost), the
+// same with failures, expected failures, goodput and the checkpoint stall per iteration; the views
+// that list several runs (sweep's table, CSV and JSON) show these beside their own columns.
+std::vector<const ReportFigure*> planning_figures();
 
 // The value of `figure` in `report`, or nullptr when the report lacks it (time_to_train without
 // training.tokens, cost without a price).
 const core::Json* figure_value(const core::Json& report, const ReportFigure& figure);
+
+// A figure's value as a table cell: "-" when absent, a string as itself, yes/NO, a number x
+// table_scale with table_digits decimals ("30.2" for an MFU of 0.302).
+std::string figure_text(const ReportFigure& figure, const core::Json* value);
 
 // RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
 std::string csv_field(const std::string& s);

@@ -2,6 +2,7 @@
 
 #include "calibrate/accuracy.hpp"
 #include "sim/plan/ranking_accuracy.hpp"
+#include "sim/plan/report_figures.hpp"
 
 namespace trainsim::plan {
 namespace {
@@ -115,6 +116,9 @@ core::Json sweep_json(const SweepResult& r) {
         row[f] = p.figure(f);
       }
       row["scaling_efficiency"] = p.efficiency;
+      for (const ReportFigure* f : planning_figures()) {
+        if (const core::Json* v = figure_value(*p.report, *f)) row[f->name] = *v;
+      }
     } else {
       row["error"] = p.error;
     }
