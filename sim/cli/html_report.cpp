@@ -139,7 +139,7 @@ std::string html_compare(const plan::CompareResult& result, const std::string& t
   const std::vector<plan::Configuration>& cs = result.configurations;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += fmt::format("<title>trainsim compare: {}</title>\n<style>{}{}</style>\n</head>\n<body>\n", xml_escape(title), STYLE,
-                   "td.differs { font-weight: bold; }\ntd.better { color: #070; }\ntd.worse { color: #c00; }\n");
+                   "td.sub { padding-left: 2em; }\ntd.differs { font-weight: bold; }\ntd.better { color: #070; }\ntd.worse { color: #c00; }\n");
   h += fmt::format("<h1>{}</h1>\n", xml_escape(title));
   if (result.reference) {
     h += fmt::format("<p class=\"subtitle\">{} configurations; differences vs \"{}\"; bold where one differs by more than "
@@ -151,7 +151,10 @@ std::string html_compare(const plan::CompareResult& result, const std::string& t
   h += "</tr>\n";
   for (const plan::CompareRow& r : result.rows) {
     if (plan::is_unused_axis(r)) continue;
-    h += fmt::format("<tr><td>{}</td>", xml_escape(r.figure->label));
+    // A label indented in the text table ("  with failures (days)") is a sub-row: indented by CSS.
+    const std::string& label = r.figure->label;
+    const size_t indent = label.find_first_not_of(' ');
+    h += fmt::format("<tr><td{}>{}</td>", indent > 0 ? " class=\"sub\"" : "", xml_escape(label.substr(indent)));
     for (size_t i = 0; i < cs.size(); ++i) {
       if (!cs[i].ok()) {
         h += "<td>cannot run</td>";

@@ -240,6 +240,16 @@ expect search-cost 0 "$bin" search "${small[@]}" --no-recheck --objective cost -
 contains search-cost "$tmp/out" "objective cost"
 expect compare-plot 0 "$bin" compare "$sweep_scenario" --vary training.micro_batch=1,2 --plot "$tmp/compare.svg"
 contains compare-plot "$tmp/compare.svg" "<svg"
+contains compare-plot "$tmp/compare.svg" "iteration time by training.micro_batch"
+expect compare-plot-days 0 "$bin" compare "$sweep_scenario" --vary training.micro_batch=1,2 --set training.tokens=1e11 \
+  --plot "$tmp/days.svg" --plot-figure days --html "$tmp/compare.html"
+contains compare-plot-days "$tmp/days.svg" "time to train by training.micro_batch"
+contains compare-plot-days "$tmp/compare.html" "time to train (days)"
+expect compare-plot-cost-no-price 2 "$bin" compare "$sweep_scenario" --vary training.micro_batch=1,2 \
+  --set training.tokens=1e11 --plot "$tmp/cost.svg" --plot-figure cost
+contains compare-plot-cost-no-price "$tmp/err" "--plot-figure: cost needs training.tokens and a price"
+expect compare-plot-figure-unknown 2 "$bin" compare "$sweep_scenario" --plot "$tmp/x.svg" --plot-figure watts
+expect compare-html-no-folder 2 "$bin" compare "$sweep_scenario" --html "$tmp/none/compare.html"
 
 # sweep under SimGrid across cluster sizes: each point in its own process (one platform per process).
 expect sweep-simgrid-nodes 0 "$bin" sweep "$sweep_scenario" --set parallelism.data=auto --set-range cluster.nodes=1,2 \

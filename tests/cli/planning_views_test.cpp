@@ -176,5 +176,29 @@ TEST(PlanningViews, HtmlReportHasTimeToTrainAndCost) {
   EXPECT_EQ(html_report(report_of(SMALL, {}), "").find("Time to train"), std::string::npos);
 }
 
+TEST(PlanningViews, CompareHtmlHasTheTableAndTheDaysAndCostCharts) {
+  const std::string html = temp_file("compare.html");
+  CompareArgs args{.inputs = {FAILURES}, .vary = {"training.micro_batch=1,2"}, .overrides = {"cluster.price_per_gpu_hour=2.5"}};
+  args.html = html;
+  std::ostringstream out;
+  ASSERT_EQ(compare_command(args, out, err_log), 0);
+  const std::string h = read(html);
+  EXPECT_NE(h.find("<h1>compare by training.micro_batch</h1>"), std::string::npos);
+  for (const char* row : {"time to train (days)", "with failures (USD)", "goodput (%)"}) {
+    EXPECT_NE(h.find(fmt::format(">{}</td>", row)), std::string::npos) << row;
+  }
+  size_t charts = 0;
+  for (size_t at = h.find("<svg"); at != std::string::npos; at = h.find("<svg", at + 1)) ++charts;
+  EXPECT_EQ(charts, 3u) << "iteration time, days and cost";
+  // Without training.tokens: the iteration-time chart alone.
+  CompareArgs plain{.inputs = {SMALL}, .vary = {"training.micro_batch=1,2"}};
+  plain.html = html;
+  ASSERT_EQ(compare_command(plain, out, err_log), 0);
+  const std::string p = read(html);
+  EXPECT_EQ(p.find("time to train"), std::string::npos);
+  EXPECT_NE(p.find("<svg"), std::string::npos);
+  std::filesystem::remove(html);
+}
+
 }  // namespace
 }  // namespace trainsim::cli
