@@ -38,9 +38,20 @@ std::string tie_line(const RankingAccuracy& r) {
     return fmt::format("{} are indistinguishable at this accuracy: within each other's {:g}% error bands ({} for {})",
                        labels_text(e, r.tied), 100 * BAND_COVERAGE, band_percent(e[0].band), e[0].label);
   }
-  return fmt::format("{} is ahead of {} by more than their {:g}% error bands ({:.1f}% apart; {} and {})", e[0].label,
-                     e[1].label, 100 * BAND_COVERAGE, apart_pct(e[0].value, e[1].value), band_percent(e[0].band),
-                     band_percent(e[1].band));
+  const double gap = std::abs(std::log(e[1].value / e[0].value));
+  if (gap > e[0].band.relative && gap > e[1].band.relative) {
+    return fmt::format("{} is ahead of {} by more than their {:g}% error bands ({:.1f}% apart; {} and {})", e[0].label,
+                       e[1].label, 100 * BAND_COVERAGE, apart_pct(e[0].value, e[1].value), band_percent(e[0].band),
+                       band_percent(e[1].band));
+  }
+  // Outside the narrower band only (the tie needs both: indistinguishable): say which, so that a
+  // wide band (an unvalidated stack) is not read as a clear lead.
+  const bool first_wider = e[0].band.relative >= e[1].band.relative;
+  const RankedEntry& narrow = first_wider ? e[1] : e[0];
+  const RankedEntry& wide = first_wider ? e[0] : e[1];
+  return fmt::format("{} is ahead of {} by more than {}'s {:g}% error band but within {}'s ({:.1f}% apart; {} and {})",
+                     e[0].label, e[1].label, narrow.label, 100 * BAND_COVERAGE, wide.label,
+                     apart_pct(e[0].value, e[1].value), band_percent(e[0].band), band_percent(e[1].band));
 }
 
 }  // namespace

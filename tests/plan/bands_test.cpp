@@ -216,9 +216,18 @@ TEST(Ranking, TheNarrowerBandDecidesAndAnUnvalidatedLeaderIsFlagged) {
   EXPECT_EQ(a.tied, 1u);
   const std::vector<std::string> lines = a.lines();
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "#1 is ahead of #2 by more than their 80% error bands (4.0% apart; +/-2.0% and +/-5.0%)");
+  EXPECT_EQ(lines[0], "#1 is ahead of #2 by more than #1's 80% error band but within #2's (4.0% apart; +/-2.0% and +/-5.0%)");
   EXPECT_EQ(lines[1], "#1 is outside the validated envelope: FSDP gathers at DP 1024 (no validation case uses it)");
   EXPECT_EQ(lines[2], "#1's advantage rests on mechanisms outside the validated envelope; the best inside it is #2 (4.0% behind)");
+}
+
+TEST(Ranking, ALeadBeyondBothBandsSaysSo) {
+  // 10% apart: ln(1.1) = 0.095 > ln(1.02) and > ln(1.05).
+  const RankingAccuracy a = judge_ranking({{100, band_of(std::log(1.02)), envelope_with(true, "a"), "#1"},
+                                           {110, band_of(std::log(1.05)), envelope_with(true, "b"), "#2"}});
+  EXPECT_EQ(a.tied, 1u);
+  ASSERT_FALSE(a.lines().empty());
+  EXPECT_EQ(a.lines()[0], "#1 is ahead of #2 by more than their 80% error bands (10.0% apart; +/-2.0% and +/-5.0%)");
 }
 
 }  // namespace
