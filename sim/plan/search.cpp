@@ -905,6 +905,27 @@ bool Search::estimate_before(const Evaluated& a, const Evaluated& b) const {
                 b.layout.index);
 }
 
+namespace {
+
+// Keeps the first `keep` of `pool` (sorted by Search::estimate_before, those meeting the planning
+// constraints first) for the analytic backend. A dropped layout whose first-pass estimate misses
+// --deadline or --budget is counted as rejected for it (and no longer as valid), so that the counts
+// say why it was not refined; the others dropped are only further down the ranking.
+void keep_for_refinement(std::vector<Evaluated>& pool, size_t keep, const Search& search, SearchResult& result) {
+  if (pool.size() <= keep) return;
+  for (size_t i = keep; i < pool.size(); ++i) {
+    const Evaluated& e = pool[i];
+    if (const std::optional<std::string> missed =
+            search.missed_constraint(e.layout, e.estimate.iteration_time_s, 1, -1, "first-pass estimate")) {
+      ++result.rejected[*missed];
+      if (result.valid > 0) --result.valid;
+    }
+  }
+  pool.resize(keep);
+}
+
+}  // namespace
+
 SearchResult Search::evaluate() const {
   SearchResult result;
   result.capacity_bytes = variants_.front().base.cluster.gpu_spec.hbm_capacity.value();
@@ -1014,7 +1035,7 @@ SearchResult Search::evaluate() const {
   const auto by_estimate = [this](const Evaluated& a, const Evaluated& b) { return estimate_before(a, b); };
   const size_t keep = std::min(pool.size(), static_cast<size_t>(options_.refine));
   std::partial_sort(pool.begin(), pool.begin() + static_cast<ptrdiff_t>(keep), pool.end(), by_estimate);
-  pool.resize(keep);
+  keep_for_refinement(pool, keep, *this, result);
   result.interrupted = stopped;
   const auto estimated = std::chrono::steady_clock::now();
   result.first_pass_s = std::chrono::duration<double>(estimated - start).count();
@@ -1056,7 +1077,7 @@ SearchResult Search::merge(const std::vector<SearchResult>& shards) const {
   }
   std::sort(result.ranked.begin(), result.ranked.end(),
             [this](const Evaluated& a, const Evaluated& b) { return estimate_before(a, b); });
-  if (result.ranked.size() > static_cast<size_t>(options_.refine)) result.ranked.resize(static_cast<size_t>(options_.refine));
+  keep_for_refinement(result.ranked, static_cast<size_t>(options_.refine), *this, result);
   return result;
 }
 

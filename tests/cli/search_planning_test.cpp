@@ -1,6 +1,7 @@
 // Planning constraints and prices per GPU type (issue 33, items 1 and 2): --price, --deadline,
 // --budget and --memory-headroom on search, prices on compare and sweep. The oracles are computed
 // here by hand from each layout's analytic iteration time (iterations x time x GPUs x price).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -152,6 +153,33 @@ TEST(SearchPlanning, DeadlineRejectsTheLayoutsOverItAndCountsThem) {
   const std::string reason = fmt::format("over --deadline {:g} days (analytic backend)", deadline);
   ASSERT_TRUE(r.rejected.count(reason)) << "reasons: " << core::Json(r.rejected).dump();
   EXPECT_EQ(r.rejected.at(reason), over);
+}
+
+// Layouts not refined (beyond --refine) whose first-pass estimate misses the deadline are rejected
+// for it, by their estimate; enumerated = valid + rejected still holds.
+TEST(SearchPlanning, UnrefinedLayoutsOverTheDeadlineAreCountedByTheirEstimate) {
+  SearchOptions o = planning_options();
+  const Search all(o);
+  const SearchResult every = all.evaluate();  // refine 100000: every valid layout with its estimate
+  std::vector<double> estimate_days;
+  for (const Evaluated& e : every.ranked) estimate_days.push_back(ITERATIONS * e.estimate.iteration_time_s / 86400);
+  std::sort(estimate_days.begin(), estimate_days.end());
+  ASSERT_GE(estimate_days.size(), 4u);
+  // A deadline between the second and third fastest estimates: two layouts meet it by estimate.
+  const double deadline = (estimate_days[1] + estimate_days[2]) / 2;
+  ASSERT_LT(estimate_days[1], estimate_days[2]);
+  o.deadline_days = deadline;
+  o.refine = 1;  // one refined: the other layouts are dropped after the first pass
+  const Search search(o);
+  const SearchResult r = search.evaluate();
+  const std::string reason = fmt::format("over --deadline {:g} days (first-pass estimate)", deadline);
+  ASSERT_TRUE(r.rejected.count(reason)) << core::Json(r.rejected).dump();
+  // Of the dropped (all but the refined one), those over the deadline: every layout but the two fast ones.
+  EXPECT_EQ(r.rejected.at(reason), estimate_days.size() - 2);
+  EXPECT_EQ(r.valid, every.valid - (estimate_days.size() - 2));
+  uint64_t rejected = 0;
+  for (const auto& [why, n] : r.rejected) rejected += n;
+  EXPECT_EQ(r.candidates, r.valid + rejected);
 }
 
 TEST(SearchPlanning, BudgetRejectsTheLayoutsOverIt) {
