@@ -31,6 +31,13 @@ inline void add_prices(CLI::App* cmd, std::vector<std::string>& prices) {
       ->type_name("NAME=USD");
 }
 
+// --bands FILE: a user's validation cases (validate --write-bands) join the built-in ones.
+inline void add_bands(CLI::App* cmd, std::string& bands) {
+  cmd->add_option("--bands", bands,
+                  "A bands file (validate --write-bands) whose cases join the built-in ones for the error bands "
+                  "and the envelope (docs/validation.md, Error bands)");
+}
+
 // --backend analytic|simgrid; `help` says what the default is for this command.
 inline void add_backend(CLI::App* cmd, std::string& backend, const std::string& help) {
   cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"analytic", "simgrid"}));

@@ -172,7 +172,8 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
                                         .overrides = args.overrides,
                                         .backend = args.backend,
                                         .quiet = args.quiet,
-                                        .prices = parse_prices(args.prices, "--price")});
+                                        .prices = parse_prices(args.prices, "--price"),
+                                        .bands = args.bands});
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
   const std::vector<CompareRow>& rows = result.rows;
@@ -207,6 +208,7 @@ CompareSubcommand::CompareSubcommand(CLI::App& app) {
   command_->add_option("--html", args_.html, "Also write the table and the charts (time, days, cost) as one HTML page to FILE");
   command_->add_flag("--quiet,-q", args_.quiet, "No progress bar on stderr");
   add_prices(command_, args_.prices);
+  add_bands(command_, args_.bands);
 }
 
 std::optional<int> CompareSubcommand::run(std::ostream& out, std::ostream& err) const {

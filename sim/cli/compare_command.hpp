@@ -55,6 +55,7 @@ struct CompareArgs {
   std::string html{};                  // --html FILE: the table and the charts as one page
   bool quiet = false;                  // --quiet: no progress bar (there is one on a terminal only)
   std::vector<std::string> prices{};   // --price NAME=USD,... (plan::parse_prices)
+  std::string bands{};                 // --bands FILE (plan::CompareOptions::bands)
 };
 // The table (or JSON, CSV) on `out`; on `err` the configurations' warnings (a profile fitted on
 // another GPU, ...: scenario_warnings.hpp, each once with the columns it concerns) and, on a

@@ -21,6 +21,7 @@
 #include "sim/core/output_file.hpp"
 
 int main(int argc, char** argv) {
+  using trainsim::cli::add_bands;
   using trainsim::cli::add_format;
   using trainsim::cli::add_overrides;
   CLI::App app{"trainsim: simulate large-scale distributed deep-learning training before paying for the GPUs"};
@@ -55,9 +56,7 @@ int main(int argc, char** argv) {
                       "report percentiles of the time to train (docs/resilience.md)")
       ->check(CLI::Range(1, 1000000));
   run_cmd->add_option("--seed", run.seed, "Seed of --simulate-failures (default 1)");
-  run_cmd->add_option("--bands", run.bands,
-                      "A bands file (validate --write-bands) whose cases join the built-in ones for the error bands "
-                      "and the envelope (docs/validation.md, Error bands)");
+  add_bands(run_cmd, run.bands);
 
   trainsim::cli::CheckArgs check;
   CLI::App* check_cmd = app.add_subcommand("check", "Print the fully resolved scenario, or every error in it");

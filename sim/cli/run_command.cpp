@@ -105,7 +105,7 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
   }
   if (args.simulate_failures > 0) simulate_failures(scenario, prediction, args.simulate_failures, args.seed);
   if (!args.bands.empty()) {
-    prediction.bands = std::make_shared<const BandSet>(merge_band_sets(builtin_band_set(), load_band_set(args.bands)));
+    prediction.bands = std::make_shared<const BandSet>(band_set_with(args.bands));
   }
   const engine::TimelineFilter filter = timeline_filter(args, prediction);
   const core::Json report = report_json(scenario, prediction);

@@ -89,7 +89,7 @@ std::string result_csv(const Search& s, const SearchResult& r) {
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
       "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput,"
       "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first,equivalent\n";
-  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
+  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), s.band_set());
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
     const RankedEntry& a = accuracy.entries[i];
@@ -193,9 +193,10 @@ std::string result_table(const Search& s, const SearchResult& r) {
   }
   if (shown > 0) {
     line("");
-    line(fmt::format("accuracy ({} backend residuals of {} validation cases, {}):", builtin_band_set().backend,
-                     builtin_band_set().cases.size(), builtin_band_set().source));
-    for (const std::string& l : search_accuracy(s, r, shown, builtin_band_set()).lines()) line("  " + l);
+    const BandSet& bands = s.band_set();
+    line(fmt::format("accuracy ({} backend residuals of {} validation cases, {}):", bands.backend, bands.cases.size(),
+                     bands.source));
+    for (const std::string& l : search_accuracy(s, r, shown, s.band_set()).lines()) line("  " + l);
   }
   if (!r.rejected.empty()) {
     line("");
@@ -399,6 +400,7 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--budget", o.budget_usd, "Only layouts whose whole run costs at most USD (with failures)")
       ->type_name("USD");
   add_prices(command_, args_.prices);
+  add_bands(command_, args_.options.bands);
   command_->add_option("--max-micro-batch", o.max_micro_batch,
                        "Largest micro-batch tried (default 16; a layer-graph model: the whole per-replica batch)")
       ->default_val(0)

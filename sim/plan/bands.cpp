@@ -207,6 +207,10 @@ BandSet read_band_set(const core::Json& doc, const std::string& file) {
 
 BandSet load_band_set(const std::string& path) { return read_band_set(core::load_json_file(path), path); }
 
+BandSet band_set_with(const std::string& user_file) {
+  return user_file.empty() ? builtin_band_set() : merge_band_sets(builtin_band_set(), load_band_set(user_file));
+}
+
 const BandSet& builtin_band_set() {
   static const BandSet set = [] {
     const std::string_view text = builtin_bands_text();

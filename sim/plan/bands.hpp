@@ -117,5 +117,8 @@ BandSet read_band_set(const core::Json& doc, const std::string& file);
 BandSet load_band_set(const std::string& path);
 // validation/bands.json as it was when trainsim was built.
 const BandSet& builtin_band_set();
+// The bands a prediction uses: the built-in ones, with the cases of a user's bands file (--bands;
+// empty: none) merged in (merge_band_sets). InputError naming the file for a bad one.
+BandSet band_set_with(const std::string& user_file);
 
 }  // namespace trainsim::plan

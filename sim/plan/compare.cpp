@@ -8,9 +8,11 @@
 #include <map>
 #include <set>
 
+#include "sim/plan/bands.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/scenario.hpp"
+#include "sim/plan/uncertainty.hpp"
 
 namespace trainsim::plan {
 namespace {
@@ -20,9 +22,10 @@ constexpr const char* REPORT_SCHEMA = "trainsim.report/1";
 // Predicts one scenario document; an impossible configuration becomes the column's error, any other
 // InputError (malformed, unknown key) propagates: it is the user's input that is wrong.
 // `gpus` collects the configurations' GPU names (--price must price one of them).
+// `bands`: the user's bands over the built-in ones (--bands), or nullptr.
 Configuration predict_configuration(const core::Json& doc, const std::string& path,
                                     const std::vector<std::string>& overrides, const CompareOptions& args,
-                                    std::vector<std::string>& gpus) {
+                                    std::vector<std::string>& gpus, const BandSet* bands) {
   Configuration c;
   c.source = path;
   c.kind = "scenario";
@@ -35,6 +38,12 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
     apply_prices(s, args.prices, "--price");
     gpus.push_back(s.cluster.gpu);
     c.report = predict_report(s, args.backend);
+    if (bands != nullptr) {
+      // The report's bands and envelope judged again with the user's cases (uncertainty.hpp).
+      const Uncertainty u = assess(s, *bands);
+      c.report["bands"] = bands_json(u, c.report);
+      c.report["envelope"] = u.envelope.to_json();
+    }
   } catch (const ImpossibleScenario& e) {
     c.problems = e.problems();
   }
@@ -87,6 +96,9 @@ void stop_if_interrupted() {
 std::vector<Configuration> configurations_of(const CompareOptions& args) {
   std::vector<Configuration> out;
   std::vector<std::string> gpus;  // of the scenarios that ran (--price)
+  const std::optional<BandSet> user_bands =
+      args.bands.empty() ? std::nullopt : std::optional<BandSet>(band_set_with(args.bands));
+  const BandSet* bands = user_bands ? &*user_bands : nullptr;
   // Each scenario is a whole prediction (seconds with SimGrid): a bar on a terminal.
   const bool show_progress = !args.quiet;
   TRAINSIM_CHECK(args.documents.empty() || args.documents.size() == args.inputs.size(),
@@ -154,7 +166,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
       }
       std::vector<std::string> overrides = args.overrides;
       overrides.insert(overrides.end(), assignments.begin(), assignments.end());
-      Configuration c = predict_configuration(doc, path, overrides, args, gpus);
+      Configuration c = predict_configuration(doc, path, overrides, args, gpus, bands);
       c.label = label;
       c.overrides = assignments;
       out.push_back(std::move(c));
@@ -181,7 +193,7 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
       c.kind = "report";
       c.report = doc;
     } else {
-      c = predict_configuration(doc, path, args.overrides, args, gpus);
+      c = predict_configuration(doc, path, args.overrides, args, gpus, bands);
     }
     c.label = stems[short_label(args, i)] > 1 ? path : short_label(args, i);  // report.json from two --out folders
     out.push_back(std::move(c));

@@ -59,6 +59,10 @@ struct CompareOptions {
   // --price: each scenario's cluster.price_per_gpu_hour from its GPU's entry (apply_prices), after the
   // overrides; a name that prices none of the configurations' GPUs is an InputError.
   PriceList prices{};
+  // --bands FILE: a bands file (validate --write-bands) whose cases join the built-in ones for each
+  // configuration's error bands and envelope (band_set_with); empty: the built-in ones. Reports read
+  // back keep the bands they were written with.
+  std::string bands{};
   // Empty, or one per input: an entry that is not null is that input's document already in memory (a
   // scenario or a report: the Python module's dicts), read instead of the file, which then only
   // names it (its label, whole rather than a file's stem; messages) and anchors relative paths

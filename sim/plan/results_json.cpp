@@ -39,7 +39,7 @@ core::Json search_json(const Search& s, const SearchResult& r) {
   j["simgrid_runs"] = r.simgrid_runs;
   j["merged"] = r.merged;
   if (!r.recheck_refused.empty()) j["recheck_refused"] = r.recheck_refused;
-  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), builtin_band_set());
+  const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), s.band_set());
   core::Json ranked = core::Json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "models/accounting.hpp"
+#include "sim/plan/bands.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/time_to_train.hpp"
@@ -287,6 +288,7 @@ core::Json SearchOptions::to_json() const {
   if (budget_usd) j["budget_usd"] = *budget_usd;
   if (headroom.given()) j["memory_headroom"] = {{"fraction", headroom.fraction}, {"bytes", headroom.bytes}};
   if (!prices.empty()) j["prices"] = prices.to_json();
+  if (!bands.empty()) j["bands"] = bands;
   return j;
 }
 
@@ -502,7 +504,8 @@ void Search::finish(SearchResult& result) const {
   if (options_.recheck && !result.interrupted) recheck(result);
 }
 
-Search::Search(SearchOptions options) : options_(std::move(options)) {
+Search::Search(SearchOptions options)
+    : options_(std::move(options)), bands_(std::make_shared<const BandSet>(band_set_with(options_.bands))) {
   if (options_.top < 1) throw core::InputError("--top", "", fmt::format("expected at least 1, found {}", options_.top));
   if (options_.refine < 1) {
     throw core::InputError("--refine", "", fmt::format("expected at least 1, found {}", options_.refine));
@@ -1289,6 +1292,7 @@ SearchOptions SearchOptions::from_json(core::ObjectReader& r) {
   o.offload = r.string_array("offload");
   o.compression = r.string_array("compression");
   if (r.has("deadline_days")) o.deadline_days = r.number("deadline_days", 1, 1e-9, MAX_FIGURE_S);
+  if (r.has("bands")) o.bands = r.string("bands", "");
   if (r.has("budget_usd")) o.budget_usd = r.number("budget_usd", 1, 1e-9, 1e18);
   if (auto h = r.object("memory_headroom")) {
     o.headroom.fraction = h->number("fraction", 0, 0, 1 - 1e-9);

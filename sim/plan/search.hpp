@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,6 +36,8 @@
 #include "sim/core/json_reader.hpp"
 
 namespace trainsim::plan {
+
+struct BandSet;  // bands.hpp
 
 enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S };
 // "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s".
@@ -88,6 +91,9 @@ struct SearchOptions {
   // USD per GPU-hour by GPU type (--price NAME=USD,...; parse_prices): each searched type takes the
   // price whose name matches it (PriceList::for_gpu), else the scenario's cluster.price_per_gpu_hour.
   PriceList prices{};
+  // --bands FILE: a bands file (validate --write-bands) whose cases join the built-in ones for the
+  // ranking's error bands and envelope (band_set_with); empty: the built-in ones.
+  std::string bands{};
   int jobs = 1;                         // evaluation threads
   bool yes = false;                     // allow more than MAX_CANDIDATES
   bool quiet = false;                   // no progress bar
@@ -252,6 +258,8 @@ class Search {
   // time_to_train.with_failures; a goodput of 0 (a run that never ends) is the worst value.
   // iteration_time, tokens_per_s and mfu are steady-state figures and ignore it.
   double objective_value(const Layout& layout, double iteration_time_s, double goodput = 1) const;
+  // The bands the ranking is judged with (SearchOptions::bands over the built-in ones).
+  const BandSet& band_set() const { return *bands_; }
   // objective_value() of a candidate on the figures it is ranked on (Evaluated::best_figures; the
   // estimate has no goodput: 1).
   double objective_of(const Evaluated& e) const;
@@ -275,6 +283,7 @@ class Search {
   uint64_t total_ = 0;
   std::vector<std::string> warnings_;
   bool layer_graph_ = false;
+  std::shared_ptr<const BandSet> bands_;
 };
 
 // Shard files (search --shard I/N --out FILE): the options, the counts and the refined candidates.

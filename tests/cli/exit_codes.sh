@@ -473,6 +473,16 @@ expect run-bad-bands 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backe
 contains run-bad-bands "$tmp/err" "bad-bands.json: /schema: expected \"trainsim.bands/1\""
 expect run-missing-bands 2 "$bin" run "$src/scenarios/gpt3-6.7b-a100-8.json" --backend analytic --bands "$tmp/none.json"
 contains run-missing-bands "$tmp/err" "none.json: cannot open file"
+# search and compare take the same --bands: the ranking's bands name the user's file.
+expect compare-bands 0 "$bin" compare "$src/scenarios/gpt3-6.7b-a100-8.json" --vary training.micro_batch=1,2 \
+  --bands "$tmp/bands.json" --format json
+contains compare-bands "$tmp/out" "\"source\": \"validation/bands.json (built in) + $tmp/bands.json\""
+expect compare-bad-bands 2 "$bin" compare "$src/scenarios/gpt3-6.7b-a100-8.json" --bands "$tmp/bad-bands.json"
+contains compare-bad-bands "$tmp/err" "bad-bands.json: /schema: expected \"trainsim.bands/1\""
+expect search-bands 0 "$bin" search "$small" --no-recheck --top 3 --quiet --bands "$tmp/bands.json"
+contains search-bands "$tmp/out" "+ $tmp/bands.json"
+expect search-missing-bands 2 "$bin" search "$small" --no-recheck --top 3 --quiet --bands "$tmp/none.json"
+contains search-missing-bands "$tmp/err" "none.json: cannot open file"
 # search says which of its best layouts are tied within the bands, in the table and in JSON.
 expect search-accuracy 0 "$bin" search "$small" --no-recheck --top 3 --quiet
 contains search-accuracy "$tmp/out" "accuracy (analytic backend residuals of"

@@ -16,6 +16,8 @@
 #include "sim/cli/html_report.hpp"
 #include "sim/cli/report_charts.hpp"
 #include "sim/cli/sweep_command.hpp"
+#include "sim/plan/bands.hpp"
+#include "sim/plan/case_traits.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/scenario.hpp"
 
@@ -198,6 +200,39 @@ TEST(PlanningViews, CompareHtmlHasTheTableAndTheDaysAndCostCharts) {
   EXPECT_EQ(p.find("time to train"), std::string::npos);
   EXPECT_NE(p.find("<svg"), std::string::npos);
   std::filesystem::remove(html);
+}
+
+// --bands on compare (issue 28): a user's cases like the configuration (same traits, residuals of
+// 1-2%) tighten its band; the report's band is the merged set's, and narrower than the built-in one.
+TEST(PlanningViews, CompareBandsFromAUsersCasesTightenTheBand) {
+  const Scenario s = load_scenario(SMALL, {});
+  BandSet mine;
+  mine.source = "mine";
+  for (double r : {0.01, -0.02, 0.015, -0.01, 0.02}) {
+    BandCase c;
+    c.name = fmt::format("my-run-{}", r);
+    c.file = "my-run.json";
+    c.traits = traits_of(s);
+    c.time_residual = r;
+    c.time_figure = "iteration_time_s";
+    mine.cases.push_back(c);
+  }
+  const std::string file = temp_file("mine-bands.json");
+  std::ofstream(file) << band_set_json(mine).dump(1);
+  const double builtin = band_for(builtin_band_set(), traits_of(s), Residual::TIME).relative;
+  const double merged = band_for(band_set_with(file), traits_of(s), Residual::TIME).relative;
+  ASSERT_LE(merged, 0.02 + 1e-12) << "level 1 now holds the five cases within 2%";
+  ASSERT_LT(merged, builtin);
+
+  CompareArgs args{.inputs = {SMALL}};
+  args.bands = file;
+  args.format = Format::JSON;
+  std::ostringstream out;
+  ASSERT_EQ(compare_command(args, out, err_log), 0);
+  const core::Json report = core::Json::parse(out.str())["configurations"][0]["report"];
+  EXPECT_DOUBLE_EQ(report["bands"]["time"]["relative"].get<double>(), merged);
+  EXPECT_NE(report["bands"]["source"].get<std::string>().find(file), std::string::npos);
+  std::filesystem::remove(file);
 }
 
 }  // namespace
