@@ -1,0 +1,211 @@
+#include "sim/cli/schedule_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "sim/cli/cli_options.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
+#include "sim/plan/report_figures.hpp"
+#include "sim/plan/schedule_sim.hpp"
+#include "sim/report/chart_file.hpp"
+#include "sim/report/line_chart.hpp"
+
+namespace trainsim::cli {
+
+namespace {
+
+// Rows of objects with the same keys as CSV: a header of the first row's keys (after `lead`, the
+// columns every row gets first), then one line per row.
+std::string csv_rows(const core::Json& rows, const std::vector<std::pair<std::string, core::Json>>& lead = {}) {
+  std::ostringstream s;
+  if (rows.empty()) return "";
+  std::vector<std::string> header;
+  for (const auto& [k, v] : lead) header.push_back(k);
+  for (const auto& [k, v] : rows.front().items()) header.push_back(k);
+  for (size_t i = 0; i < header.size(); ++i) s << (i ? "," : "") << plan::csv_field(header[i]);
+  s << "\n";
+  for (const core::Json& r : rows) {
+    bool first = true;
+    for (const auto& [k, v] : lead) {
+      s << (first ? "" : ",") << plan::csv_value(&v);
+      first = false;
+    }
+    for (const auto& [k, v] : r.items()) {
+      s << (first ? "" : ",") << plan::csv_value(&v);
+      first = false;
+    }
+    s << "\n";
+  }
+  return s.str();
+}
+
+std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600); }
+
+void print_matrix(const plan::ClusterSpec& cluster, const plan::ThroughputMatrix& m, Format format, std::ostream& out) {
+  const core::Json doc = plan::matrix_json(cluster, m);
+  if (format == Format::JSON) {
+    out << doc.dump(2) << "\n";
+    return;
+  }
+  if (format == Format::CSV) {
+    out << csv_rows(doc["entries"]);
+    return;
+  }
+  out << fmt::format("{:<24} {:<10} {:>5} {:>12} {:>12}  {}\n", "job", "pool", "gpus", "iteration_s", "samples/s", "layout");
+  for (const plan::MatrixEntry& e : m.entries()) {
+    const std::string& job = m.classes()[e.job_class].name;
+    if (e.feasible) {
+      out << fmt::format("{:<24} {:<10} {:>5} {:>12.4g} {:>12.4g}  {}\n", job, cluster.pools[e.pool].name, e.gpus,
+                         e.iteration_time_s, e.samples_per_s, e.layout);
+    } else {
+      out << fmt::format("{:<24} {:<10} {:>5} {:>12} {:>12}  {}\n", job, cluster.pools[e.pool].name, e.gpus, "-", "-", e.reason);
+    }
+  }
+}
+
+void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, std::ostream& out) {
+  out << fmt::format("{:<22} {:>6} {:>12} {:>12} {:>12} {:>8} {:>11}{}\n", "policy", "jobs", "avg_jct_h", "p95_jct_h",
+                     "makespan_h", "util_%", "gpu_hours", priced ? fmt::format(" {:>12}", "cost_usd") : "");
+  for (const plan::ScheduleResult& r : results) {
+    const plan::ScheduleSummary& m = r.summary;
+    out << fmt::format("{:<22} {:>6} {:>12} {:>12} {:>12} {:>8.1f} {:>11.1f}{}\n", plan::to_string(r.policy), m.jobs,
+                       hours(m.average_jct_s), hours(m.p95_jct_s), hours(m.makespan_s), 100 * m.utilization, m.gpu_hours,
+                       priced ? fmt::format(" {:>12.0f}", m.cost_usd) : "");
+  }
+  const plan::ScheduleResult& first = results.front();
+  for (size_t i = 1; i < results.size(); ++i) {
+    if (results[i].summary.average_jct_s > 0) {
+      out << fmt::format("average JCT: {} is {:.2f}x {}\n", plan::to_string(first.policy),
+                         first.summary.average_jct_s / results[i].summary.average_jct_s, plan::to_string(results[i].policy));
+    }
+  }
+  for (const plan::ScheduleResult& r : results) {
+    if (r.summary.deadlines_missed > 0) {
+      out << fmt::format("{}: {} deadline(s) missed\n", plan::to_string(r.policy), r.summary.deadlines_missed);
+    }
+  }
+}
+
+// The CDF of the jobs' completion times, one line per policy.
+void write_cdf(const std::string& path, const std::vector<plan::ScheduleResult>& results) {
+  report::LineChart c;
+  c.title = "Job completion time CDF";
+  c.x_label = "JCT (hours)";
+  c.y_label = "jobs (%)";
+  for (const plan::ScheduleResult& r : results) {
+    std::vector<double> jct;
+    for (const plan::JobOutcome& o : r.jobs) jct.push_back(o.jct_s / 3600);
+    std::sort(jct.begin(), jct.end());
+    report::LineSeries s;
+    s.name = plan::to_string(r.policy);
+    for (size_t i = 0; i < jct.size(); ++i) {
+      s.x.push_back(jct[i]);
+      s.y.push_back(100.0 * static_cast<double>(i + 1) / static_cast<double>(jct.size()));
+    }
+    c.series.push_back(std::move(s));
+  }
+  report::write_chart_file(path, report::render_line_charts({c}), "--plot");
+}
+
+std::vector<plan::Policy> policies_of(const ScheduleArgs& args, const plan::ClusterSpec& cluster) {
+  std::vector<plan::Policy> policies;
+  for (const std::string& name : args.policies) {
+    const plan::Policy p = plan::parse_policy(name, "--policy", "");
+    if (std::find(policies.begin(), policies.end(), p) == policies.end()) policies.push_back(p);
+  }
+  if (policies.empty()) policies.push_back(cluster.scheduler.policy);
+  for (plan::Policy p : policies) {
+    if (p != plan::Policy::MIN_COST) continue;
+    for (size_t k = 0; k < cluster.pools.size(); ++k) {
+      if (!cluster.pools[k].price_per_gpu_hour()) {
+        throw core::InputError(cluster.file, fmt::format("/pools/{}/price_per_gpu_hour", k),
+                               "the policy min-cost needs a price on every pool (USD per GPU-hour)");
+      }
+    }
+  }
+  return policies;
+}
+
+}  // namespace
+
+int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err) {
+  plan::ClusterSpec cluster = plan::load_cluster_spec(args.cluster);
+  if (args.round_s) cluster.scheduler.round_s = *args.round_s;
+  if (args.restart_s) cluster.scheduler.restart_s = *args.restart_s;
+  if (cluster.scheduler.restart_s >= cluster.scheduler.round_s) {
+    throw core::InputError("--restart-s", "", fmt::format("expected less than the round ({} s), found {}",
+                                                          cluster.scheduler.round_s, cluster.scheduler.restart_s));
+  }
+  const std::vector<plan::Policy> policies = policies_of(args, cluster);
+  if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
+  const plan::JobTrace trace = plan::load_job_trace(args.jobs, cluster);
+  if (!args.write_trace.empty()) core::write_output_file(args.write_trace, plan::job_trace_json(trace).dump(1) + "\n", "--write-trace");
+  plan::MatrixOptions mo;
+  mo.refine = args.refine;
+  const plan::ThroughputMatrix matrix(cluster, trace, mo);
+  err << fmt::format("schedule: {} jobs, {} job classes, {} matrix entries\n", trace.jobs.size(), matrix.classes().size(),
+                     matrix.entries().size());
+  if (args.matrix) {
+    print_matrix(cluster, matrix, args.format, out);
+    return 0;
+  }
+  const plan::ScheduleInput input = plan::schedule_input(cluster, trace, matrix);
+  std::vector<plan::ScheduleResult> results;
+  for (plan::Policy p : policies) {
+    plan::SchedulerConfig config = cluster.scheduler;
+    config.policy = p;
+    results.push_back(plan::simulate_schedule(input, config));
+    err << fmt::format("schedule: {}: {} rounds, {} allocations, {:.2f} s\n", plan::to_string(p), results.back().summary.rounds,
+                       results.back().summary.allocations, results.back().summary.wall_s);
+  }
+  const core::Json doc = plan::schedule_json(input, cluster.scheduler, results);
+  if (args.format == Format::JSON) {
+    out << doc.dump(2) << "\n";
+  } else if (args.format == Format::CSV) {
+    bool header = true;
+    for (const core::Json& run : doc["policies"]) {
+      std::string rows = csv_rows(run["jobs"], {{"policy", run["policy"]}});
+      if (!header) rows.erase(0, rows.find('\n') + 1);
+      header = false;
+      out << rows;
+    }
+  } else {
+    const bool priced = std::all_of(cluster.pools.begin(), cluster.pools.end(),
+                                    [](const plan::Pool& p) { return p.price_per_gpu_hour().has_value(); });
+    print_table(results, priced, out);
+  }
+  if (!args.plot.empty()) write_cdf(args.plot, results);
+  return 0;
+}
+
+ScheduleSubcommand::ScheduleSubcommand(CLI::App& app) {
+  command_ = app.add_subcommand("schedule", "Simulate a job trace on a cluster of several GPU types under scheduling "
+                                            "policies (docs/schedule.md)");
+  command_->add_option("cluster", args_.cluster, "Cluster file: node pools and scheduler settings")->required();
+  command_->add_option("jobs", args_.jobs, "Job trace file: jobs, or a synthetic trace's settings")->required();
+  command_->add_option("--policy", args_.policies,
+                       "Policies, comma-separated: fifo, las, gavel-las, finish-time-fairness, makespan, min-cost "
+                       "(default: the cluster file's scheduler.policy)")
+      ->delimiter(',');
+  command_->add_option("--round-s", args_.round_s, "Allocation round in seconds (overrides scheduler.round_s)")
+      ->check(CLI::Range(1.0, 1e7));
+  command_->add_option("--restart-s", args_.restart_s, "Seconds without progress after each start or move (overrides scheduler.restart_s)")
+      ->check(CLI::Range(0.0, 1e7));
+  command_->add_flag("--matrix", args_.matrix, "Print the throughput matrix (job x pool x GPU count) instead");
+  command_->add_option("--refine", args_.refine, "Layouts evaluated with the analytic backend per matrix entry (default 10)")
+      ->check(CLI::Range(1, 1000));
+  add_format(command_, args_.format, /*csv=*/true);
+  command_->add_option("--plot", args_.plot, "Also draw the JCT CDF of each policy to FILE.svg or FILE.png");
+  command_->add_option("--write-trace", args_.write_trace, "Also write the trace (a synthetic one as generated) to FILE");
+}
+
+std::optional<int> ScheduleSubcommand::run(std::ostream& out, std::ostream& err) const {
+  if (!*command_) return std::nullopt;
+  return schedule_command(args_, out, err);
+}
+
+}  // namespace trainsim::cli
