@@ -28,6 +28,11 @@ std::string pool_list(const ClusterSpec& c) {
   return s;
 }
 
+// "an empty list" for [], else the value as messages describe it.
+std::string list_or_value(const core::Json& v) {
+  return v.is_array() && v.empty() ? "an empty list" : core::describe_json(v);
+}
+
 // An array of numbers each in [min, max] (absent: empty).
 std::vector<double> number_array(core::ObjectReader& r, std::string_view key, double min, double max) {
   std::vector<double> out;
@@ -99,7 +104,7 @@ WorkUnit read_work(core::ObjectReader& r, double& amount) {
   WorkUnit unit = WorkUnit::ITERATIONS;
   int given = 0;
   for (const auto& [key, u] : units) {
-    if (!w->has(key)) continue;
+    if (w->raw(key) == nullptr) continue;  // raw() also makes each unit a known key
     amount = w->number(key, 0, 1e-9, 1e30);
     unit = u;
     ++given;
@@ -263,20 +268,28 @@ ClusterSpec read_cluster_spec(const core::Json& doc, const std::string& file) {
   if (pools == nullptr) {
     r.problem("pools", "missing: the cluster's node pools, [{\"name\": ..., \"gpu\": ..., \"nodes\": ...}, ...]");
   } else if (!pools->is_array() || pools->empty()) {
-    r.problem("pools", fmt::format("expected a non-empty list of node pools, found {}", core::describe_json(*pools)));
+    r.problem("pools", fmt::format("expected a non-empty list of node pools, found {}", list_or_value(*pools)));
   } else {
     std::set<std::string> names;
     for (size_t i = 0; i < pools->size(); ++i) {
       const std::string pointer = core::append_pointer("/pools", i);
-      core::ObjectReader pr((*pools)[i], file, pointer, diag);
+      // A pool of no nodes gets its own message; the cluster reader then reads it as one node.
+      core::Json pool_doc = (*pools)[i];
+      if (pool_doc.is_object() && pool_doc.contains("nodes") && pool_doc["nodes"].is_number() &&
+          pool_doc["nodes"].get<double>() < 1) {
+        diag.add(file, pointer + "/nodes",
+                 fmt::format("a pool needs at least one node, found {}", core::describe_json(pool_doc["nodes"])));
+        pool_doc["nodes"] = 1;
+      }
+      core::ObjectReader pr(pool_doc, file, pointer, diag);
       Pool p;
       p.name = pr.required_string("name").value_or("");
       if (!p.name.empty() && !names.insert(p.name).second) pr.problem("name", fmt::format("a second pool named \"{}\"", p.name));
       if (!pr.has("gpu")) pr.problem("gpu", "missing: the pool's GPU, a catalog name (`trainsim describe gpus`) or an object");
       if (!pr.has("nodes")) pr.problem("nodes", "missing: how many nodes of gpus_per_node GPUs the pool has");
       p.config = network::ClusterConfig::from_json(pr);
-      if ((*pools)[i].is_object()) {
-        p.cluster = (*pools)[i];
+      if (pool_doc.is_object()) {
+        p.cluster = pool_doc;
         p.cluster.erase("name");
       }
       c.pools.push_back(std::move(p));
@@ -349,7 +362,7 @@ JobTrace read_job_trace(const core::Json& doc, const std::string& file, const Cl
     t.jobs = generate_jobs(o);
     t.synthetic = true;
   } else if (!jobs->is_array() || jobs->empty()) {
-    r.problem("jobs", fmt::format("the trace is empty: expected a non-empty list of jobs, found {}", core::describe_json(*jobs)));
+    r.problem("jobs", fmt::format("the trace is empty: expected a non-empty list of jobs, found {}", list_or_value(*jobs)));
   } else if (static_cast<int64_t>(jobs->size()) > MAX_JOBS) {
     r.problem("jobs", fmt::format("expected at most {} jobs, found {}", MAX_JOBS, jobs->size()));
   } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 
 #include "sim/core/error.hpp"
 #include "sim/plan/search.hpp"
@@ -72,25 +73,31 @@ core::Json scenario_on_pool(const core::Json& scenario, const Pool& pool, int gp
   return d;
 }
 
-const MatrixEntry& ThroughputMatrix::entry(size_t job_class, size_t pool, int gpus, const ClusterSpec& cluster,
-                                           const MatrixOptions& options) {
-  const auto key = std::make_tuple(job_class, pool, gpus);
-  if (auto it = index_.find(key); it != index_.end()) return entries_[it->second];
+namespace {
+
+// The best layout of a class's scenario on `gpus` GPUs of `pool`, or why none runs.
+MatrixEntry search_entry(const JobClass& c, const Pool& pool, int gpus, const MatrixOptions& options) {
   MatrixEntry e;
-  e.job_class = job_class;
-  e.pool = pool;
   e.gpus = gpus;
-  const JobClass& c = classes_[job_class];
   SearchOptions so;
   so.scenario = c.scenario_file;
-  so.document = scenario_on_pool(c.scenario, cluster.pools[pool], gpus);
+  so.document = scenario_on_pool(c.scenario, pool, gpus);
   so.gpus = {gpus};
   so.recheck = false;
   so.refine = options.refine;
   so.quiet = options.quiet;
+  so.jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   try {
     const Search search(so);
-    const SearchResult r = search.run();
+    SearchResult r = search.evaluate();
+    if (r.ranked.empty()) {
+      // Say why in the words of a schedule (search's own message names its flags).
+      std::vector<std::string> why;
+      for (const auto& [reason, count] : rejection_reasons(r.rejected)) why.push_back(fmt::format("{} x {}", count, reason));
+      e.reason = fmt::format("no layout runs ({})", fmt::join(why, ", "));
+      return e;
+    }
+    search.finish(r);
     const Evaluated& best = r.ranked.front();
     TRAINSIM_CHECK(best.analytic.has_value(), "the best layout of a refined search has analytic figures");
     e.feasible = true;
@@ -100,10 +107,22 @@ const MatrixEntry& ThroughputMatrix::entry(size_t job_class, size_t pool, int gp
     e.layout = best.layout.describe();
     e.scenario = search.scenario_of(best.layout);
   } catch (const core::InputError& err) {
-    // No layout runs on this many GPUs of this pool (out of memory, nothing divides): the option is
-    // not one the scheduler can give; the reason is kept for "fits no pool".
+    // Nothing this pool can run (a precision it lacks), or no refined layout fits: not an option the
+    // scheduler can give; the reason is kept for "fits no pool".
     e.reason = err.problems().front().message;
   }
+  return e;
+}
+
+}  // namespace
+
+const MatrixEntry& ThroughputMatrix::entry(size_t job_class, size_t pool, int gpus, const ClusterSpec& cluster,
+                                           const MatrixOptions& options) {
+  const auto key = std::make_tuple(job_class, pool, gpus);
+  if (auto it = index_.find(key); it != index_.end()) return entries_[it->second];
+  MatrixEntry e = search_entry(classes_[job_class], cluster.pools[pool], gpus, options);
+  e.job_class = job_class;
+  e.pool = pool;
   index_[key] = entries_.size();
   entries_.push_back(std::move(e));
   return entries_.back();

@@ -23,6 +23,7 @@ namespace trainsim::plan {
 struct MatrixOptions {
   int refine = 10;     // best first-pass estimates evaluated with the analytic backend (search --refine)
   bool quiet = true;   // no progress bar
+  int jobs = 0;        // evaluation threads of each search; 0: the machine's hardware threads
 };
 
 // One (training scenario, pool, GPU count).
