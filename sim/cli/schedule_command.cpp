@@ -76,12 +76,15 @@ void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, 
                        hours(m.average_jct_s), hours(m.p95_jct_s), hours(m.makespan_s), 100 * m.utilization, m.gpu_hours,
                        priced ? fmt::format(" {:>12.0f}", m.cost_usd) : "");
   }
-  const plan::ScheduleResult& first = results.front();
-  for (size_t i = 1; i < results.size(); ++i) {
-    if (results[i].summary.average_jct_s > 0) {
-      out << fmt::format("average JCT: {} is {:.2f}x {}\n", plan::to_string(first.policy),
-                         first.summary.average_jct_s / results[i].summary.average_jct_s, plan::to_string(results[i].policy));
+  // Each policy's average JCT over the last one's (the walk-through lists the policy it studies last).
+  const plan::ScheduleResult& last = results.back();
+  if (results.size() > 1 && last.summary.average_jct_s > 0) {
+    std::vector<std::string> ratios;
+    for (size_t i = 0; i + 1 < results.size(); ++i) {
+      ratios.push_back(fmt::format("{} {:.2f}x", plan::to_string(results[i].policy),
+                                   results[i].summary.average_jct_s / last.summary.average_jct_s));
     }
+    out << fmt::format("average JCT over {}'s: {}\n", plan::to_string(last.policy), fmt::join(ratios, ", "));
   }
   for (const plan::ScheduleResult& r : results) {
     if (r.summary.deadlines_missed > 0) {

@@ -131,6 +131,48 @@ Coefficients coefficients(const AllocationProblem& p, Policy policy) {
   return a;
 }
 
+// The heterogeneity-agnostic LAS: the pools merged into one of all the GPUs, each job's options
+// reduced to its GPU counts, max-min fairness over GPU time solved there; then each job's share of
+// a count spread over the pools that run it in proportion to their GPUs, as a scheduler blind to the
+// GPU type would place it.
+std::vector<std::vector<double>> agnostic_las(const AllocationProblem& p) {
+  AllocationProblem merged;
+  std::vector<int> counts;
+  for (const AllocationOption& o : p.options) counts.push_back(o.gpus);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (int c : counts) merged.options.push_back({0, c});
+  double all = 0;
+  for (double g : p.pool_gpus) all += g;
+  merged.pool_gpus = {all};
+  merged.pool_price = {0};
+  const auto count_index = [&](int gpus) {
+    return static_cast<size_t>(std::lower_bound(counts.begin(), counts.end(), gpus) - counts.begin());
+  };
+  for (const AllocationJob& job : p.jobs) {
+    AllocationJob m = job;
+    m.throughput.assign(counts.size(), 0);
+    for (size_t o = 0; o < p.options.size(); ++o) {
+      if (job.throughput[o] > 0) m.throughput[count_index(p.options[o].gpus)] = 1;
+    }
+    merged.jobs.push_back(std::move(m));
+  }
+  const std::vector<std::vector<double>> time = max_min(merged, coefficients(merged, Policy::LAS));
+  std::vector<std::vector<double>> x(p.jobs.size(), std::vector<double>(p.options.size(), 0));
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    std::vector<double> gpus_running(counts.size(), 0);  // by count: GPUs of the pools that run it
+    for (size_t o = 0; o < p.options.size(); ++o) {
+      if (p.jobs[j].throughput[o] > 0) gpus_running[count_index(p.options[o].gpus)] += p.pool_gpus[p.options[o].pool];
+    }
+    for (size_t o = 0; o < p.options.size(); ++o) {
+      if (p.jobs[j].throughput[o] <= 0) continue;
+      const size_t c = count_index(p.options[o].gpus);
+      x[j][o] = time[j][c] * p.pool_gpus[p.options[o].pool] / gpus_running[c];
+    }
+  }
+  return x;
+}
+
 // Finish-time fairness: the smallest rho (bisection) for which every job can have
 // thr_j >= remaining_j / (rho D_j - elapsed_j), D_j = n total_j / best throughput_j; at that rho the
 // total normalized throughput is maximized.
@@ -300,6 +342,7 @@ std::vector<std::vector<double>> allocate(Policy policy, const AllocationProblem
   switch (policy) {
     case Policy::FINISH_TIME_FAIRNESS: return finish_time_fair(problem);
     case Policy::MIN_COST: return min_cost(problem);
+    case Policy::LAS: return agnostic_las(problem);
     default: return max_min(problem, coefficients(problem, policy));
   }
 }

@@ -40,7 +40,9 @@ struct AllocationProblem {
 // FINISH_TIME_FAIRNESS) are solved in two stages: the max-min optimum t*, then, with every job held
 // to at least its share of t*, the total normalized throughput maximized (so that GPUs no job's
 // minimum needs are not left idle). Throws InternalError when CLP fails on a well-formed problem.
-//   LAS:       maximize min_j sum_o gpus(o) X[j][o] / (w_j max_o gpus(o))   (throughputs ignored)
+//   LAS:       maximize min_j sum_o gpus(o) X[j][o] / (w_j max_o gpus(o)) with the pools merged into
+//              one (throughputs and types unseen); a job's share of a GPU count is then spread over
+//              the pools that run it in proportion to their GPUs
 //   GAVEL_LAS: maximize min_j thr_j(X) / (w_j max_o T[j][o])
 //   MAKESPAN:  maximize min_j thr_j(X) / remaining_j         (= minimize the largest finish time)
 //   FINISH_TIME_FAIRNESS: minimize max_j rho_j, rho_j = (elapsed_j + remaining_j / thr_j(X)) /

@@ -474,7 +474,7 @@ sched_c="$src/tests/data/schedule/cluster-3types.json"
 sched_j="$src/tests/data/schedule/jobs-3.json"
 expect schedule-table 0 "$bin" schedule "$sched_c" "$sched_j" --policy fifo,gavel-las --plot "$tmp/cdf.svg"
 contains schedule-table "$tmp/out" "gavel-las"
-contains schedule-table "$tmp/out" "average JCT: fifo is"
+contains schedule-table "$tmp/out" "average JCT over gavel-las's: fifo "
 contains schedule-table "$tmp/cdf.svg" "<svg"
 expect schedule-csv 0 "$bin" schedule "$sched_c" "$sched_j" --policy las --format csv
 count schedule-csv "$tmp/out" "las," 3
