@@ -99,6 +99,7 @@ void write_cdf(const std::string& path, const std::vector<plan::ScheduleResult>&
   c.title = "Job completion time CDF";
   c.x_label = "JCT (hours)";
   c.y_label = "jobs (%)";
+  c.log2_x = true;  // JCTs span minutes to days
   for (const plan::ScheduleResult& r : results) {
     std::vector<double> jct;
     for (const plan::JobOutcome& o : r.jobs) jct.push_back(o.jct_s / 3600);

@@ -488,4 +488,12 @@ sed 's/"price_per_gpu_hour": 2.5,//' "$sched_c" >"$tmp/unpriced.json"
 expect schedule-min-cost-unpriced 2 "$bin" schedule "$tmp/unpriced.json" "$sched_j" --policy min-cost
 contains schedule-min-cost-unpriced "$tmp/err" "unpriced.json: /pools/2/price_per_gpu_hour: the policy min-cost needs a price on every pool"
 
+# A synthetic trace written out (--write-trace) reads back to the same schedule, byte for byte.
+expect schedule-write-trace 0 "$bin" schedule "$sched_c" "$src/tests/data/schedule/synthetic-20.json" --format json \
+  --policy fifo,gavel-las --write-trace "$tmp/trace.json"
+cp "$tmp/out" "$tmp/schedule-synthetic.json"
+expect schedule-read-trace 0 "$bin" schedule "$sched_c" "$tmp/trace.json" --format json --policy fifo,gavel-las
+same schedule-trace-roundtrip "$tmp/schedule-synthetic.json" "$tmp/out"
+count schedule-trace-roundtrip "$tmp/trace.json" '"reference_hours"' 20
+
 report

@@ -27,7 +27,7 @@ double normalized(const AllocationProblem& p, const std::vector<std::vector<doub
   return (p.jobs[j].throughput[0] * x[j][0] + p.jobs[j].throughput[1] * x[j][1]) / best;
 }
 
-TEST(ScheduleAllocation, LinearProgramSolvesATextbookProblem) {
+TEST(ClusterScheduleAllocation, LinearProgramSolvesATextbookProblem) {
   // maximize 3x + 2y, x + y <= 4, x + 3y <= 6, x <= 3: optimum x = 3, y = 1, value 11.
   LinearProgram lp;
   const size_t x = lp.add_variable(3, 0, 3);
@@ -40,7 +40,7 @@ TEST(ScheduleAllocation, LinearProgramSolvesATextbookProblem) {
   EXPECT_NEAR((*s)[y], 1, 1e-9);
 }
 
-TEST(ScheduleAllocation, InfeasibleProgramIsReported) {
+TEST(ClusterScheduleAllocation, InfeasibleProgramIsReported) {
   LinearProgram lp;
   const size_t x = lp.add_variable(1, 0, 1);
   lp.add_row({{x, 1}}, 2, 3);
@@ -52,7 +52,7 @@ TEST(ScheduleAllocation, InfeasibleProgramIsReported) {
 // B, which they must share. With both pools full (x1A + x2A = 1, x1B + x2B = 1, each job's shares
 // summing to 1) and a = x1A: job 1 gets 1 - 2a/3, job 2 gets (1 + a)/2; they are equal at a = 3/7,
 // where each has 5/7 of its best throughput. X = [[3/7, 4/7], [4/7, 3/7]].
-TEST(ScheduleAllocation, GavelLasTwoJobsTwoTypesMatchesTheHandOptimum) {
+TEST(ClusterScheduleAllocation, GavelLasTwoJobsTwoTypesMatchesTheHandOptimum) {
   const AllocationProblem p = two_by_two({1, 3}, {1, 2});
   const std::vector<std::vector<double>> x = allocate(Policy::GAVEL_LAS, p);
   EXPECT_NEAR(normalized(p, x, 0), 5.0 / 7, 1e-5);
@@ -65,7 +65,7 @@ TEST(ScheduleAllocation, GavelLasTwoJobsTwoTypesMatchesTheHandOptimum) {
 
 // The agnostic LAS sees GPU time only: each job gets the whole of its time (one GPU each), whatever
 // the split; its worst normalized throughput is then at most the aware optimum (5/7).
-TEST(ScheduleAllocation, AgnosticLasGivesEqualTimeAndNoBetterThanAware) {
+TEST(ClusterScheduleAllocation, AgnosticLasGivesEqualTimeAndNoBetterThanAware) {
   const AllocationProblem p = two_by_two({1, 3}, {1, 2});
   const std::vector<std::vector<double>> x = allocate(Policy::LAS, p);
   EXPECT_NEAR(x[0][0] + x[0][1], 1, 1e-5);
@@ -77,7 +77,7 @@ TEST(ScheduleAllocation, AgnosticLasGivesEqualTimeAndNoBetterThanAware) {
 // 100). Job 1 needs thr1 >= 3 to finish within 100 s, which only all of B gives (x1B = 1); job 2 then
 // has all of A (thr2 = 1, also 100 s). Any a = x1A > 0 (both pools full: thr1 = 3 - 2a, thr2 = 1 + a)
 // makes job 1 later: (3 - 2a) / 300 < (1 + a) / 100 for every a > 0.
-TEST(ScheduleAllocation, MakespanEqualizesFinishTimes) {
+TEST(ClusterScheduleAllocation, MakespanEqualizesFinishTimes) {
   AllocationProblem p = two_by_two({1, 3}, {1, 2});
   p.jobs[0].remaining = 300;
   p.jobs[1].remaining = 100;
@@ -89,7 +89,7 @@ TEST(ScheduleAllocation, MakespanEqualizesFinishTimes) {
 // Min-cost: A costs 1 $/h and B 4 $/h; both jobs do 1 it/s on A and 2 on B, so A does twice the work
 // per dollar and without deadlines nothing runs on B. With job 1 due in 60 s with 100 iterations left
 // (5/3 it/s, more than A's 1 it/s), it must get x1A + 2 x1B >= 5/3.
-TEST(ScheduleAllocation, MinCostUsesTheCheapWorkAndMeetsDeadlines) {
+TEST(ClusterScheduleAllocation, MinCostUsesTheCheapWorkAndMeetsDeadlines) {
   AllocationProblem p = two_by_two({1, 2}, {1, 2});
   std::vector<std::vector<double>> x = allocate(Policy::MIN_COST, p);
   EXPECT_NEAR(x[0][1] + x[1][1], 0, 1e-6);
@@ -100,7 +100,7 @@ TEST(ScheduleAllocation, MinCostUsesTheCheapWorkAndMeetsDeadlines) {
 }
 
 // Finish-time fairness with equal jobs on one shared GPU type: both get half of it.
-TEST(ScheduleAllocation, FinishTimeFairnessSplitsEqualJobsEvenly) {
+TEST(ClusterScheduleAllocation, FinishTimeFairnessSplitsEqualJobsEvenly) {
   AllocationProblem p;
   p.options = {{0, 1}};
   p.pool_gpus = {1};

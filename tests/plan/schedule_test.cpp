@@ -37,7 +37,7 @@ SchedulerConfig config(Policy p) {
 // FIFO: J1 starts at 0 (10 s restart: 90 done, 910 left), runs on; at 100 it has 910 s to go and
 // finishes at 1010, inside the round [1000, 1100). J2 (arrived at 50) starts at the next round, 1100,
 // and finishes at 1100 + 10 + 50 = 1160. JCTs 1010 and 1110; makespan 1160; GPU time held 1010 + 60.
-TEST(Schedule, FifoCompletionTimesByHand) {
+TEST(ClusterSchedule, FifoCompletionTimesByHand) {
   const ScheduleResult r = simulate_schedule(one_gpu_two_jobs(), config(Policy::FIFO));
   EXPECT_DOUBLE_EQ(r.jobs[0].completion_s, 1010);
   EXPECT_DOUBLE_EQ(r.jobs[1].completion_s, 1160);
@@ -56,7 +56,7 @@ TEST(Schedule, FifoCompletionTimesByHand) {
 // (810 left). At 200 J2's priority (never run) beats J1's (0.5 / 1): J2 runs, 10 s restart + 50 s,
 // and completes at 260. At 300 J1 is alone again, resumes (10 s) and needs 810 s: completes at 1120.
 // JCTs 1120 and 210 (average 665, against FIFO's 1060); J1 restarted twice.
-TEST(Schedule, GavelLasPreemptsForTheShortJobByHand) {
+TEST(ClusterSchedule, GavelLasPreemptsForTheShortJobByHand) {
   const ScheduleResult r = simulate_schedule(one_gpu_two_jobs(), config(Policy::GAVEL_LAS));
   EXPECT_NEAR(r.jobs[1].completion_s, 260, 1e-9);
   EXPECT_NEAR(r.jobs[0].completion_s, 1120, 1e-9);
@@ -72,7 +72,7 @@ TEST(Schedule, GavelLasPreemptsForTheShortJobByHand) {
 // pool in file order (slow: 400 s) and J2 on the fast one (400 / 1.25 = 320 s): average 360 s. J1
 // gains 4x from the fast GPU and J2 only 1.25x, so the aware policy gives the fast GPU mostly to J1
 // and finishes both sooner on average.
-TEST(Schedule, AwareBeatsAgnosticOnTwoTypes) {
+TEST(ClusterSchedule, AwareBeatsAgnosticOnTwoTypes) {
   ScheduleInput in;
   in.pools = {{"slow", 1, 0}, {"fast", 1, 0}};
   in.jobs = {{"J1", 0, 400, 1, std::nullopt, {{0, 1, 1.0}, {1, 1, 4.0}}},
@@ -87,7 +87,7 @@ TEST(Schedule, AwareBeatsAgnosticOnTwoTypes) {
   EXPECT_LT(aware.summary.average_jct_s, fifo.summary.average_jct_s);
 }
 
-TEST(Schedule, DeadlineMissedIsCounted) {
+TEST(ClusterSchedule, DeadlineMissedIsCounted) {
   ScheduleInput in = one_gpu_two_jobs();
   in.jobs[1].deadline_s = 200;  // FIFO starts J2 at 1100
   const ScheduleResult r = simulate_schedule(in, config(Policy::FIFO));
@@ -96,7 +96,7 @@ TEST(Schedule, DeadlineMissedIsCounted) {
 }
 
 // The 95th percentile by nearest rank: of 20 JCTs the 19th smallest.
-TEST(Schedule, P95IsTheNearestRank) {
+TEST(ClusterSchedule, P95IsTheNearestRank) {
   ScheduleInput in;
   in.pools = {{"p", 20, 0}};
   for (int i = 1; i <= 20; ++i) in.jobs.push_back({fmt::format("j{}", i), 0, i * 10.0, 1, std::nullopt, {{0, 1, 1.0}}});
@@ -112,7 +112,7 @@ TEST(Schedule, P95IsTheNearestRank) {
 
 // Three bundled jobs on three GPU types: every entry's throughput equals the analytic prediction of
 // the scenario it names (the best layout on that pool and count), read back as `run` reads a file.
-TEST(ScheduleMatrix, EntriesEqualRunOfTheirLayouts) {
+TEST(ClusterScheduleMatrix, EntriesEqualRunOfTheirLayouts) {
   const ClusterSpec c = load_cluster_spec((SRC / "tests/data/schedule/cluster-3types.json").string());
   const JobTrace t = load_job_trace((SRC / "tests/data/schedule/jobs-3.json").string(), c);
   const ThroughputMatrix m(c, t, {});
@@ -152,7 +152,7 @@ std::string read_text(const std::filesystem::path& p) {
   return text;
 }
 
-TEST(ScheduleInputs, BadInputCorpusGivesItsMessages) {
+TEST(ClusterScheduleInputs, BadInputCorpusGivesItsMessages) {
   const std::string good_cluster = (SRC / "tests/data/schedule/cluster-3types.json").string();
   const std::string good_jobs = (SRC / "tests/data/schedule/jobs-3.json").string();
   size_t cases = 0;
@@ -178,7 +178,7 @@ TEST(ScheduleInputs, BadInputCorpusGivesItsMessages) {
 }
 
 // A synthetic trace: same seed, same jobs; the Poisson arrivals' mean gap near 1 / rate.
-TEST(ScheduleInputs, SyntheticTraceIsSeededAndPoisson) {
+TEST(ClusterScheduleInputs, SyntheticTraceIsSeededAndPoisson) {
   SyntheticTraceOptions o;
   o.jobs = 4000;
   o.arrivals_per_hour = 10;
