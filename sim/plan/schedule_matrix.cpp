@@ -193,6 +193,10 @@ ThroughputMatrix::ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& t
     work_iterations_.push_back(iterations);
   }
   diag.throw_if_any();
+  std::sort(entries_.begin(), entries_.end(), [](const MatrixEntry& a, const MatrixEntry& b) {
+    return std::tie(a.job_class, a.pool, a.gpus) < std::tie(b.job_class, b.pool, b.gpus);
+  });
+  for (size_t i = 0; i < entries_.size(); ++i) index_[{entries_[i].job_class, entries_[i].pool, entries_[i].gpus}] = i;
 }
 
 }  // namespace trainsim::plan
