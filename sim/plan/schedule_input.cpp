@@ -324,14 +324,15 @@ std::vector<Job> generate_jobs(const SyntheticTraceOptions& o) {
   for (int i = 0; i < o.jobs; ++i) {
     // The first job arrives at 0; then exponential gaps of mean 1 / rate.
     if (i > 0) t += -std::log1p(-uniform(g)) * 3600 / o.arrivals_per_hour;
-    const SyntheticMixEntry& m = o.mix[draw(g, mix_shares)];
+    const size_t mix = draw(g, mix_shares);
+    const SyntheticMixEntry& m = o.mix[mix];
     const int gpus = o.gpu_counts[draw(g, o.gpu_count_shares)];
     const bool long_job = uniform(g) < o.long_share;
     const double minutes = long_job ? log_uniform(g, o.long_minutes_min, o.long_minutes_max)
                                     : log_uniform(g, o.short_minutes_min, o.short_minutes_max);
     Job j;
     j.name = fmt::format("{}-{}", m.name, i);
-    j.pointer = fmt::format("/synthetic (job {})", i);
+    j.pointer = core::append_pointer("/synthetic/mix", mix);  // what the job was drawn from
     j.arrival_s = t;
     j.scenario = m.scenario;
     j.scenario_file = m.scenario_file;

@@ -66,7 +66,7 @@ enum class WorkUnit { ITERATIONS, SAMPLES, TOKENS, REFERENCE_HOURS };
 
 struct Job {
   std::string name;
-  std::string pointer;      // "/jobs/3" in the trace (messages)
+  std::string pointer;      // "/jobs/3" in the trace, "/synthetic/mix/1" for a generated job (messages)
   double arrival_s = 0;
   // The training scenario (its "cluster" is replaced by the pool's); `scenario_file` names it in
   // messages and anchors its relative paths.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "sim/core/error.hpp"
@@ -135,6 +136,7 @@ ThroughputMatrix::ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& t
     if (cluster.pools[p].name == trace.reference_pool) reference_pool = p;
   }
   core::Diagnostics diag;
+  std::set<std::pair<size_t, std::vector<int>>> unplaceable;
   for (const Job& job : trace.jobs) {
     const std::string key = class_key(job.scenario);
     auto [it, added] = class_index.emplace(key, classes_.size());
@@ -168,7 +170,8 @@ ThroughputMatrix::ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& t
         }
       }
     }
-    if (opts.empty()) {
+    // Jobs of one class and GPU counts that fit nowhere are reported once (a synthetic trace draws many).
+    if (opts.empty() && unplaceable.emplace(ci, job.gpus).second) {
       diag.add(trace.file, job.pointer,
                fmt::format("job \"{}\" fits no pool: {}", job.name,
                            reasons.empty() ? "no pool has whole nodes for its GPU counts" : fmt::format("{}", fmt::join(reasons, "; "))));

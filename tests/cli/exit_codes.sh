@@ -494,6 +494,7 @@ expect schedule-write-trace 0 "$bin" schedule "$sched_c" "$src/tests/data/schedu
 cp "$tmp/out" "$tmp/schedule-synthetic.json"
 expect schedule-read-trace 0 "$bin" schedule "$sched_c" "$tmp/trace.json" --format json --policy fifo,gavel-las
 same schedule-trace-roundtrip "$tmp/schedule-synthetic.json" "$tmp/out"
+contains schedule-read-trace "$tmp/out" '"schema": "trainsim.schedule/1"'
 count schedule-trace-roundtrip "$tmp/trace.json" '"reference_hours"' 20
 
 report

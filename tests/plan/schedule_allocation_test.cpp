@@ -73,6 +73,23 @@ TEST(ClusterScheduleAllocation, AgnosticLasGivesEqualTimeAndNoBetterThanAware) {
   EXPECT_LE(std::min(normalized(p, x, 0), normalized(p, x, 1)), 5.0 / 7 + 1e-5);
 }
 
+// The agnostic LAS is blind to the type: one job that may run on either of a 3-GPU pool and a 1-GPU
+// pool gets all of its time (GPU time is plentiful), spread 3:1 as the pools' GPUs, although the
+// second pool is 10x faster for it.
+TEST(ClusterScheduleAllocation, AgnosticLasSpreadsTimeByPoolSize) {
+  AllocationProblem p;
+  p.options = {{0, 1}, {1, 1}};
+  p.pool_gpus = {3, 1};
+  p.pool_price = {0, 0};
+  p.jobs.push_back({{1.0, 10.0}, 1, 100, 100, 0, std::nullopt});
+  const std::vector<std::vector<double>> x = allocate(Policy::LAS, p);
+  EXPECT_NEAR(x[0][0], 0.75, 1e-6);
+  EXPECT_NEAR(x[0][1], 0.25, 1e-6);
+  // The aware LAS puts it on the fast pool only.
+  const std::vector<std::vector<double>> aware = allocate(Policy::GAVEL_LAS, p);
+  EXPECT_NEAR(aware[0][1], 1, 1e-6);
+}
+
 // Makespan: job 1 has 300 iterations left, job 2 100; the optimum maximizes min(thr1 / 300, thr2 /
 // 100). Job 1 needs thr1 >= 3 to finish within 100 s, which only all of B gives (x1B = 1); job 2 then
 // has all of A (thr2 = 1, also 100 s). Any a = x1A > 0 (both pools full: thr1 = 3 - 2a, thr2 = 1 + a)
