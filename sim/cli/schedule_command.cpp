@@ -93,8 +93,26 @@ void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, 
   }
 }
 
-// The CDF of the jobs' completion times, one line per policy.
-void write_cdf(const std::string& path, const std::vector<plan::ScheduleResult>& results) {
+// The cluster's utilization over time (hourly buckets), one line per policy.
+report::LineChart utilization_chart(const std::vector<plan::ScheduleResult>& results) {
+  report::LineChart c;
+  c.title = "Cluster utilization";
+  c.x_label = fmt::format("time from the first arrival (hours; buckets of {:g} h)", results.front().timeline.bucket_s / 3600);
+  c.y_label = "GPUs held (%)";
+  for (const plan::ScheduleResult& r : results) {
+    report::LineSeries s;
+    s.name = plan::to_string(r.policy);
+    for (size_t i = 0; i < r.timeline.utilization.size(); ++i) {
+      s.x.push_back(static_cast<double>(i) * r.timeline.bucket_s / 3600);
+      s.y.push_back(100 * r.timeline.utilization[i]);
+    }
+    c.series.push_back(std::move(s));
+  }
+  return c;
+}
+
+// The CDF of the jobs' completion times, one line per policy, over the utilization chart.
+void write_plot(const std::string& path, const std::vector<plan::ScheduleResult>& results) {
   report::LineChart c;
   c.title = "Job completion time CDF";
   c.x_label = "JCT (hours)";
@@ -112,7 +130,7 @@ void write_cdf(const std::string& path, const std::vector<plan::ScheduleResult>&
     }
     c.series.push_back(std::move(s));
   }
-  report::write_chart_file(path, report::render_line_charts({c}), "--plot");
+  report::write_chart_file(path, report::render_line_charts({c, utilization_chart(results)}), "--plot");
 }
 
 std::vector<plan::Policy> policies_of(const ScheduleArgs& args, const plan::ClusterSpec& cluster) {
@@ -182,7 +200,7 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
                                     [](const plan::Pool& p) { return p.price_per_gpu_hour().has_value(); });
     print_table(results, priced, out);
   }
-  if (!args.plot.empty()) write_cdf(args.plot, results);
+  if (!args.plot.empty()) write_plot(args.plot, results);
   return 0;
 }
 
@@ -203,7 +221,7 @@ ScheduleSubcommand::ScheduleSubcommand(CLI::App& app) {
   command_->add_option("--refine", args_.refine, "Layouts evaluated with the analytic backend per matrix entry (default 10)")
       ->check(CLI::Range(1, 1000));
   add_format(command_, args_.format, /*csv=*/true);
-  command_->add_option("--plot", args_.plot, "Also draw the JCT CDF of each policy to FILE.svg or FILE.png");
+  command_->add_option("--plot", args_.plot, "Also draw the JCT CDF and the utilization over time of each policy to FILE.svg or FILE.png");
   command_->add_option("--write-trace", args_.write_trace, "Also write the trace (a synthetic one as generated) to FILE");
 }
 

@@ -3,7 +3,7 @@
 // simulated under one or more scheduling policies (sim/plan/schedule_sim.hpp, docs/schedule.md).
 // Prints each policy's average and p95 job completion time, makespan, utilization, GPU-hours and
 // cost (table), or every job's outcome too (json, csv); --matrix prints the throughput matrix
-// instead; --plot draws the JCT CDF of each policy.
+// instead; --plot draws the JCT CDF of each policy and the cluster's utilization over time.
 //
 //   trainsim schedule examples/schedule/cluster-3types.json examples/schedule/philly-300.json
 //       --policy fifo,las,gavel-las --plot jct-cdf.svg                                 (one line)
@@ -30,7 +30,7 @@ struct ScheduleArgs {
   bool matrix = false;                 // --matrix: print the throughput matrix instead
   int refine = 10;                     // --refine: analytic evaluations per matrix entry
   Format format = Format::TABLE;
-  std::string plot;                    // --plot FILE.svg|png: JCT CDF, one line per policy
+  std::string plot;                    // --plot FILE.svg|png: JCT CDF and utilization over time, a line per policy
   std::string write_trace;             // --write-trace FILE: the trace (a synthetic one generated) as a trace file
 };
 int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err);

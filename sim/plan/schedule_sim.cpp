@@ -63,6 +63,8 @@ class Simulation {
                      [&](size_t a, size_t b) { return in_.jobs[a].arrival_s < in_.jobs[b].arrival_s; });
     size_t next = 0, done = 0;
     double t = order.empty() ? 0 : in_.jobs[order.front()].arrival_s;
+    first_arrival_s_ = t;
+    result_.timeline.bucket_s = std::max(3600.0, config_.round_s);
     bool changed = true;
     while (done < in_.jobs.size()) {
       for (; next < order.size() && in_.jobs[order[next]].arrival_s <= t; ++next) {
@@ -200,6 +202,7 @@ class Simulation {
   size_t run_round(double t, const Placement& placement) {
     std::vector<size_t> still;
     size_t finished = 0;
+    double gpu_seconds = 0;
     for (size_t i = 0; i < active_.size(); ++i) {
       const size_t j = active_[i];
       JobState& s = state_[j];
@@ -234,13 +237,28 @@ class Simulation {
         still.push_back(j);
       }
       s.held_s += held;
+      gpu_seconds += held * opt.gpus;
       const double gpu_hours = held * opt.gpus / 3600;
       r.gpu_hours += gpu_hours;
       r.cost_usd += gpu_hours * in_.pools[opt.pool].price_per_gpu_hour;
     }
     since_allocation_s_ += config_.round_s;
     active_ = std::move(still);
+    record_utilization(t, gpu_seconds);
     return finished;
+  }
+
+  void record_utilization(double t, double gpu_seconds) {
+    UtilizationTimeline& u = result_.timeline;
+    const auto bucket = static_cast<size_t>((t - first_arrival_s_) / u.bucket_s);
+    if (u.utilization.size() <= bucket) u.utilization.resize(bucket + 1, 0);
+    u.utilization[bucket] += gpu_seconds / (cluster_gpus() * u.bucket_s);
+  }
+
+  double cluster_gpus() const {
+    double gpus = 0;
+    for (const SchedulePool& p : in_.pools) gpus += p.gpus;
+    return gpus;
   }
 
   void summarize() {
@@ -269,9 +287,7 @@ class Simulation {
     const size_t rank = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(jct.size())));
     m.p95_jct_s = jct[std::max<size_t>(rank, 1) - 1];
     m.makespan_s = last - first;
-    int gpus = 0;
-    for (const SchedulePool& p : in_.pools) gpus += p.gpus;
-    m.utilization = m.makespan_s > 0 ? gpu_seconds / (gpus * m.makespan_s) : 0;
+    m.utilization = m.makespan_s > 0 ? gpu_seconds / (cluster_gpus() * m.makespan_s) : 0;
   }
 
   const ScheduleInput& in_;
@@ -280,6 +296,7 @@ class Simulation {
   std::vector<JobState> state_;
   std::vector<size_t> active_;  // arrived, not finished, in arrival order
   double since_allocation_s_ = 0;
+  double first_arrival_s_ = 0;
   ScheduleResult result_;
 };
 
@@ -348,6 +365,7 @@ core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& conf
     core::Json jobs = core::Json::array();
     for (const JobOutcome& o : r.jobs) jobs.push_back(outcome_json(o));
     run["jobs"] = std::move(jobs);
+    run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};
     runs.push_back(std::move(run));
   }
   doc["policies"] = std::move(runs);

@@ -73,10 +73,19 @@ struct ScheduleSummary {
   double wall_s = 0;         // CPU time of the simulation (logged; not in JSON or CSV)
 };
 
+// The cluster's utilization over time: GPU time held in each bucket of bucket_s (an hour, or one
+// round when rounds are longer) from the first arrival, over the cluster's GPU time in a bucket. A
+// round counts in the bucket where it starts.
+struct UtilizationTimeline {
+  double bucket_s = 3600;
+  std::vector<double> utilization;
+};
+
 struct ScheduleResult {
   Policy policy = Policy::FIFO;
   std::vector<JobOutcome> jobs;  // in input order
   ScheduleSummary summary;
+  UtilizationTimeline timeline;
 };
 
 // REQUIRES: every job has an option; policy MIN_COST: every pool priced (checked by the command).

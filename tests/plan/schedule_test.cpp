@@ -49,6 +49,9 @@ TEST(ClusterSchedule, FifoCompletionTimesByHand) {
   EXPECT_NEAR(r.summary.cost_usd, 2 * (1010 + 60) / 3600.0, 1e-12);
   EXPECT_NEAR(r.summary.utilization, 1070.0 / 1160, 1e-12);
   EXPECT_EQ(r.jobs[0].restarts, 1);
+  // Every round starts in the first hour: one bucket holding all 1070 GPU-seconds.
+  ASSERT_EQ(r.timeline.utilization.size(), 1u);
+  EXPECT_NEAR(r.timeline.utilization[0], 1070.0 / 3600, 1e-12);
 }
 
 // Gavel's LAS: J1 runs alone in [0, 100) (910 left). At 100 J2 has arrived: each job is allocated
