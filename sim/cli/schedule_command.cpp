@@ -68,13 +68,14 @@ void print_matrix(const plan::ClusterSpec& cluster, const plan::ThroughputMatrix
 }
 
 void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, std::ostream& out) {
-  out << fmt::format("{:<22} {:>6} {:>12} {:>12} {:>12} {:>8} {:>11}{}\n", "policy", "jobs", "avg_jct_h", "p95_jct_h",
-                     "makespan_h", "util_%", "gpu_hours", priced ? fmt::format(" {:>12}", "cost_usd") : "");
+  out << fmt::format("{:<22} {:>6} {:>10} {:>10} {:>11} {:>9} {:>9} {:>7} {:>10}{}\n", "policy", "jobs", "avg_jct_h",
+                     "p95_jct_h", "makespan_h", "avg_slow", "max_slow", "util_%", "gpu_hours",
+                     priced ? fmt::format(" {:>10}", "cost_usd") : "");
   for (const plan::ScheduleResult& r : results) {
     const plan::ScheduleSummary& m = r.summary;
-    out << fmt::format("{:<22} {:>6} {:>12} {:>12} {:>12} {:>8.1f} {:>11.1f}{}\n", plan::to_string(r.policy), m.jobs,
-                       hours(m.average_jct_s), hours(m.p95_jct_s), hours(m.makespan_s), 100 * m.utilization, m.gpu_hours,
-                       priced ? fmt::format(" {:>12.0f}", m.cost_usd) : "");
+    out << fmt::format("{:<22} {:>6} {:>10} {:>10} {:>11} {:>9.2f} {:>9.1f} {:>7.1f} {:>10.1f}{}\n", plan::to_string(r.policy),
+                       m.jobs, hours(m.average_jct_s), hours(m.p95_jct_s), hours(m.makespan_s), m.average_slowdown,
+                       m.max_slowdown, 100 * m.utilization, m.gpu_hours, priced ? fmt::format(" {:>10.0f}", m.cost_usd) : "");
   }
   // Each policy's average JCT over the last one's (the walk-through lists the policy it studies last).
   const plan::ScheduleResult& last = results.back();

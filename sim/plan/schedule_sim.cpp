@@ -270,6 +270,11 @@ class Simulation {
       JobOutcome& r = result_.jobs[j];
       r.jct_s = r.completion_s - r.arrival_s;
       r.waiting_s = std::max(0.0, r.jct_s - state_[j].held_s);
+      double best = 0;
+      for (const JobOption& o : in_.jobs[j].options) best = std::max(best, o.iterations_per_s);
+      r.slowdown = r.jct_s / (in_.jobs[j].work_iterations / best);
+      m.average_slowdown += r.slowdown / static_cast<double>(result_.jobs.size());
+      m.max_slowdown = std::max(m.max_slowdown, r.slowdown);
       if (r.deadline_s) r.met_deadline = r.completion_s <= *r.deadline_s;
       if (!r.met_deadline) ++m.deadlines_missed;
       jct.push_back(r.jct_s);
@@ -309,6 +314,8 @@ core::Json summary_json(const ScheduleSummary& m) {
   j["utilization"] = m.utilization;
   j["gpu_hours"] = m.gpu_hours;
   j["cost_usd"] = m.cost_usd;
+  j["average_slowdown"] = m.average_slowdown;
+  j["max_slowdown"] = m.max_slowdown;
   j["deadlines_missed"] = m.deadlines_missed;
   j["rounds"] = m.rounds;
   j["allocations"] = m.allocations;
@@ -326,6 +333,7 @@ core::Json outcome_json(const JobOutcome& r) {
   j["gpu_hours"] = r.gpu_hours;
   j["cost_usd"] = r.cost_usd;
   j["restarts"] = r.restarts;
+  j["slowdown"] = r.slowdown;
   j["deadline_s"] = r.deadline_s ? core::Json(*r.deadline_s) : core::Json();
   j["met_deadline"] = r.met_deadline;
   return j;

@@ -55,6 +55,9 @@ struct JobOutcome {
   double gpu_hours = 0;      // GPUs held x time (restarts and the idle end of its last round included)
   double cost_usd = 0;       // gpu_hours x the pools' prices
   int restarts = 0;          // starts, resumes and moves
+  // JCT over the time the job would take alone on its fastest option (work / best throughput):
+  // 1 = never waited, never slowed down.
+  double slowdown = 0;
   std::optional<double> deadline_s;
   bool met_deadline = true;
 };
@@ -67,6 +70,8 @@ struct ScheduleSummary {
   double utilization = 0;    // GPU-seconds held / (cluster GPUs x makespan)
   double gpu_hours = 0;
   double cost_usd = 0;
+  double average_slowdown = 0;  // fairness: the mean and the largest JobOutcome::slowdown
+  double max_slowdown = 0;
   size_t deadlines_missed = 0;
   size_t rounds = 0;
   size_t allocations = 0;    // LP allocations computed

@@ -49,6 +49,11 @@ TEST(ClusterSchedule, FifoCompletionTimesByHand) {
   EXPECT_NEAR(r.summary.cost_usd, 2 * (1010 + 60) / 3600.0, 1e-12);
   EXPECT_NEAR(r.summary.utilization, 1070.0 / 1160, 1e-12);
   EXPECT_EQ(r.jobs[0].restarts, 1);
+  // Slowdowns: JCT over work / best throughput: 1010 / 1000 and 1110 / 50.
+  EXPECT_DOUBLE_EQ(r.jobs[0].slowdown, 1.01);
+  EXPECT_DOUBLE_EQ(r.jobs[1].slowdown, 22.2);
+  EXPECT_DOUBLE_EQ(r.summary.max_slowdown, 22.2);
+  EXPECT_NEAR(r.summary.average_slowdown, (1.01 + 22.2) / 2, 1e-12);
   // Every round starts in the first hour: one bucket holding all 1070 GPU-seconds.
   ASSERT_EQ(r.timeline.utilization.size(), 1u);
   EXPECT_NEAR(r.timeline.utilization[0], 1070.0 / 3600, 1e-12);
