@@ -110,7 +110,7 @@ WorkUnit read_work(core::ObjectReader& r, double& amount) {
     ++given;
   }
   w->finish();
-  if (given != 1) {
+  if (given != 1 && r.raw("work")->is_object()) {
     r.problem("work", fmt::format("expected exactly one of iterations, samples, tokens, reference_hours; found {}", given));
   }
   return unit;
@@ -126,7 +126,8 @@ std::vector<int> read_gpu_counts(core::ObjectReader& r, const ClusterSpec& clust
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   if (gpus.empty()) {
-    r.problem("gpus", "expected at least one GPU count");
+    // integer_array reported a value that is not a list of counts; an empty list is reported here.
+    if (const core::Json* v = r.raw("gpus"); v->is_array() && v->empty()) r.problem("gpus", "expected at least one GPU count");
     return gpus;
   }
   const int largest = std::max_element(cluster.pools.begin(), cluster.pools.end(), [](const Pool& a, const Pool& b) {
@@ -148,9 +149,9 @@ Job read_job(core::ObjectReader& r, size_t index, const std::string& file, const
   j.work_unit = read_work(r, j.work);
   j.gpus = read_gpu_counts(r, cluster);
   j.weight = r.number("weight", 1, 1e-6, 1e6);
-  if (r.has("deadline_s")) {
+  if (const core::Json* d = r.raw("deadline_s"); d != nullptr) {
     j.deadline_s = r.number("deadline_s", 0, 0, MAX_TRACE_S);
-    if (*j.deadline_s <= j.arrival_s) {
+    if (d->is_number() && *j.deadline_s <= j.arrival_s) {
       r.problem("deadline_s", fmt::format("expected a time after the arrival ({} s), found {}", j.arrival_s, *j.deadline_s));
     }
   }

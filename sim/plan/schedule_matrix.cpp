@@ -174,7 +174,9 @@ ThroughputMatrix::ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& t
     if (opts.empty() && unplaceable.emplace(ci, job.gpus).second) {
       diag.add(trace.file, job.pointer,
                fmt::format("job \"{}\" fits no pool: {}", job.name,
-                           reasons.empty() ? "no pool has whole nodes for its GPU counts" : fmt::format("{}", fmt::join(reasons, "; "))));
+                           reasons.empty() ? fmt::format("no pool holds {} GPUs (whole nodes, or a divisor of a node's GPUs)",
+                                                         fmt::join(job.gpus, " or "))
+                                           : fmt::format("{}", fmt::join(reasons, "; "))));
     }
     double iterations = job.work;
     switch (opts.empty() ? WorkUnit::ITERATIONS : job.work_unit) {
