@@ -12,6 +12,7 @@
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/schedule_sim.hpp"
 #include "sim/report/chart_file.hpp"
+#include "sim/report/gantt_chart.hpp"
 #include "sim/report/line_chart.hpp"
 
 namespace trainsim::cli {
@@ -134,6 +135,29 @@ void write_plot(const std::string& path, const std::vector<plan::ScheduleResult>
   report::write_chart_file(path, report::render_line_charts({c, utilization_chart(results)}), "--plot");
 }
 
+// Each policy's jobs (arrival order, top to bottom) over time: bars where they held GPUs, coloured
+// by pool.
+void write_gantt(const std::string& path, const plan::ScheduleInput& input, const std::vector<plan::ScheduleResult>& results) {
+  std::vector<report::GanttChart> charts;
+  for (const plan::ScheduleResult& r : results) {
+    report::GanttChart g;
+    g.title = plan::to_string(r.policy);
+    g.x_label = "time (hours)";
+    for (const plan::SchedulePool& p : input.pools) g.categories.push_back(p.name);
+    std::vector<size_t> order(r.jobs.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.jobs[a].arrival_s < r.jobs[b].arrival_s; });
+    for (size_t j : order) {
+      const plan::JobOutcome& o = r.jobs[j];
+      report::GanttRow row{o.name, o.arrival_s / 3600, o.completion_s / 3600, {}};
+      for (const plan::Lease& l : o.leases) row.bars.push_back({l.start_s / 3600, l.end_s / 3600, l.pool});
+      g.rows.push_back(std::move(row));
+    }
+    charts.push_back(std::move(g));
+  }
+  report::write_chart_file(path, report::render_gantt_charts(charts), "--gantt");
+}
+
 std::vector<plan::Policy> policies_of(const ScheduleArgs& args, const plan::ClusterSpec& cluster) {
   std::vector<plan::Policy> policies;
   for (const std::string& name : args.policies) {
@@ -165,6 +189,7 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
   }
   const std::vector<plan::Policy> policies = policies_of(args, cluster);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
+  if (!args.gantt.empty()) report::check_chart_path(args.gantt, "--gantt");
   const plan::JobTrace trace = plan::load_job_trace(args.jobs, cluster);
   if (!args.write_trace.empty()) core::write_output_file(args.write_trace, plan::job_trace_json(trace).dump(1) + "\n", "--write-trace");
   plan::MatrixOptions mo;
@@ -202,6 +227,7 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
     print_table(results, priced, out);
   }
   if (!args.plot.empty()) write_plot(args.plot, results);
+  if (!args.gantt.empty()) write_gantt(args.gantt, input, results);
   return 0;
 }
 
@@ -223,6 +249,7 @@ ScheduleSubcommand::ScheduleSubcommand(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   add_format(command_, args_.format, /*csv=*/true);
   command_->add_option("--plot", args_.plot, "Also draw the JCT CDF and the utilization over time of each policy to FILE.svg or FILE.png");
+  command_->add_option("--gantt", args_.gantt, "Also draw each policy's jobs over time (where they held GPUs, by pool) to FILE.svg or FILE.png");
   command_->add_option("--write-trace", args_.write_trace, "Also write the trace (a synthetic one as generated) to FILE");
 }
 

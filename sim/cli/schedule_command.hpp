@@ -31,6 +31,7 @@ struct ScheduleArgs {
   int refine = 10;                     // --refine: analytic evaluations per matrix entry
   Format format = Format::TABLE;
   std::string plot;                    // --plot FILE.svg|png: JCT CDF and utilization over time, a line per policy
+  std::string gantt;                   // --gantt FILE.svg|png: each policy's jobs over time, bars by pool
   std::string write_trace;             // --write-trace FILE: the trace (a synthetic one generated) as a trace file
 };
 int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err);

@@ -23,6 +23,7 @@ struct JobState {
   std::vector<size_t> global;     // by option: index into the allocation problem's options
   double held_s = 0;
   bool started = false;
+  int lease_of_last_entry = NO_LEASE;  // the option of JobOutcome::leases.back()
 };
 
 // Where each active job runs this round: an option index or NO_LEASE.
@@ -238,6 +239,11 @@ class Simulation {
       }
       s.held_s += held;
       gpu_seconds += held * opt.gpus;
+      if (r.leases.empty() || r.leases.back().end_s != t || static_cast<int>(o) != s.lease_of_last_entry) {
+        r.leases.push_back({t, t, opt.pool, opt.gpus});
+      }
+      s.lease_of_last_entry = o;
+      r.leases.back().end_s = t + held;
       const double gpu_hours = held * opt.gpus / 3600;
       r.gpu_hours += gpu_hours;
       r.cost_usd += gpu_hours * in_.pools[opt.pool].price_per_gpu_hour;
@@ -322,7 +328,7 @@ core::Json summary_json(const ScheduleSummary& m) {
   return j;
 }
 
-core::Json outcome_json(const JobOutcome& r) {
+core::Json outcome_json(const JobOutcome& r, const std::vector<SchedulePool>& pools) {
   core::Json j = core::Json::object();
   j["name"] = r.name;
   j["arrival_s"] = r.arrival_s;
@@ -334,6 +340,11 @@ core::Json outcome_json(const JobOutcome& r) {
   j["cost_usd"] = r.cost_usd;
   j["restarts"] = r.restarts;
   j["slowdown"] = r.slowdown;
+  core::Json leases = core::Json::array();
+  for (const Lease& l : r.leases) {
+    leases.push_back({{"start_s", l.start_s}, {"end_s", l.end_s}, {"pool", pools[l.pool].name}, {"gpus", l.gpus}});
+  }
+  j["leases"] = std::move(leases);
   j["deadline_s"] = r.deadline_s ? core::Json(*r.deadline_s) : core::Json();
   j["met_deadline"] = r.met_deadline;
   return j;
@@ -371,7 +382,7 @@ core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& conf
     run["policy"] = to_string(r.policy);
     run["summary"] = summary_json(r.summary);
     core::Json jobs = core::Json::array();
-    for (const JobOutcome& o : r.jobs) jobs.push_back(outcome_json(o));
+    for (const JobOutcome& o : r.jobs) jobs.push_back(outcome_json(o, input.pools));
     run["jobs"] = std::move(jobs);
     run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};
     runs.push_back(std::move(run));

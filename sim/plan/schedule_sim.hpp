@@ -45,6 +45,13 @@ struct ScheduleInput {
 // The simulation's input from a cluster, its trace and their matrix.
 ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, const ThroughputMatrix& matrix);
 
+// GPUs a job held without a break on one option (consecutive rounds merged).
+struct Lease {
+  double start_s = 0, end_s = 0;
+  size_t pool = 0;
+  int gpus = 0;
+};
+
 struct JobOutcome {
   std::string name;
   double arrival_s = 0;
@@ -60,6 +67,7 @@ struct JobOutcome {
   double slowdown = 0;
   std::optional<double> deadline_s;
   bool met_deadline = true;
+  std::vector<Lease> leases;  // in time order (the Gantt chart)
 };
 
 struct ScheduleSummary {

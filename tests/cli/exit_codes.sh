@@ -472,7 +472,10 @@ contains search-accuracy-json "$tmp/out" '"accuracy": {'
 # schedule (docs/schedule.md): policies compared in one table, the JCT CDF; bad flags exit 2.
 sched_c="$src/tests/data/schedule/cluster-3types.json"
 sched_j="$src/tests/data/schedule/jobs-3.json"
-expect schedule-table 0 "$bin" schedule "$sched_c" "$sched_j" --policy fifo,gavel-las --plot "$tmp/cdf.svg"
+expect schedule-table 0 "$bin" schedule "$sched_c" "$sched_j" --policy fifo,gavel-las --plot "$tmp/cdf.svg" \
+  --gantt "$tmp/gantt.svg"
+contains schedule-table "$tmp/gantt.svg" "<svg"
+contains schedule-table "$tmp/gantt.svg" "gpt3-6.7b: "
 contains schedule-table "$tmp/out" "gavel-las"
 contains schedule-table "$tmp/out" "average JCT over gavel-las's: fifo "
 contains schedule-table "$tmp/cdf.svg" "<svg"

@@ -73,6 +73,14 @@ TEST(ClusterSchedule, GavelLasPreemptsForTheShortJobByHand) {
   EXPECT_EQ(r.jobs[1].restarts, 1);
   EXPECT_NEAR(r.jobs[0].waiting_s, 100, 1e-9);  // the round [200, 300)
   EXPECT_EQ(r.summary.allocations, 3u);         // at 0, 100 (J2 arrived), 300 (J2 done)
+  // The Gantt chart's bars: J1 held the GPU over [0, 200) and [300, 1120), J2 over [200, 260).
+  ASSERT_EQ(r.jobs[0].leases.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.jobs[0].leases[0].end_s, 200);
+  EXPECT_DOUBLE_EQ(r.jobs[0].leases[1].start_s, 300);
+  EXPECT_NEAR(r.jobs[0].leases[1].end_s, 1120, 1e-9);
+  ASSERT_EQ(r.jobs[1].leases.size(), 1u);
+  EXPECT_NEAR(r.jobs[1].leases[0].start_s, 200, 1e-9);
+  EXPECT_NEAR(r.jobs[1].leases[0].end_s, 260, 1e-9);
 }
 
 // Heterogeneity: two pools of one GPU, "slow" (1 it/s for both jobs) and "fast" (J1 4 it/s, J2 1.25
