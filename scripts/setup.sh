@@ -10,6 +10,7 @@ shift || true
 
 packages=(cmake g++ make pkg-config libsimgrid-dev nlohmann-json3-dev libfmt-dev libprotobuf-dev
           protobuf-compiler libgtest-dev libcli11-dev libeigen3-dev libtomlplusplus-dev
+          coinor-libclp-dev   # COIN-OR CLP: the linear programs of `trainsim schedule` (docs/schedule.md)
           librsvg2-bin   # rsvg-convert: --plot FILE.png
           pybind11-dev python3-dev)  # the Python module (python/, docs/python.md; -DTRAINSIM_PYTHON=OFF: without)
 # Only for the test suite (-DTRAINSIM_BUILD_TESTS=ON): python3 checks the SVG/HTML files and headless

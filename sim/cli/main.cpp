@@ -14,6 +14,7 @@
 #include "sim/cli/replay_command.hpp"
 #include "sim/cli/emulate_command.hpp"
 #include "sim/cli/import_command.hpp"
+#include "sim/cli/schedule_command.hpp"
 #include "sim/cli/search_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/trace_command.hpp"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   trainsim::cli::CompareSubcommand compare(app);
   trainsim::cli::SearchSubcommand search(app);
   trainsim::cli::SweepSubcommand sweep(app);
+  trainsim::cli::ScheduleSubcommand schedule(app);
   trainsim::cli::EmulateSubcommand emulate(app);
   trainsim::cli::ImportSubcommands import_export(app);
 
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
     }
     if (std::optional<int> code = search.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = sweep.run(std::cout, std::cerr)) return *code;
+    if (std::optional<int> code = schedule.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = emulate.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = import_export.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout, std::cerr);

@@ -84,6 +84,21 @@ for dir in "$bad"/import/*/; do
   done
 done
 
+# The inputs of `trainsim schedule` (tests/data/bad/schedule): NAME.cluster.json with the good trace,
+# NAME.jobs.json with the good cluster; NAME.expected's lines on stderr.
+schedule_cases=0
+good="$src/tests/data/schedule"
+for f in "$bad"/schedule/*.json; do
+  name=$(basename "$f" .json)
+  schedule_cases=$((schedule_cases + 1))
+  case $name in
+    *.cluster) args=("$f" "$good/jobs-3.json") ;;
+    *) args=("$good/cluster-3types.json" "$f") ;;
+  esac
+  survives "schedule $name" "$bin" schedule "${args[@]}" --matrix &&
+    expected_lines "schedule $name" "$f" "$bad/schedule/${name%.*}.expected"
+done
+
 traces="$src/tests/data/traces"
 for f in "$traces"/*.json "$traces"/bad/*.json; do
   name=$(basename "$f" .json)
@@ -107,5 +122,5 @@ done
 for f in "$src"/tests/data/nccl-tests/*.txt; do
   survives "nccl-tests $(basename "$f")" "$bin" calibrate --nccl-tests "$f" -o "$tmp/profile.json"
 done
-echo "corpus: $scenarios scenarios, $trace_cases trace cases, $import_cases import cases"
+echo "corpus: $scenarios scenarios, $trace_cases trace cases, $import_cases import cases, $schedule_cases schedule cases"
 report

@@ -489,4 +489,35 @@ contains search-accuracy "$tmp/out" "accuracy (analytic backend residuals of"
 expect search-accuracy-json 0 "$bin" search "$small" --no-recheck --top 3 --quiet --format json
 contains search-accuracy-json "$tmp/out" '"accuracy": {'
 
+# schedule (docs/schedule.md): policies compared in one table, the JCT CDF; bad flags exit 2.
+sched_c="$src/tests/data/schedule/cluster-3types.json"
+sched_j="$src/tests/data/schedule/jobs-3.json"
+expect schedule-table 0 "$bin" schedule "$sched_c" "$sched_j" --policy fifo,gavel-las --plot "$tmp/cdf.svg" \
+  --gantt "$tmp/gantt.svg"
+contains schedule-table "$tmp/gantt.svg" "<svg"
+contains schedule-table "$tmp/gantt.svg" "gpt3-6.7b: "
+contains schedule-table "$tmp/out" "gavel-las"
+contains schedule-table "$tmp/out" "average JCT over gavel-las's: fifo "
+contains schedule-table "$tmp/cdf.svg" "<svg"
+expect schedule-csv 0 "$bin" schedule "$sched_c" "$sched_j" --policy las --format csv
+count schedule-csv "$tmp/out" "las," 3
+expect schedule-matrix-csv 0 "$bin" schedule "$sched_c" "$sched_j" --matrix --format csv
+contains schedule-matrix-csv "$tmp/out" "job,pool,gpu,gpus,feasible,iteration_time_s"
+expect schedule-bad-policy 2 "$bin" schedule "$sched_c" "$sched_j" --policy gavel
+contains schedule-bad-policy "$tmp/err" '--policy: unknown policy "gavel"'
+expect schedule-restart-above-round 2 "$bin" schedule "$sched_c" "$sched_j" --restart-s 400
+contains schedule-restart-above-round "$tmp/err" "--restart-s: expected less than the round (360 s), found 400"
+sed 's/"price_per_gpu_hour": 2.5,//' "$sched_c" >"$tmp/unpriced.json"
+expect schedule-min-cost-unpriced 2 "$bin" schedule "$tmp/unpriced.json" "$sched_j" --policy min-cost
+contains schedule-min-cost-unpriced "$tmp/err" "unpriced.json: /pools/2/price_per_gpu_hour: the policy min-cost needs a price on every pool"
+
+# A synthetic trace written out (--write-trace) reads back to the same schedule, byte for byte.
+expect schedule-write-trace 0 "$bin" schedule "$sched_c" "$src/tests/data/schedule/synthetic-20.json" --format json \
+  --policy fifo,gavel-las --write-trace "$tmp/trace.json"
+cp "$tmp/out" "$tmp/schedule-synthetic.json"
+expect schedule-read-trace 0 "$bin" schedule "$sched_c" "$tmp/trace.json" --format json --policy fifo,gavel-las
+same schedule-trace-roundtrip "$tmp/schedule-synthetic.json" "$tmp/out"
+contains schedule-read-trace "$tmp/out" '"schema": "trainsim.schedule/1"'
+count schedule-trace-roundtrip "$tmp/trace.json" '"reference_hours"' 20
+
 report

@@ -1,0 +1,417 @@
+#include "sim/plan/schedule_sim.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "sim/core/error.hpp"
+
+namespace trainsim::plan {
+
+namespace {
+
+constexpr int NO_LEASE = -1;
+
+struct JobState {
+  double remaining = 0;
+  int lease = NO_LEASE;           // index into the job's options, held in the last round
+  std::vector<double> time_on;    // by option: seconds held since the allocation was computed
+  std::vector<double> share;      // by option: the allocation's X
+  std::vector<size_t> global;     // by option: index into the allocation problem's options
+  double held_s = 0;
+  bool started = false;
+  int lease_of_last_entry = NO_LEASE;  // the option of JobOutcome::leases.back()
+};
+
+// Where each active job runs this round: an option index or NO_LEASE.
+using Placement = std::vector<int>;
+
+class Simulation {
+ public:
+  Simulation(const ScheduleInput& in, const SchedulerConfig& config) : in_(in), config_(config) {
+    state_.resize(in.jobs.size());
+    std::map<std::pair<size_t, int>, size_t> index;
+    for (size_t j = 0; j < in.jobs.size(); ++j) {
+      TRAINSIM_CHECK(!in.jobs[j].options.empty(), "a scheduled job has an option");
+      JobState& s = state_[j];
+      s.remaining = in.jobs[j].work_iterations;
+      s.time_on.assign(in.jobs[j].options.size(), 0);
+      s.share.assign(in.jobs[j].options.size(), 0);
+      for (const JobOption& o : in.jobs[j].options) {
+        auto [it, added] = index.emplace(std::make_pair(o.pool, o.gpus), options_.size());
+        if (added) options_.push_back({o.pool, o.gpus});
+        s.global.push_back(it->second);
+      }
+    }
+    result_.policy = config.policy;
+    result_.jobs.resize(in.jobs.size());
+    for (size_t j = 0; j < in.jobs.size(); ++j) {
+      JobOutcome& r = result_.jobs[j];
+      r.name = in.jobs[j].name;
+      r.arrival_s = in.jobs[j].arrival_s;
+      r.deadline_s = in.jobs[j].deadline_s;
+    }
+  }
+
+  ScheduleResult run() {
+    const auto wall = std::chrono::steady_clock::now();
+    std::vector<size_t> order(in_.jobs.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return in_.jobs[a].arrival_s < in_.jobs[b].arrival_s; });
+    size_t next = 0, done = 0;
+    double t = order.empty() ? 0 : in_.jobs[order.front()].arrival_s;
+    first_arrival_s_ = t;
+    result_.timeline.bucket_s = std::max(3600.0, config_.round_s);
+    bool changed = true;
+    while (done < in_.jobs.size()) {
+      for (; next < order.size() && in_.jobs[order[next]].arrival_s <= t; ++next) {
+        active_.push_back(order[next]);
+        changed = true;
+      }
+      if (active_.empty()) {
+        t = in_.jobs[order[next]].arrival_s;  // idle: the next round starts at the next arrival
+        continue;
+      }
+      if (config_.policy != Policy::FIFO && changed) reallocate(t);
+      changed = false;
+      const Placement placement = config_.policy == Policy::FIFO ? fifo_placement() : priority_placement();
+      const size_t finished = run_round(t, placement);
+      TRAINSIM_CHECK(finished > 0 || std::any_of(placement.begin(), placement.end(), [](int o) { return o != NO_LEASE; }) ||
+                         next < order.size(),
+                     "a scheduling round placed no job and none can arrive");
+      done += finished;
+      changed = changed || finished > 0;
+      t += config_.round_s;
+      ++result_.summary.rounds;
+    }
+    summarize();
+    result_.summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+    return result_;
+  }
+
+ private:
+  void reallocate(double t) {
+    AllocationProblem p;
+    p.options = options_;
+    p.pool_gpus.resize(in_.pools.size());
+    p.pool_price.resize(in_.pools.size());
+    for (size_t k = 0; k < in_.pools.size(); ++k) {
+      p.pool_gpus[k] = in_.pools[k].gpus;
+      p.pool_price[k] = in_.pools[k].price_per_gpu_hour;
+    }
+    for (size_t j : active_) {
+      const ScheduleJob& job = in_.jobs[j];
+      AllocationJob a;
+      a.throughput.assign(options_.size(), 0);
+      for (size_t o = 0; o < job.options.size(); ++o) a.throughput[state_[j].global[o]] = job.options[o].iterations_per_s;
+      a.weight = job.weight;
+      a.remaining = state_[j].remaining;
+      a.total = job.work_iterations;
+      a.elapsed_s = t - job.arrival_s;
+      if (job.deadline_s) a.time_to_deadline_s = *job.deadline_s - t;
+      p.jobs.push_back(std::move(a));
+    }
+    const std::vector<std::vector<double>> x = allocate(config_.policy, p);
+    for (size_t i = 0; i < active_.size(); ++i) {
+      JobState& s = state_[active_[i]];
+      for (size_t o = 0; o < s.share.size(); ++o) {
+        s.share[o] = x[i][s.global[o]];
+        s.time_on[o] = 0;
+      }
+    }
+    since_allocation_s_ = 0;
+    ++result_.summary.allocations;
+  }
+
+  // Arrival order, non-preemptive: running jobs keep their lease; the first waiting job takes its
+  // largest GPU count that some pool (in file order) has free, and nobody behind it starts before it.
+  Placement fifo_placement() const {
+    std::vector<int> free = free_gpus();
+    Placement placement(active_.size(), NO_LEASE);
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const JobState& s = state_[active_[i]];
+      if (s.lease == NO_LEASE) continue;
+      placement[i] = s.lease;
+      free[in_.jobs[active_[i]].options[s.lease].pool] -= in_.jobs[active_[i]].options[s.lease].gpus;
+    }
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (placement[i] != NO_LEASE) continue;
+      const std::vector<JobOption>& opts = in_.jobs[active_[i]].options;
+      int chosen = NO_LEASE;
+      for (size_t o = 0; o < opts.size(); ++o) {
+        const bool fits = free[opts[o].pool] >= opts[o].gpus;
+        const bool better = chosen == NO_LEASE || opts[o].gpus > opts[chosen].gpus ||
+                            (opts[o].gpus == opts[chosen].gpus && opts[o].pool < opts[chosen].pool);
+        if (fits && better) chosen = static_cast<int>(o);
+      }
+      if (chosen == NO_LEASE) break;
+      placement[i] = chosen;
+      free[opts[chosen].pool] -= opts[chosen].gpus;
+    }
+    return placement;
+  }
+
+  // Gavel's rounds: (job, option) pairs by priority, the allocation's share over the share of time
+  // received there since it was computed (never received: first, by share); each job placed once,
+  // where its pool has the GPUs free.
+  Placement priority_placement() const {
+    // Priorities and shares are compared to 6 digits: the LP's solutions carry ~1e-7 of noise, and
+    // equal jobs must tie (then arrival order decides).
+    struct Candidate {
+      bool fresh;
+      int64_t priority, share;
+      size_t i, o;
+    };
+    const auto digits = [](double v) { return static_cast<int64_t>(std::llround(std::min(v, 1e12) * 1e6)); };
+    std::vector<Candidate> c;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const JobState& s = state_[active_[i]];
+      for (size_t o = 0; o < s.share.size(); ++o) {
+        if (s.share[o] <= 1e-9) continue;
+        const double received = since_allocation_s_ > 0 ? s.time_on[o] / since_allocation_s_ : 0;
+        c.push_back({received == 0, digits(received == 0 ? s.share[o] : s.share[o] / received), digits(s.share[o]), i, o});
+      }
+    }
+    std::sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.fresh != b.fresh) return a.fresh;
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.share != b.share) return a.share > b.share;
+      return a.i != b.i ? a.i < b.i : a.o < b.o;
+    });
+    std::vector<int> free = free_gpus();
+    Placement placement(active_.size(), NO_LEASE);
+    for (const Candidate& x : c) {
+      const JobOption& opt = in_.jobs[active_[x.i]].options[x.o];
+      if (placement[x.i] != NO_LEASE || free[opt.pool] < opt.gpus) continue;
+      placement[x.i] = static_cast<int>(x.o);
+      free[opt.pool] -= opt.gpus;
+    }
+    return placement;
+  }
+
+  std::vector<int> free_gpus() const {
+    std::vector<int> free;
+    for (const SchedulePool& p : in_.pools) free.push_back(p.gpus);
+    return free;
+  }
+
+  // Runs [t, t + round_s) under `placement`; returns the jobs that completed (removed from active_).
+  size_t run_round(double t, const Placement& placement) {
+    std::vector<size_t> still;
+    size_t finished = 0;
+    double gpu_seconds = 0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const size_t j = active_[i];
+      JobState& s = state_[j];
+      JobOutcome& r = result_.jobs[j];
+      const int o = placement[i];
+      if (o == NO_LEASE) {
+        s.lease = NO_LEASE;
+        still.push_back(j);
+        continue;
+      }
+      const JobOption& opt = in_.jobs[j].options[o];
+      double restart = 0;
+      if (s.lease != o) {
+        restart = config_.restart_s;
+        ++r.restarts;
+      }
+      if (!s.started) {
+        s.started = true;
+        r.start_s = t;
+      }
+      s.lease = o;
+      s.time_on[o] += config_.round_s;
+      const double needed = s.remaining / opt.iterations_per_s;
+      double held = config_.round_s;
+      if (restart + needed <= config_.round_s) {
+        held = restart + needed;
+        s.remaining = 0;
+        r.completion_s = t + held;
+        ++finished;
+      } else {
+        s.remaining -= (config_.round_s - restart) * opt.iterations_per_s;
+        still.push_back(j);
+      }
+      s.held_s += held;
+      gpu_seconds += held * opt.gpus;
+      if (r.leases.empty() || r.leases.back().end_s != t || static_cast<int>(o) != s.lease_of_last_entry) {
+        r.leases.push_back({t, t, opt.pool, opt.gpus});
+      }
+      s.lease_of_last_entry = o;
+      r.leases.back().end_s = t + held;
+      const double gpu_hours = held * opt.gpus / 3600;
+      r.gpu_hours += gpu_hours;
+      r.cost_usd += gpu_hours * in_.pools[opt.pool].price_per_gpu_hour;
+    }
+    since_allocation_s_ += config_.round_s;
+    active_ = std::move(still);
+    record_utilization(t, gpu_seconds);
+    return finished;
+  }
+
+  void record_utilization(double t, double gpu_seconds) {
+    UtilizationTimeline& u = result_.timeline;
+    const auto bucket = static_cast<size_t>((t - first_arrival_s_) / u.bucket_s);
+    if (u.utilization.size() <= bucket) u.utilization.resize(bucket + 1, 0);
+    u.utilization[bucket] += gpu_seconds / (cluster_gpus() * u.bucket_s);
+  }
+
+  double cluster_gpus() const {
+    double gpus = 0;
+    for (const SchedulePool& p : in_.pools) gpus += p.gpus;
+    return gpus;
+  }
+
+  void summarize() {
+    ScheduleSummary& m = result_.summary;
+    m.jobs = result_.jobs.size();
+    std::vector<double> jct;
+    double first = std::numeric_limits<double>::infinity(), last = 0, gpu_seconds = 0;
+    for (size_t j = 0; j < result_.jobs.size(); ++j) {
+      JobOutcome& r = result_.jobs[j];
+      r.jct_s = r.completion_s - r.arrival_s;
+      r.waiting_s = std::max(0.0, r.jct_s - state_[j].held_s);
+      double best = 0;
+      for (const JobOption& o : in_.jobs[j].options) best = std::max(best, o.iterations_per_s);
+      r.slowdown = r.jct_s / (in_.jobs[j].work_iterations / best);
+      m.average_slowdown += r.slowdown / static_cast<double>(result_.jobs.size());
+      m.max_slowdown = std::max(m.max_slowdown, r.slowdown);
+      if (r.deadline_s) r.met_deadline = r.completion_s <= *r.deadline_s;
+      if (!r.met_deadline) ++m.deadlines_missed;
+      jct.push_back(r.jct_s);
+      first = std::min(first, r.arrival_s);
+      last = std::max(last, r.completion_s);
+      m.gpu_hours += r.gpu_hours;
+      m.cost_usd += r.cost_usd;
+      gpu_seconds += r.gpu_hours * 3600;
+    }
+    if (jct.empty()) return;
+    std::sort(jct.begin(), jct.end());
+    double sum = 0;
+    for (double v : jct) sum += v;
+    m.average_jct_s = sum / static_cast<double>(jct.size());
+    const size_t rank = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(jct.size())));
+    m.p95_jct_s = jct[std::max<size_t>(rank, 1) - 1];
+    m.makespan_s = last - first;
+    m.utilization = m.makespan_s > 0 ? gpu_seconds / (cluster_gpus() * m.makespan_s) : 0;
+  }
+
+  const ScheduleInput& in_;
+  const SchedulerConfig& config_;
+  std::vector<AllocationOption> options_;
+  std::vector<JobState> state_;
+  std::vector<size_t> active_;  // arrived, not finished, in arrival order
+  double since_allocation_s_ = 0;
+  double first_arrival_s_ = 0;
+  ScheduleResult result_;
+};
+
+core::Json summary_json(const ScheduleSummary& m) {
+  core::Json j = core::Json::object();
+  j["jobs"] = m.jobs;
+  j["average_jct_s"] = m.average_jct_s;
+  j["p95_jct_s"] = m.p95_jct_s;
+  j["makespan_s"] = m.makespan_s;
+  j["utilization"] = m.utilization;
+  j["gpu_hours"] = m.gpu_hours;
+  j["cost_usd"] = m.cost_usd;
+  j["average_slowdown"] = m.average_slowdown;
+  j["max_slowdown"] = m.max_slowdown;
+  j["deadlines_missed"] = m.deadlines_missed;
+  j["rounds"] = m.rounds;
+  j["allocations"] = m.allocations;
+  return j;
+}
+
+core::Json outcome_json(const JobOutcome& r, const std::vector<SchedulePool>& pools) {
+  core::Json j = core::Json::object();
+  j["name"] = r.name;
+  j["arrival_s"] = r.arrival_s;
+  j["start_s"] = r.start_s;
+  j["completion_s"] = r.completion_s;
+  j["jct_s"] = r.jct_s;
+  j["waiting_s"] = r.waiting_s;
+  j["gpu_hours"] = r.gpu_hours;
+  j["cost_usd"] = r.cost_usd;
+  j["restarts"] = r.restarts;
+  j["slowdown"] = r.slowdown;
+  core::Json leases = core::Json::array();
+  for (const Lease& l : r.leases) {
+    leases.push_back({{"start_s", l.start_s}, {"end_s", l.end_s}, {"pool", pools[l.pool].name}, {"gpus", l.gpus}});
+  }
+  j["leases"] = std::move(leases);
+  j["deadline_s"] = r.deadline_s ? core::Json(*r.deadline_s) : core::Json();
+  j["met_deadline"] = r.met_deadline;
+  return j;
+}
+
+}  // namespace
+
+ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, const ThroughputMatrix& matrix) {
+  ScheduleInput in;
+  for (const Pool& p : cluster.pools) in.pools.push_back({p.name, p.gpus(), p.price_per_gpu_hour().value_or(0)});
+  for (size_t j = 0; j < trace.jobs.size(); ++j) {
+    const Job& job = trace.jobs[j];
+    in.jobs.push_back({job.name, job.arrival_s, matrix.work_iterations(j), job.weight, job.deadline_s, matrix.options_of(j)});
+  }
+  return in;
+}
+
+ScheduleResult simulate_schedule(const ScheduleInput& input, const SchedulerConfig& config) {
+  return Simulation(input, config).run();
+}
+
+core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& config, const std::vector<ScheduleResult>& results) {
+  core::Json doc = core::Json::object();
+  doc["schema"] = "trainsim.schedule/1";
+  core::Json pools = core::Json::array();
+  for (const SchedulePool& p : input.pools) {
+    pools.push_back({{"name", p.name}, {"gpus", p.gpus},
+                     {"price_per_gpu_hour", p.price_per_gpu_hour > 0 ? core::Json(p.price_per_gpu_hour) : core::Json()}});
+  }
+  doc["pools"] = std::move(pools);
+  doc["scheduler"] = {{"round_s", config.round_s}, {"restart_s", config.restart_s}};
+  core::Json runs = core::Json::array();
+  for (const ScheduleResult& r : results) {
+    core::Json run = core::Json::object();
+    run["policy"] = to_string(r.policy);
+    run["summary"] = summary_json(r.summary);
+    core::Json jobs = core::Json::array();
+    for (const JobOutcome& o : r.jobs) jobs.push_back(outcome_json(o, input.pools));
+    run["jobs"] = std::move(jobs);
+    run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};
+    runs.push_back(std::move(run));
+  }
+  doc["policies"] = std::move(runs);
+  return doc;
+}
+
+core::Json matrix_json(const ClusterSpec& cluster, const ThroughputMatrix& m) {
+  core::Json rows = core::Json::array();
+  for (const MatrixEntry& e : m.entries()) {
+    core::Json r = core::Json::object();
+    r["job"] = m.classes()[e.job_class].name;
+    r["pool"] = cluster.pools[e.pool].name;
+    r["gpu"] = cluster.pools[e.pool].config.gpu;
+    r["gpus"] = e.gpus;
+    r["feasible"] = e.feasible;
+    r["iteration_time_s"] = e.feasible ? core::Json(e.iteration_time_s) : core::Json();
+    r["iterations_per_s"] = e.feasible ? core::Json(1 / e.iteration_time_s) : core::Json();
+    r["samples_per_s"] = e.feasible ? core::Json(e.samples_per_s) : core::Json();
+    r["tokens_per_s"] = e.feasible && e.tokens_per_s > 0 ? core::Json(e.tokens_per_s) : core::Json();
+    r["layout"] = e.layout;
+    r["reason"] = e.reason;
+    rows.push_back(std::move(r));
+  }
+  core::Json doc = core::Json::object();
+  doc["schema"] = "trainsim.throughput-matrix/1";
+  doc["entries"] = std::move(rows);
+  return doc;
+}
+
+}  // namespace trainsim::plan
