@@ -1203,7 +1203,7 @@ void Search::rank(SearchResult& result) const {
     throw core::InputError(options_.scenario, "",
                            fmt::format("no layout is left to rank ({} candidates, {} valid after the first pass; "
                                        "constraints --fits, --min-mfu, --max-gpus, --deadline, --budget, "
-                                       "--memory-headroom){}",
+                                       "--memory-headroom, --max-power){}",
                                        result.candidates, result.valid, why));
   }
 }
