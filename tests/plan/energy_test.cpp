@@ -8,19 +8,13 @@
 #include "sim/plan/energy.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/scenario.hpp"
+#include "tests/plan/gpu_power_fixture.hpp"
 #include "sim/plan/time_to_train.hpp"
 
 namespace trainsim::plan {
 namespace {
 
 using core::PowerActivity;
-
-core::GpuPower gpu_700_100() {
-  core::GpuPower g;
-  g.tdp_w = 700;
-  g.idle_w = 100;  // draws: GEMM 700, memory 460, communication 280, waiting 190
-  return g;
-}
 
 // Only GPUs, no facility overhead, so the oracles are the GPUs' sums.
 core::ClusterPower gpus_only() {
