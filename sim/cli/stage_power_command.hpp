@@ -3,10 +3,11 @@
 // its iteration (Perseus-style): the options and printing of plan::plan_stage_power
 // (sim/plan/stage_power.hpp), which does the work.
 //
-//   trainsim stage-power SCENARIO [--set key=value]... [--tolerance 0.01]
+//   trainsim stage-power SCENARIO [--set key=value]... [--tolerance 0.01] [--plot FILE.svg|.png]
 //       Prints each stage's compute, clock and power cap, and the iteration time and energy per
 //       iteration before and after (analytic backend). --tolerance: how much longer the planned
-//       iteration may be, a fraction from 0 to 0.5 (default 0.01).
+//       iteration may be, a fraction from 0 to 0.5 (default 0.01). --plot: the energy/time trade-off
+//       (CURVE_POINTS simulations from full clocks to the planned ones), also printed as a table.
 
 #include <ostream>
 #include <string>
@@ -22,7 +23,11 @@ struct StagePowerArgs {
   std::string scenario;
   std::vector<std::string> overrides;
   double tolerance = 0.01;
+  std::string plot;  // --plot FILE.svg|.png
 };
+
+// Points of the --plot trade-off curve.
+inline constexpr int CURVE_POINTS = 5;
 
 // Registers the subcommand's options on `cmd`, filling `args`.
 void add_stage_power_options(CLI::App* cmd, StagePowerArgs& args);

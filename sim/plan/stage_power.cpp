@@ -75,6 +75,13 @@ core::Workload slowed(const Scenario& s, core::Workload w, const std::vector<dou
   return w;
 }
 
+// Each program's GPU power at its clock.
+std::vector<core::GpuPower> powers_at(const core::GpuPower& gpu, const std::vector<double>& clocks) {
+  std::vector<core::GpuPower> out;
+  for (double f : clocks) out.push_back(power_at_clock(gpu, f));
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> stage_clocks(const std::vector<StageCompute>& stages, double min_clock) {
@@ -101,7 +108,8 @@ double rank_gpu_energy_j(const std::vector<ActivityPiece>& pieces, const core::G
   return j;
 }
 
-StagePowerPlan plan_stage_power(const Scenario& s, double tolerance) {
+StagePowerPlan plan_stage_power(const Scenario& s, double tolerance, int curve_points) {
+  TRAINSIM_CHECK(curve_points == 0 || curve_points >= 2, "a trade-off curve of at least 2 points");
   if (s.gpu_power.tdp_w <= 0) {
     throw core::InputError(s.file, "/cluster/gpu/tdp", "per-stage power planning needs the GPU's power: give \"tdp\"");
   }
@@ -123,43 +131,47 @@ StagePowerPlan plan_stage_power(const Scenario& s, double tolerance) {
     }
   }
   const std::vector<double> target = stage_clocks(compute);
-  const std::vector<core::GpuPower> uncapped(w.programs.size(), s.gpu_power);
-
-  StagePowerPlan plan;
-  plan.baseline_time_s = base.time_s;
-  plan.baseline_gpu_j = gpu_energy_j(base, uncapped);
-  plan.baseline_j = facility_j(s, plan.baseline_gpu_j, base.time_s);
-  // The largest back-off a in (0, 1] whose slowed pipeline stays within the tolerance (a = 0: the baseline).
+  // The clocks backed off to a of their reduction, and the iteration they give (a = 0: the baseline).
   auto clocks_at = [&target](double a) {
     std::vector<double> c;
     for (double f : target) c.push_back(1 - a * (1 - f));
     return c;
   };
+  auto point = [&](double a) {
+    const std::vector<double> clocks = clocks_at(a);
+    const Run run = a == 0 ? base : simulate(s, slowed(s, w, clocks));
+    const double gpu_j = gpu_energy_j(run, powers_at(s.gpu_power, clocks));
+    return TradeoffPoint{a, run.time_s, gpu_j, facility_j(s, gpu_j, run.time_s)};
+  };
+
+  StagePowerPlan plan;
+  const TradeoffPoint baseline = point(0);
+  // The largest a in [0, 1] whose iteration stays within the tolerance.
   double good = 0, bad = 1, a = 1;
-  Run kept = base;
   for (int step = 0; step <= BACKOFF_STEPS; ++step) {
-    const Run run = simulate(s, slowed(s, w, clocks_at(a)));
-    if (run.time_s <= base.time_s * (1 + tolerance)) {
+    if (point(a).time_s <= baseline.time_s * (1 + tolerance)) {
       good = a;
-      kept = run;
       if (a == 1) break;
     } else {
       bad = a;
     }
     a = (good + bad) / 2;
   }
+  const TradeoffPoint kept = point(good);
   plan.backoff = good;
+  plan.baseline_time_s = baseline.time_s;
+  plan.baseline_gpu_j = baseline.gpu_j;
+  plan.baseline_j = baseline.facility_j;
+  plan.planned_time_s = kept.time_s;
+  plan.planned_gpu_j = kept.gpu_j;
+  plan.planned_j = kept.facility_j;
   const std::vector<double> clocks = clocks_at(good);
-  std::vector<core::GpuPower> power;
   for (size_t p = 0; p < clocks.size(); ++p) {
-    power.push_back(power_at_clock(s.gpu_power, clocks[p]));
     int ranks = 0;
     for (uint32_t q : w.program_of_rank) ranks += q == p ? 1 : 0;
-    plan.stages.push_back({w.programs[p].name, ranks, compute[p], clocks[p], power.back().limit_w()});
+    plan.stages.push_back({w.programs[p].name, ranks, compute[p], clocks[p], power_at_clock(s.gpu_power, clocks[p]).limit_w()});
   }
-  plan.planned_time_s = kept.time_s;
-  plan.planned_gpu_j = gpu_energy_j(kept, power);
-  plan.planned_j = facility_j(s, plan.planned_gpu_j, kept.time_s);
+  for (int i = 0; i < curve_points; ++i) plan.curve.push_back(point(static_cast<double>(i) / (curve_points - 1)));
   return plan;
 }
 
@@ -178,6 +190,13 @@ std::string stage_power_table(const StagePowerPlan& plan) {
   out += fmt::format("  facility energy {:.4g} MJ -> {:.4g} MJ per iteration ({})\n", plan.baseline_j / 1e6,
                      plan.planned_j / 1e6, change(plan.baseline_j, plan.planned_j));
   if (plan.backoff < 1) out += fmt::format("  clocks backed off to {:.3f} of their reduction to keep the time\n", plan.backoff);
+  if (!plan.curve.empty()) {
+    out += fmt::format("  trade-off {:>10}{:>16}{:>16}{:>16}\n", "backoff", "iteration_s", "gpu_MJ", "facility_MJ");
+    for (const TradeoffPoint& p : plan.curve) {
+      out += fmt::format("            {:>10.3f}{:>16.4f}{:>16.6g}{:>16.6g}\n", p.backoff, p.time_s, p.gpu_j / 1e6,
+                         p.facility_j / 1e6);
+    }
+  }
   return out;
 }
 

@@ -54,17 +54,28 @@ struct StagePlan {
   double cap_w = 0;     // the power cap (TDP where the clock is 1)
 };
 
+// One point of the energy/time trade-off: the clocks backed off to `backoff` of their reduction
+// (0: every stage at full clock, 1: the planned clocks), simulated.
+struct TradeoffPoint {
+  double backoff = 0;
+  double time_s = 0;
+  double gpu_j = 0;       // per iteration, all GPUs, before PUE
+  double facility_j = 0;  // per iteration, with hosts, network and PUE
+};
+
 struct StagePowerPlan {
   std::vector<StagePlan> stages;
+  std::vector<TradeoffPoint> curve;  // curve_points points, backoff 0 to 1 evenly (empty when 0)
   double backoff = 1;            // the a that was kept (1: the clocks as computed)
   double baseline_time_s = 0, planned_time_s = 0;
   double baseline_gpu_j = 0, planned_gpu_j = 0;  // per iteration, all GPUs, before PUE
   double baseline_j = 0, planned_j = 0;          // per iteration, facility (with hosts, network, PUE)
 };
 
-// The plan for `s` (analytic backend). Throws InputError when the GPU's power is not known, or the
-// scenario already caps its GPUs (the plan starts from uncapped ones).
-StagePowerPlan plan_stage_power(const Scenario& s, double tolerance = 0.01);
+// The plan for `s` (analytic backend), with `curve_points` (0, or at least 2) points of the trade-off
+// curve (one simulation each). Throws InputError when the GPU's power is not known, or the scenario
+// already caps its GPUs (the plan starts from uncapped ones).
+StagePowerPlan plan_stage_power(const Scenario& s, double tolerance = 0.01, int curve_points = 0);
 
 // The plan as table lines (`run --stage-power`).
 std::string stage_power_table(const StagePowerPlan& plan);

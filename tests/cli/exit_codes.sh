@@ -217,6 +217,12 @@ expect search-energy 0 "$bin" search "${small[@]}" --set training.tokens=1e9 --o
   --no-recheck
 contains search-energy "$tmp/out" "objective energy"
 contains search-energy "$tmp/out" "MWh"
+expect stage-power-bad-tolerance 2 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --tolerance 2
+expect stage-power-capped 2 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --set 'cluster.gpu.power_cap="300 W"'
+contains stage-power-capped "$tmp/err" "/cluster/gpu/power_cap: per-stage power planning starts from uncapped GPUs"
+expect stage-power-plan 0 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --set parallelism.tensor=2 \
+  --set parallelism.pipeline=2 --set parallelism.data=2 --set 'parallelism.stage_layers=[12,20]'
+contains stage-power-plan "$tmp/out" "per-stage power plan"
 expect compare-unused-price 2 "$bin" compare "$src/scenarios/gpt3-6.7b-a100-8.json" --price B200=4 --quiet
 contains compare-unused-price "$tmp/err" '"B200" prices none of the GPUs here'
 # sweep: a scaling curve; bad ranges, unknown keys and huge sweeps are input errors.

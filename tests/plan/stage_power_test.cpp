@@ -46,8 +46,15 @@ TEST(StagePowerPlan, AnUnbalancedPipelineSavesEnergyAtTheSameIterationTime) {
   const Scenario s = load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/gpt3-6.7b-a100-8.json",
                                    {"parallelism.tensor=2", "parallelism.pipeline=2", "parallelism.data=2",
                                     "parallelism.stage_layers=[12,20]"});
-  const StagePowerPlan plan = plan_stage_power(s);
+  const StagePowerPlan plan = plan_stage_power(s, 0.01, 3);
   ASSERT_EQ(plan.stages.size(), 2u);
+  // The trade-off curve runs from the baseline (full clocks) to the unbacked plan: slower, less energy.
+  ASSERT_EQ(plan.curve.size(), 3u);
+  EXPECT_DOUBLE_EQ(plan.curve[0].time_s, plan.baseline_time_s);
+  EXPECT_DOUBLE_EQ(plan.curve[0].gpu_j, plan.baseline_gpu_j);
+  EXPECT_GT(plan.curve[2].time_s, plan.curve[1].time_s);
+  EXPECT_LT(plan.curve[2].gpu_j, plan.curve[1].gpu_j);
+  EXPECT_LT(plan.curve[1].gpu_j, plan.curve[0].gpu_j);
   EXPECT_LT(plan.stages[0].clock, 1.0);
   EXPECT_DOUBLE_EQ(plan.stages[1].clock, 1.0);
   EXPECT_LE(plan.planned_time_s, plan.baseline_time_s * 1.01);
