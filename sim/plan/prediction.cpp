@@ -849,7 +849,11 @@ std::string report_table(const Scenario& s, const Prediction& p) {
       }
     }
   }
-  if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) out += energy_table(*e, s);
+  if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) {
+    out += energy_table(*e, s);
+  } else {
+    line(fmt::format("  {:<28}{:>14}   (the GPU object gives no \"tdp\": docs/energy.md)", "energy", "not known"));
+  }
   line("");
   line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",
                    "time_s", "share"));
