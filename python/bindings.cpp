@@ -108,7 +108,8 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
                    int max_micro_batch, const std::vector<std::string>& offload,
                    const std::vector<std::string>& compression, int jobs, bool yes, bool quiet,
                    const std::vector<std::string>& prices, std::optional<double> deadline_days,
-                   std::optional<double> budget_usd, const std::string& memory_headroom, bool interruptible) {
+                   std::optional<double> budget_usd, const std::string& memory_headroom,
+                   std::optional<double> max_power_mw, bool interruptible) {
   plan::SearchOptions o;
   o.scenario = source.first;
   o.overrides = overrides;
@@ -141,6 +142,12 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
   o.prices = plan::parse_prices(prices, "--price");
   o.deadline_days = deadline_days;
   o.budget_usd = budget_usd;
+  if (max_power_mw) {
+    if (!(*max_power_mw > 0)) {
+      throw core::InputError("--max-power", "", fmt::format("expected a positive site power, found \"{}\"", *max_power_mw));
+    }
+    o.max_power_w = *max_power_mw * 1e6;
+  }
   if (!memory_headroom.empty()) o.headroom = plan::MemoryHeadroom::parse(memory_headroom, "--memory-headroom");
   return without_gil(interruptible, [&] {
     if (source.second) o.document = document_of(source);
@@ -291,7 +298,7 @@ PYBIND11_MODULE(_trainsim, m) {
         py::arg("objective"), py::arg("top"), py::arg("refine"), py::arg("recheck"), py::arg("max_gpus"),
         py::arg("min_mfu"), py::arg("fits"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),
         py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("prices"), py::arg("deadline_days"),
-        py::arg("budget_usd"), py::arg("memory_headroom"), py::arg("interruptible"));
+        py::arg("budget_usd"), py::arg("memory_headroom"), py::arg("max_power_mw"), py::arg("interruptible"));
   m.def("compare", &compare, py::arg("inputs"), py::arg("vary"), py::arg("overrides"), py::arg("backend"),
         py::arg("quiet"), py::arg("prices"), py::arg("interruptible"));
   m.def("sweep", &sweep, py::arg("source"), py::arg("overrides"), py::arg("ranges"), py::arg("backend"), py::arg("yes"),

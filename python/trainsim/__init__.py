@@ -77,19 +77,20 @@ def check(scenario, *, resolve_profile=False, **overrides):
 
 def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", top=10, refine=30, recheck=True,
            max_gpus=None, min_mfu=None, fits=True, max_micro_batch=0, offload=None, compression=None, jobs=None,
-           yes=False, quiet=False, price=None, deadline=None, budget=None, memory_headroom=None, as_frame=False,
-           **overrides):
+           yes=False, quiet=False, price=None, deadline=None, budget=None, memory_headroom=None, max_power=None,
+           as_frame=False, **overrides):
     """Ranks every parallel layout of the scenario's model on its cluster: ``trainsim search``
     (docs/search.md; the options are its flags').
 
     gpus: GPU counts to search (an int or a list; default the scenario's). gpu_types: GPU catalog names.
     objective: "iteration_time", "tokens_per_s", "samples_per_s", "mfu", "time_to_train", "cost" or
-        "tokens_per_dollar". top: layouts re-checked with SimGrid (recheck=False: none). refine: best
+        "tokens_per_dollar", "energy" or "co2" (docs/energy.md). top: layouts re-checked with SimGrid (recheck=False: none). refine: best
         first-pass estimates evaluated with the analytic backend. max_gpus, min_mfu (a fraction, 0.4),
         fits, max_micro_batch (0: the default), offload and compression (lists of choices tried for
         every layout): constraints and choices. jobs: evaluation threads (None: one per CPU).
     price: USD per GPU-hour by GPU type, {"H100": 2.5, "A100": 1.3} (``--price``). deadline (days),
-        budget (USD), memory_headroom ("10%" or "4 GiB"): the planning constraints (docs/search.md).
+        budget (USD), memory_headroom ("10%" or "4 GiB"), max_power (the site's MW, ``--max-power``): the
+        planning constraints (docs/search.md).
 
     Returns Results: one dict per ranked layout, best first ({rank, layout, objective, estimate,
     analytic, simgrid}: the "ranked" rows of ``--format json``), with the rest of that document
@@ -105,7 +106,7 @@ def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", t
         _strings(compression, "compression"), _integer(jobs, "jobs") if jobs is not None else (os.cpu_count() or 1),
         bool(yes), bool(quiet), _prices(price), None if deadline is None else float(deadline),
         None if budget is None else float(budget), "" if memory_headroom is None else str(memory_headroom),
-        _main_thread()))
+        None if max_power is None else float(max_power), _main_thread()))
     return _results("search", doc, "ranked", as_frame)
 
 

@@ -5,8 +5,9 @@
 #include <functional>
 
 #include "sim/cli/report_charts.hpp"
-#include "sim/plan/ranking_accuracy.hpp"
+#include "sim/core/power.hpp"
 #include "sim/core/units.hpp"
+#include "sim/plan/ranking_accuracy.hpp"
 #include "sim/report/svg.hpp"
 
 namespace trainsim::cli {
@@ -132,6 +133,32 @@ std::string planning_html(const core::Json& r) {
   return h + "</table>\n";
 }
 
+// "Energy and power": the report's energy object (absent: the GPU's power is not known).
+std::string energy_html(const core::Json& r) {
+  if (!r.contains("energy") || !r["energy"].is_object()) return "";
+  std::string h = "<h2>Energy and power</h2>\n<table class=\"energy\">\n";
+  h += row("energy per iteration", fmt::format("{:.4g} MJ (facility, PUE {:g})", num(r, "/energy/per_iteration_j") / 1e6,
+                                               num(r, "/energy/pue")));
+  h += row("average power", core::format_watts(num(r, "/energy/average_power_w")));
+  h += row("peak power", core::format_watts(num(r, "/energy/peak_power_w")));
+  for (const char* activity : {"gemm_bound", "memory_bound", "communication", "waiting"}) {
+    const std::string base = std::string("/energy/gpu/");
+    h += row(fmt::format("GPUs {}", activity),
+             fmt::format("{:.4g} MJ over {:.4g} GPU-seconds", num(r, (base + "j/" + activity).c_str()) / 1e6,
+                         num(r, (base + "s/" + activity).c_str())));
+  }
+  h += row("hosts, NICs, switches", fmt::format("{:.4g} MJ", num(r, "/energy/non_gpu_j") / 1e6));
+  if (r["energy"].contains("run_mwh")) {
+    h += row("energy to train", fmt::format("{:.4g} MWh", num(r, "/energy/run_mwh")));
+    if (r["energy"].contains("with_failures_mwh")) {
+      h += row("  with failures", fmt::format("{:.4g} MWh", num(r, "/energy/with_failures_mwh")));
+    }
+    if (r["energy"].contains("cost")) h += row("energy cost", fmt::format("${:.0f}", num(r, "/energy/cost")));
+    if (r["energy"].contains("tco2")) h += row("emissions", fmt::format("{:.4g} tCO2eq", num(r, "/energy/tco2")));
+  }
+  return h + "</table>\n";
+}
+
 }  // namespace
 
 std::string html_compare(const plan::CompareResult& result, const std::string& title,
@@ -230,6 +257,8 @@ std::string html_report(const core::Json& r, const std::string& timeline_file) {
                      time_s > 0 ? 100 * values[i] / time_s : 0.0);
   }
   h += "</table>\n";
+
+  h += energy_html(r);
 
   h += "<h2>Memory per GPU</h2>\n";
   h += report::render_bar_chart(memory_bar_chart(r)).str();

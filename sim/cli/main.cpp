@@ -16,6 +16,7 @@
 #include "sim/cli/import_command.hpp"
 #include "sim/cli/schedule_command.hpp"
 #include "sim/cli/search_command.hpp"
+#include "sim/cli/stage_power_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/trace_command.hpp"
 #include "sim/core/error.hpp"
@@ -32,6 +33,11 @@ int main(int argc, char** argv) {
                               (std::string(TRAINSIM_GIT_COMMIT).empty() ? "" : std::string(" (git ") + TRAINSIM_GIT_COMMIT + ")");
   app.set_version_flag("--version", version);
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version (the same as --version)");
+
+  trainsim::cli::StagePowerArgs stage_power;
+  CLI::App* stage_power_cmd = app.add_subcommand(
+      "stage-power", "Per-stage GPU power caps that cut a pipeline's energy at the same iteration time (docs/energy.md)");
+  trainsim::cli::add_stage_power_options(stage_power_cmd, stage_power);
 
   trainsim::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Predict one training iteration of a scenario");
@@ -132,6 +138,7 @@ int main(int argc, char** argv) {
     if (std::optional<int> code = emulate.run(std::cout, std::cerr)) return *code;
     if (std::optional<int> code = import_export.run(std::cout, std::cerr)) return *code;
     if (*run_cmd) return trainsim::cli::run_command(run, std::cout, std::cerr);
+    if (*stage_power_cmd) return trainsim::cli::stage_power_command(stage_power, std::cout);
     if (*check_cmd) return trainsim::cli::check_command(check, std::cout, std::cerr);
     if (*describe_cmd) return trainsim::cli::describe_command(describe, std::cout);
     if (*validate_cmd) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
@@ -80,6 +81,10 @@ std::string objective_text(const Search& s, const Evaluated& e) {
     case Objective::TIME_TO_TRAIN: return fmt::format("{:.2f} days", v);
     case Objective::COST: return fmt::format("${:.0f}", v);
     case Objective::TOKENS_PER_DOLLAR: return fmt::format("{:.0f}", v);
+    case Objective::ENERGY:
+      if (s.scenario_of(e.layout).training.tokens) return fmt::format("{:.4g} MWh", v);
+      return fmt::format("{:.4g} J/{}", v, s.layer_graph() ? "sample" : "token");
+    case Objective::CO2: return fmt::format("{:.4g} tCO2eq", v);
     default: return fmt::format("{:.4f}", v);
   }
 }
@@ -309,11 +314,30 @@ std::vector<int> parse_gpu_counts(const std::string& text) {
   return out;
 }
 
-// The options given as text (--gpus, --price, --memory-headroom) into args.options.
+// --max-power: a number of MW, or a power with its unit ("30MW", "500 kW"), in watts.
+double parse_site_power(const std::string& text) {
+  double watts = 0;
+  const core::Json as_text = text;
+  char* end = nullptr;
+  const double mw = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && *end == '\0') {
+    watts = mw * 1e6;
+  } else if (!core::parse_watts(as_text, watts)) {
+    throw core::InputError("--max-power", "", fmt::format("expected a site power such as \"30MW\", \"30\" (MW) or "
+                                                          "\"500 kW\", found \"{}\"", text));
+  }
+  if (!(watts > 0)) {
+    throw core::InputError("--max-power", "", fmt::format("expected a positive site power, found \"{}\"", text));
+  }
+  return watts;
+}
+
+// The options given as text (--gpus, --price, --memory-headroom, --max-power) into args.options.
 void parse_text_options(SearchArgs& args) {
   if (!args.gpus.empty()) args.options.gpus = parse_gpu_counts(args.gpus);
   if (!args.prices.empty()) args.options.prices = parse_prices(args.prices, "--price");
   if (!args.headroom.empty()) args.options.headroom = MemoryHeadroom::parse(args.headroom, "--memory-headroom");
+  if (!args.max_power.empty()) args.options.max_power_w = parse_site_power(args.max_power);
 }
 
 std::string search_shard_text(SearchArgs args, std::ostream& err, bool& interrupted) {
@@ -380,8 +404,8 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
       ->type_name("SPEC");
   command_->add_option("--gpu", o.gpu_types, "GPU types to search (catalog names, comma-separated)")->delimiter(',');
   auto objective = command_->add_option("--objective", o.objective,
-                                        "iteration_time, tokens_per_s, samples_per_s, mfu, time_to_train, cost or "
-                                        "tokens_per_dollar (docs/search.md)");
+                                        "iteration_time, tokens_per_s, samples_per_s, mfu, time_to_train, cost, "
+                                        "tokens_per_dollar, energy or co2 (docs/search.md)");
   objective->transform(CLI::CheckedTransformer(objective_names(), CLI::ignore_case))->default_str("iteration_time");
   command_->add_option("--top", o.top, "Layouts shown and re-simulated with SimGrid")->default_val(10);
   command_->add_option("--refine", o.refine, "Best first-pass estimates evaluated with the analytic backend")
@@ -399,6 +423,10 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
       ->type_name("DAYS");
   command_->add_option("--budget", o.budget_usd, "Only layouts whose whole run costs at most USD (with failures)")
       ->type_name("USD");
+  command_->add_option("--max-power", args_.max_power,
+                       "Only layouts whose facility peak power is at most this site budget: MW (\"30\", \"30MW\") "
+                       "or \"500 kW\" (docs/energy.md)")
+      ->type_name("MW");
   add_prices(command_, args_.prices);
   add_bands(command_, args_.options.bands);
   command_->add_option("--max-micro-batch", o.max_micro_batch,

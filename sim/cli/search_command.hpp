@@ -29,6 +29,7 @@ struct SearchArgs {
   std::string plot;           // --plot FILE.svg|.png: the shown layouts' breakdowns as ranked bars
   std::vector<std::string> prices;  // --price NAME=USD,... (plan::parse_prices)
   std::string headroom;       // --memory-headroom "10%" or "4 GiB" (plan::MemoryHeadroom::parse)
+  std::string max_power;      // --max-power "30MW", "30" (MW), "500 kW"
 };
 
 int search_command(SearchArgs args, std::ostream& out, std::ostream& err);

@@ -166,8 +166,39 @@ struct Watch {
 };
 Watch* watch = nullptr;
 
+// A GPU power cap slows the tensor cores (core::GpuPower::clock_ratio): GEMM and FlashAttention tasks
+// reach that share of their efficiency; memory-bound work keeps its speed (docs/energy.md).
+core::Profile capped_profile(const Scenario& s) {
+  core::Profile profile = s.profile;
+  const double ratio = s.gpu_power.clock_ratio();
+  for (double& scale : profile.device.gemm_precision_scale) scale *= ratio;
+  return profile;
+}
+
+// `ranks` and `more`, each once, in order.
+std::vector<int> with_ranks(std::vector<int> ranks, const std::vector<int>& more) {
+  for (int r : more) {
+    if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+// Drops the timeline events and flows of every rank but `ranks` (those the caller asked for).
+void keep_timeline_ranks(engine::SimulationResult& r, const std::vector<int>& ranks) {
+  auto kept = [&ranks](int rank) { return std::find(ranks.begin(), ranks.end(), rank) != ranks.end(); };
+  std::erase_if(r.timeline, [&](const engine::TimelineEvent& e) { return !kept(e.rank); });
+  std::erase_if(r.flows, [&](const engine::FlowEvent& f) { return !kept(f.src) && !kept(f.dst); });
+}
+
+// The prediction's energy per iteration from the timelines of one rank per program (energy.hpp).
+EnergyFigures energy_of_run(const Scenario& s, const Prediction& p) {
+  return iteration_energy(power_timelines(p.built.workload, p.result), p.iteration_time_s(), s.gpu_power,
+                          s.power, s.cluster.nodes, s.cluster.network.nics_per_node);
+}
+
+// `energy`: also record the timelines that energy needs and fill p.energy (when the GPU's power is known).
 Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks,
-                    std::optional<ExtraTraffic> extra = std::nullopt) {
+                    std::optional<ExtraTraffic> extra = std::nullopt, bool energy = false) {
   Prediction p;
   p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
                                    scenario.offload, scenario.compression);
@@ -189,7 +220,8 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   }
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
-  options.timeline_ranks = timeline_ranks;
+  energy = energy && scenario.gpu_power.tdp_w > 0;
+  options.timeline_ranks = energy ? with_ranks(timeline_ranks, energy_ranks(p.built.workload)) : timeline_ranks;
   if (p.backend == "simgrid" && options.fidelity != engine::Fidelity::ANALYTIC) {
     // Refuse a simulation that would not end in minutes before it starts: step fidelity turns every
     // collective into all of its algorithm's transfers (the collective command's budget); at flow
@@ -251,10 +283,14 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
                   << std::flush;
     }
   }
-  p.result = backend->run(p.built.workload, scenario.cluster, scenario.profile, options);
+  p.result = backend->run(p.built.workload, scenario.cluster, capped_profile(scenario), options);
   // Inputs are bounded (physical ranges, training sizes), so a non-finite time is a bug, never a prediction.
   TRAINSIM_CHECK(std::isfinite(p.iteration_time_s()) && p.iteration_time_s() > 0,
                  fmt::format("the predicted iteration time is {} s", p.iteration_time_s()));
+  if (energy) {
+    p.energy = energy_of_run(scenario, p);
+    keep_timeline_ranks(p.result, timeline_ranks);
+  }
   return p;
 }
 
@@ -386,6 +422,20 @@ std::optional<TimeToTrain> time_to_train_of(const Scenario& s, const Prediction&
   return time_to_train(s, time, dense_time, uncompressed_time);
 }
 
+// The prediction's energy with the whole run's (training.tokens; with failures when the scenario
+// has checkpoints), or nullopt without energy figures.
+std::optional<EnergyFigures> energy_with_run(const Scenario& s, const Prediction& p) {
+  if (!p.energy) return std::nullopt;
+  EnergyFigures e = *p.energy;
+  if (std::optional<TimeToTrain> t = time_to_train_of(s, p, p.iteration_time_s())) {
+    if (p.resilience && p.resilience->goodput > 0) {
+      add_failures(*t, *p.resilience, s.cluster.world_size(), s.cluster.price_per_gpu_hour, p.simulated_failures);
+    }
+    add_run_energy(e, *t, s.power);
+  }
+  return e;
+}
+
 }  // namespace
 
 void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed) {
@@ -425,7 +475,7 @@ Prediction predict(const Scenario& scenario, const std::string& backend_override
                    const std::vector<int>& timeline_ranks) {
   check_task_budget(scenario);  // read_scenario checked it, except for search's layouts (StrategyCheck::SKIP)
   const auto start = std::chrono::steady_clock::now();
-  Prediction p = simulate(scenario, backend_override, timeline_ranks);
+  Prediction p = simulate(scenario, backend_override, timeline_ranks, std::nullopt, true);
   if (scenario.pruning.enabled() && scenario.pruning.start_iteration > 0) {
     Scenario dense = scenario;
     dense.pruning = models::PruningConfig{};
@@ -552,6 +602,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
     }
     j["time_to_train"] = t->to_json();
   }
+  if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) j["energy"] = energy_json(*e);
   if (p.resilience) {
     const ResilienceFigures& f = *p.resilience;
     core::Json c = s.training.checkpoint->to_json();
@@ -797,6 +848,11 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                          r.runs, r.seed));
       }
     }
+  }
+  if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) {
+    out += energy_table(*e, s);
+  } else {
+    line(fmt::format("  {:<28}{:>14}   (the GPU object gives no \"tdp\": docs/energy.md)", "energy", "not known"));
   }
   line("");
   line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/workload_builder.hpp"
+#include "sim/plan/energy.hpp"
 #include "sim/plan/resilience.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/json_reader.hpp"
@@ -48,6 +49,9 @@ struct Prediction {
   std::optional<SimulatedRuns> simulated_failures;  // `run --simulate-failures N`
   std::optional<WarmupPhase> warmup_phase;  // gradient compression with warmup_steps > 0
   std::vector<ClosedFormClass> closed_form;  // SimGrid over its flow budget: what was not simulated
+  // Energy and power of the iteration (energy.hpp), from the timeline of one rank per program; absent
+  // when the GPU's power is not known (a GPU described without "tdp").
+  std::optional<EnergyFigures> energy;
   // The validation residuals behind the report's error bands and envelope (uncertainty.hpp);
   // nullptr: the built-in validation/bands.json.
   std::shared_ptr<const BandSet> bands;

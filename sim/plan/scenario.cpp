@@ -1,5 +1,6 @@
 #include "sim/plan/scenario.hpp"
 
+#include <array>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -269,6 +270,8 @@ core::Json Scenario::to_json(ProfileOut profile_out) const {
   core::Json j;
   j["name"] = name;
   j["cluster"] = cluster.to_json();
+  j["cluster"]["power"] = power.to_json();
+  if (cluster.gpu_described) gpu_power_to_json(gpu_power, core::catalog_gpu_power(cluster.gpu_base), j["cluster"]["gpu"]);
   // The failure figures use the default reliability: show it where it is used.
   if (training.checkpoint && !cluster.reliability) j["cluster"]["reliability"] = network::to_json(network::ReliabilitySpec{});
   j["model"] = model.to_json();
@@ -341,6 +344,43 @@ void apply_override(core::Json& doc, const std::string& assignment) {
   *node = value;
 }
 
+namespace {
+
+// The GPU object's power keys (core::read_gpu_power), read here rather than by core::read_gpu.
+constexpr std::array<const char*, 3> GPU_POWER_KEYS = {"tdp", "idle_power", "power_cap"};
+
+// Takes the power keys out of `doc`'s cluster section: "power" (read into s.power now) and the GPU
+// object's GPU_POWER_KEYS (returned, read by read_gpu_power once the GPU is known). What is left is
+// the cluster section network::ClusterConfig reads.
+core::Json take_power_keys(core::Json& doc, const std::string& file, Scenario& s, core::Diagnostics& diag) {
+  core::Json gpu_keys = core::Json::object();
+  if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object()) return gpu_keys;
+  core::Json& cluster = doc["cluster"];
+  if (cluster.contains("power")) {
+    core::ObjectReader parent(cluster, file, "/cluster", diag);
+    if (auto power = parent.object("power")) s.power = core::ClusterPower::from_json(*power);
+    cluster.erase("power");
+  }
+  if (cluster.contains("gpu") && cluster["gpu"].is_object()) {
+    for (const char* key : GPU_POWER_KEYS) {
+      if (!cluster["gpu"].contains(key)) continue;
+      gpu_keys[key] = cluster["gpu"][key];
+      cluster["gpu"].erase(key);
+    }
+  }
+  return gpu_keys;
+}
+
+// The GPU's power: its catalog figures (a described GPU's base's; none from scratch), then the
+// object's power keys.
+void read_gpu_power_keys(const core::Json& gpu_keys, const std::string& file, Scenario& s, core::Diagnostics& diag) {
+  s.gpu_power = core::catalog_gpu_power(s.cluster.profile_gpu());
+  core::ObjectReader r(gpu_keys, file, "/cluster/gpu", diag);
+  core::read_gpu_power(r, s.gpu_power);
+}
+
+}  // namespace
+
 core::DeviceProfile device_for_stack(const Scenario& s, core::Stack stack) {
   if (s.profile_given) return s.profile.device;
   core::DeviceProfile d = s.unstacked_device;
@@ -349,15 +389,18 @@ core::DeviceProfile device_for_stack(const Scenario& s, core::Stack stack) {
   return d;
 }
 
-Scenario read_scenario(const core::Json& doc, const std::string& file, StrategyCheck strategy) {
+Scenario read_scenario(const core::Json& given, const std::string& file, StrategyCheck strategy) {
   core::Diagnostics diag;
-  core::ObjectReader root(doc, file, "", diag);
   Scenario s;
+  core::Json doc = given;  // less the power keys, which are read here (take_power_keys)
+  const core::Json gpu_power_keys = take_power_keys(doc, file, s, diag);
+  core::ObjectReader root(doc, file, "", diag);
   s.file = file;
   s.name = root.string("name", file.empty() ? "scenario" : std::filesystem::path(file).stem().string());
 
   if (auto c = root.object("cluster")) {
     s.cluster = network::ClusterConfig::from_json(*c);
+    read_gpu_power_keys(gpu_power_keys, file, s, diag);
   } else {
     root.problem("cluster", "missing required object (gpu, nodes, gpus_per_node, network)");
   }

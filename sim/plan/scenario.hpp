@@ -17,6 +17,7 @@
 #include "network/collective_cost.hpp"
 #include "sim/core/device.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/core/power.hpp"
 #include "sim/engine/backend.hpp"
 
 namespace trainsim::plan {
@@ -101,6 +102,11 @@ struct Scenario {
   // The profile's fitted_on.gpu is not the scenario's GPU (nor a described GPU's base): what is
   // wrong, for `run --strict-profile` to refuse; "" when it matches or is not known.
   std::string profile_mismatch;
+  // Power (sim/core/power.hpp, docs/energy.md): the GPU's (a catalog GPU's datasheet TDP; the GPU
+  // object's "tdp", "idle_power", "power_cap" over its base's) and the rest of the cluster's
+  // ("cluster.power"). Read here, beside the cluster section, which leaves those keys to it.
+  core::GpuPower gpu_power;
+  core::ClusterPower power;
 
   // The fully resolved scenario: every default filled in, quantities as unit strings. RESOLVED (the
   // default; `run --out`'s scenario.resolved.json, `check --resolve-profile`) also embeds the device

@@ -175,6 +175,37 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
   return p;
 }
 
+// --max-power and the objectives energy and co2 need what their figures need: a positive site
+// power, the GPUs' power (a described GPU gives "tdp"), and for co2 the run and the grid's intensity.
+void check_energy_options(const SearchOptions& o, const Scenario& s, const std::vector<std::string>& types) {
+  const bool energy = o.objective == Objective::ENERGY || o.objective == Objective::CO2;
+  if (o.max_power_w && !(*o.max_power_w >= 1 && *o.max_power_w <= 1e11)) {
+    throw core::InputError("--max-power", "", fmt::format("expected a site power in MW, from 1e-06 to 1e+05, found {:g}",
+                                                          *o.max_power_w / 1e6));
+  }
+  if (!energy && !o.max_power_w) return;
+  if (s.gpu_power.tdp_w <= 0 && std::find(types.begin(), types.end(), s.cluster.gpu) != types.end()) {
+    throw core::InputError(s.file, "/cluster/gpu/tdp",
+                           fmt::format("{} needs the GPU's power: give \"tdp\" in the GPU object (docs/energy.md)",
+                                       o.max_power_w ? "--max-power" : "--objective " + to_string(o.objective)));
+  }
+  if (o.objective != Objective::CO2) return;
+  if (!s.training.tokens || !s.power.grid_gco2_per_kwh) {
+    throw core::InputError(s.file, !s.training.tokens ? "/training/tokens" : "/cluster/power/grid_gco2_per_kwh",
+                           "--objective co2 needs training.tokens and cluster.power.grid_gco2_per_kwh in the scenario "
+                           "(docs/scenario.md)");
+  }
+}
+
+// Energy of an iteration of `time` on `gpus` GPUs of `c` with every GPU at its limit (TDP or cap) the
+// whole time, hosts, NICs and switches on, times the PUE: the upper bound a first-pass estimate (which
+// has no timeline) is ranked on (energy.hpp).
+double energy_bound_j(const Scenario& s, int gpus, double time) {
+  const network::ClusterConfig& c = s.cluster;
+  const int nodes = (gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+  return (gpus * s.gpu_power.limit_w() + s.power.non_gpu_w(nodes, c.network.nics_per_node)) * s.power.pue * time;
+}
+
 Figures figures_of(const core::Json& report) {
   Figures f;
   f.iteration_time_s = report["iteration_time_s"].get<double>();
@@ -185,6 +216,10 @@ Figures figures_of(const core::Json& report) {
   f.fits = report["memory"]["fits"].get<bool>();
   f.breakdown_s = report["breakdown_s"];
   if (report.contains("goodput")) f.goodput = report["goodput"].get<double>();
+  if (report.contains("energy")) {
+    f.energy_per_iteration_j = report["energy"]["per_iteration_j"].get<double>();
+    f.peak_power_w = report["energy"]["peak_power_w"].get<double>();
+  }
   if (report.contains("network") && report["network"].contains("closed_form")) {
     for (const core::Json& g : report["network"]["closed_form"]["groups"]) f.closed_form.push_back(g["group"].get<std::string>());
   }
@@ -266,7 +301,9 @@ const std::map<std::string, Objective>& objective_names() {
                                                       {"time_to_train", Objective::TIME_TO_TRAIN},
                                                       {"cost", Objective::COST},
                                                       {"tokens_per_dollar", Objective::TOKENS_PER_DOLLAR},
-                                                      {"samples_per_s", Objective::SAMPLES_PER_S}};
+                                                      {"samples_per_s", Objective::SAMPLES_PER_S},
+                                                      {"energy", Objective::ENERGY},
+                                                      {"co2", Objective::CO2}};
   return names;
 }
 
@@ -286,6 +323,7 @@ core::Json SearchOptions::to_json() const {
   if (!compression.empty()) j["compression"] = compression;
   if (deadline_days) j["deadline_days"] = *deadline_days;
   if (budget_usd) j["budget_usd"] = *budget_usd;
+  if (max_power_w) j["max_power_w"] = *max_power_w;
   if (headroom.given()) j["memory_headroom"] = {{"fraction", headroom.fraction}, {"bytes", headroom.bytes}};
   if (!prices.empty()) j["prices"] = prices.to_json();
   if (!bands.empty()) j["bands"] = bands;
@@ -425,6 +463,8 @@ core::Json Figures::to_json() const {
                   {"samples_per_s", samples_per_s},           {"mfu", mfu},
                   {"peak_bytes_per_gpu", peak_memory_bytes}, {"fits", fits}, {"breakdown_s", breakdown_s}};
   if (goodput) j["goodput"] = *goodput;
+  if (energy_per_iteration_j) j["energy_per_iteration_j"] = *energy_per_iteration_j;
+  if (peak_power_w) j["peak_power_w"] = *peak_power_w;
   if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
   if (!closed_form.empty()) j["closed_form"] = closed_form;
   return j;
@@ -471,6 +511,8 @@ Figures Figures::from_json(core::ObjectReader& r) {
     f.breakdown_s = core::Json::object();
   }
   if (r.has("goodput")) f.goodput = r.number("goodput", 1, 0, 1);
+  if (r.has("energy_per_iteration_j")) f.energy_per_iteration_j = r.number("energy_per_iteration_j", 1, 0, 1e18);
+  if (r.has("peak_power_w")) f.peak_power_w = r.number("peak_power_w", 1, 0, 1e12);
   f.fingerprint = r.string("workload_fingerprint", "");
   if (r.has("closed_form")) f.closed_form = r.string_array("closed_form");
   r.finish();
@@ -490,7 +532,7 @@ double Evaluated::iteration_time_s() const {
 
 double Search::objective_of(const Evaluated& e) const {
   const Figures* f = e.best_figures();
-  return objective_value(e.layout, e.iteration_time_s(), f ? f->goodput.value_or(1) : 1);
+  return objective_value(e.layout, e.iteration_time_s(), f ? f->goodput.value_or(1) : 1, f);
 }
 
 SearchResult Search::run() const {
@@ -638,6 +680,8 @@ Search::Search(SearchOptions options)
                                        : needs_tokens              ? "training.tokens"
                                                                    : "cluster.price_per_gpu_hour"));
   }
+
+  check_energy_options(options_, scenario, types);
 
   for (const std::string& type : types) {
     for (int g : gpus) {
@@ -843,7 +887,7 @@ Scenario Search::scenario_of(const Layout& l) const {
   return s;
 }
 
-double Search::objective_value(const Layout& l, double time, double goodput) const {
+double Search::objective_value(const Layout& l, double time, double goodput, const Figures* figures) const {
   const Variant& v = variant_of(l);
   const double tokens = static_cast<double>(v.base.training.global_batch * v.base.training.sequence_length);
   switch (options_.objective) {
@@ -857,14 +901,32 @@ double Search::objective_value(const Layout& l, double time, double goodput) con
       return goodput > 0 ? *time_to_train(v.base, time)->cost / goodput : std::numeric_limits<double>::infinity();
     case Objective::TOKENS_PER_DOLLAR:
       return goodput * tokens / time / (l.gpus * *v.base.cluster.price_per_gpu_hour / 3600.0);
+    case Objective::ENERGY:
+    case Objective::CO2: {
+      const double joules = figures != nullptr && figures->energy_per_iteration_j
+                                ? *figures->energy_per_iteration_j
+                                : energy_bound_j(v.base, l.gpus, time);
+      const std::optional<TimeToTrain> t = time_to_train(v.base, time);
+      if (!t) {  // energy without training.tokens: per token (per sample for a layer graph)
+        return joules / (layer_graph_ ? static_cast<double>(v.base.training.global_batch) : tokens);
+      }
+      if (!(goodput > 0)) return std::numeric_limits<double>::infinity();
+      const double mwh = joules / time * t->days * 86400 / goodput / 3.6e9;
+      if (options_.objective == Objective::ENERGY) return mwh;
+      return mwh * *v.base.power.grid_gco2_per_kwh / 1000;
+    }
   }
   TRAINSIM_CHECK(false, "unknown objective");
   return 0;
 }
 
 std::optional<std::string> Search::missed_constraint(const Layout& l, double time, double goodput, double peak_bytes,
-                                                     const std::string& source) const {
+                                                     const std::string& source, const Figures* figures) const {
   const Variant& v = variant_of(l);
+  if (options_.max_power_w && figures != nullptr && figures->peak_power_w &&
+      *figures->peak_power_w > *options_.max_power_w) {
+    return fmt::format("over --max-power {} ({})", core::format_watts(*options_.max_power_w), source);
+  }
   if (options_.fits && options_.headroom.given() && peak_bytes >= 0 &&
       peak_bytes > options_.headroom.usable(v.base.cluster.gpu_spec.hbm_capacity.value())) {
     return fmt::format("out of memory with --memory-headroom {} ({})", options_.headroom.describe(), source);
@@ -886,10 +948,11 @@ std::optional<std::string> Search::missed_constraint(const Layout& l, double tim
   return std::nullopt;
 }
 
-double Search::score(const Layout& l, double time, double goodput) const {
-  const double value = objective_value(l, time, goodput);
+double Search::score(const Layout& l, double time, double goodput, const Figures* figures) const {
+  const double value = objective_value(l, time, goodput, figures);
   const bool lower_is_better = options_.objective == Objective::ITERATION_TIME ||
-                               options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST;
+                               options_.objective == Objective::TIME_TO_TRAIN || options_.objective == Objective::COST ||
+                               options_.objective == Objective::ENERGY || options_.objective == Objective::CO2;
   return lower_is_better ? value : -value;
 }
 
@@ -1129,7 +1192,7 @@ void Search::rank(SearchResult& result) const {
       ++constrained["MFU below --min-mfu"];
     } else if (const std::optional<std::string> missed =
                    e.analytic ? missed_constraint(e.layout, e.analytic->iteration_time_s, e.analytic->goodput.value_or(1),
-                                                  e.analytic->peak_memory_bytes, "analytic backend")
+                                                  e.analytic->peak_memory_bytes, "analytic backend", &*e.analytic)
                               : std::nullopt) {
       ++constrained[*missed];
     } else {
@@ -1144,7 +1207,9 @@ void Search::rank(SearchResult& result) const {
     const double tb = b.analytic ? b.analytic->iteration_time_s : b.estimate.iteration_time_s;
     const double ga = a.analytic ? a.analytic->goodput.value_or(1) : 1;
     const double gb = b.analytic ? b.analytic->goodput.value_or(1) : 1;
-    return better(score(a.layout, ta, ga), a.layout.index, score(b.layout, tb, gb), b.layout.index);
+    const Figures* fa = a.analytic ? &*a.analytic : nullptr;
+    const Figures* fb = b.analytic ? &*b.analytic : nullptr;
+    return better(score(a.layout, ta, ga, fa), a.layout.index, score(b.layout, tb, gb, fb), b.layout.index);
   });
   result.merged = merge_equivalent(kept);
   result.ranked = std::move(kept);
@@ -1162,7 +1227,7 @@ void Search::rank(SearchResult& result) const {
     throw core::InputError(options_.scenario, "",
                            fmt::format("no layout is left to rank ({} candidates, {} valid after the first pass; "
                                        "constraints --fits, --min-mfu, --max-gpus, --deadline, --budget, "
-                                       "--memory-headroom){}",
+                                       "--memory-headroom, --max-power){}",
                                        result.candidates, result.valid, why));
   }
 }
@@ -1221,13 +1286,13 @@ void Search::recheck(SearchResult& result) const {
   // SimGrid's time can miss a deadline or budget that the analytic figures met: such a layout leaves
   // the ranking, counted under its reason (its memory figures are the analytic ones, checked).
   size_t top = n;
-  if (options_.deadline_days || options_.budget_usd) {
+  if (options_.deadline_days || options_.budget_usd || options_.max_power_w) {
     std::vector<Evaluated> kept;
     for (size_t i = 0; i < result.ranked.size(); ++i) {
       Evaluated& e = result.ranked[i];
       const std::optional<std::string> missed =
           i < n && e.simgrid ? missed_constraint(e.layout, e.simgrid->iteration_time_s, e.simgrid->goodput.value_or(1), -1,
-                                                 "SimGrid re-check")
+                                                 "SimGrid re-check", &*e.simgrid)
                              : std::nullopt;
       if (missed) {
         ++result.rejected[*missed];
@@ -1243,8 +1308,10 @@ void Search::recheck(SearchResult& result) const {
   std::stable_sort(result.ranked.begin(), end, [&](const Evaluated& a, const Evaluated& b) {
     if (a.simgrid.has_value() != b.simgrid.has_value()) return a.simgrid.has_value();
     if (!a.simgrid) return false;
-    return better(score(a.layout, a.simgrid->iteration_time_s, a.simgrid->goodput.value_or(1)), a.layout.index,
-                  score(b.layout, b.simgrid->iteration_time_s, b.simgrid->goodput.value_or(1)), b.layout.index);
+    return better(score(a.layout, a.simgrid->iteration_time_s, a.simgrid->goodput.value_or(1), &*a.simgrid),
+                  a.layout.index,
+                  score(b.layout, b.simgrid->iteration_time_s, b.simgrid->goodput.value_or(1), &*b.simgrid),
+                  b.layout.index);
   });
 }
 
@@ -1294,6 +1361,7 @@ SearchOptions SearchOptions::from_json(core::ObjectReader& r) {
   if (r.has("deadline_days")) o.deadline_days = r.number("deadline_days", 1, 1e-9, MAX_FIGURE_S);
   if (r.has("bands")) o.bands = r.string("bands", "");
   if (r.has("budget_usd")) o.budget_usd = r.number("budget_usd", 1, 1e-9, 1e18);
+  if (r.has("max_power_w")) o.max_power_w = r.number("max_power_w", 1, 1, 1e11);
   if (auto h = r.object("memory_headroom")) {
     o.headroom.fraction = h->number("fraction", 0, 0, 1 - 1e-9);
     o.headroom.bytes = h->number("bytes", 0, 0, core::MAX_BYTES);

@@ -39,8 +39,13 @@ namespace trainsim::plan {
 
 struct BandSet;  // bands.hpp
 
-enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S };
-// "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s".
+enum class Objective { ITERATION_TIME, TOKENS_PER_S, MFU, TIME_TO_TRAIN, COST, TOKENS_PER_DOLLAR, SAMPLES_PER_S, ENERGY, CO2 };
+// "iteration_time", "tokens_per_s", "mfu", "time_to_train", "cost", "tokens_per_dollar", "samples_per_s",
+// "energy", "co2".
+// energy: the run's facility energy in MWh (with failures, as time_to_train) with training.tokens,
+// else joules per token (per sample for a layer graph); co2: the run's tCO2eq (training.tokens and
+// cluster.power.grid_gco2_per_kwh). Both from the report's energy figures (energy.hpp); a first-pass
+// estimate, which has no timeline, at the GPUs' limit (TDP or cap) the whole iteration: an upper bound.
 // A layer-graph model (CNN, ViT) has no tokens: tokens_per_s, time_to_train, cost and
 // tokens_per_dollar are input errors for it.
 std::string to_string(Objective o);
@@ -85,6 +90,9 @@ struct SearchOptions {
   // has checkpoints: Figures::goodput) at most this; budget_usd: its cost at most this.
   std::optional<double> deadline_days{};
   std::optional<double> budget_usd{};
+  // --max-power MW: the site's power budget; a layout whose facility peak power (the report's
+  // energy.peak_power_w) is above it is rejected.
+  std::optional<double> max_power_w{};
   // GPU memory kept free (--memory-headroom): a layout fits when its peak is at most the capacity
   // less this (with `fits`).
   MemoryHeadroom headroom{};
@@ -158,6 +166,10 @@ struct Figures {
   // The report's goodput (training.checkpoint given: the expected share of wall time that trains,
   // with checkpoint stalls and failures, docs/resilience.md); absent without checkpoints.
   std::optional<double> goodput;
+  // The report's energy.per_iteration_j and energy.peak_power_w (facility); absent when the GPU's
+  // power is not known.
+  std::optional<double> energy_per_iteration_j;
+  std::optional<double> peak_power_w;
   // Analytic figures: the workload's timing fingerprint with the cluster, simulation settings and
   // profile ("" when unknown). Layouts with equal fingerprints simulate to the same time, so the
   // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).
@@ -248,16 +260,21 @@ class Search {
   // The first planning constraint (deadline, budget, memory headroom) that figures of `layout` miss,
   // as a rejection reason naming the option and its value, or std::nullopt. `peak_bytes` < 0: memory
   // not checked. `source`: where the figures come from, "analytic backend", "SimGrid re-check", ...
+  // `figures`: the evaluation's (energy, peak power for --max-power), nullptr for an estimate (whose
+  // power is not checked).
   std::optional<std::string> missed_constraint(const Layout& layout, double iteration_time_s, double goodput,
-                                               double peak_bytes, const std::string& source) const;
-  // The objective's value (lower is better) of figures for a layout.
-  double score(const Layout& layout, double iteration_time_s, double goodput = 1) const;
+                                               double peak_bytes, const std::string& source,
+                                               const Figures* figures = nullptr) const;
+  // The objective's value (lower is better) of figures for a layout; `figures` as missed_constraint
+  // (energy and co2 take their energy from them, else the estimate's upper bound).
+  double score(const Layout& layout, double iteration_time_s, double goodput = 1, const Figures* figures = nullptr) const;
   // The objective's value as shown (seconds, tokens/s, MFU, ...). time_to_train, cost and
   // tokens_per_dollar are expected values over the whole run: with `goodput` < 1 (Figures::goodput:
   // checkpoints and failures) the wall time is the failure-free one / goodput, as the report's
   // time_to_train.with_failures; a goodput of 0 (a run that never ends) is the worst value.
   // iteration_time, tokens_per_s and mfu are steady-state figures and ignore it.
-  double objective_value(const Layout& layout, double iteration_time_s, double goodput = 1) const;
+  double objective_value(const Layout& layout, double iteration_time_s, double goodput = 1,
+                         const Figures* figures = nullptr) const;
   // The bands the ranking is judged with (SearchOptions::bands over the built-in ones).
   const BandSet& band_set() const { return *bands_; }
   // objective_value() of a candidate on the figures it is ranked on (Evaluated::best_figures; the

@@ -203,6 +203,26 @@ contains search-deadline-missed "$tmp/err" "over --deadline 1 days (analytic bac
 expect search-deadline-met 0 "$bin" search "${small[@]}" --set training.tokens=1e9 --deadline 1000 --objective cost \
   --price A100=1.5 --no-recheck
 contains search-deadline-met "$tmp/out" "objective cost"
+# Energy (docs/energy.md): --max-power takes a positive site power; co2 needs the grid's intensity; a
+# site budget below every layout's peak power leaves nothing, counted under its reason.
+expect search-max-power-bad 2 "$bin" search "${small[@]}" --max-power abc --no-recheck
+contains search-max-power-bad "$tmp/err" 'error: --max-power: expected a site power such as "30MW", "30" (MW) or "500 kW", found "abc"'
+expect search-max-power-negative 2 "$bin" search "${small[@]}" --max-power=-3 --no-recheck
+contains search-max-power-negative "$tmp/err" 'error: --max-power: expected a positive site power, found "-3"'
+expect search-co2-without-grid 2 "$bin" search "${small[@]}" --set training.tokens=1e12 --objective co2 --no-recheck
+contains search-co2-without-grid "$tmp/err" "--objective co2 needs training.tokens and cluster.power.grid_gco2_per_kwh"
+expect search-max-power-missed 2 "$bin" search "${small[@]}" --max-power "1 kW" --no-recheck
+contains search-max-power-missed "$tmp/err" "over --max-power 1 kW (analytic backend)"
+expect search-energy 0 "$bin" search "${small[@]}" --set training.tokens=1e9 --objective energy --max-power 0.03 \
+  --no-recheck
+contains search-energy "$tmp/out" "objective energy"
+contains search-energy "$tmp/out" "MWh"
+expect stage-power-bad-tolerance 2 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --tolerance 2
+expect stage-power-capped 2 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --set 'cluster.gpu.power_cap="300 W"'
+contains stage-power-capped "$tmp/err" "/cluster/gpu/power_cap: per-stage power planning starts from uncapped GPUs"
+expect stage-power-plan 0 "$bin" stage-power "$src/scenarios/gpt3-6.7b-a100-8.json" --set parallelism.tensor=2 \
+  --set parallelism.pipeline=2 --set parallelism.data=2 --set 'parallelism.stage_layers=[12,20]'
+contains stage-power-plan "$tmp/out" "per-stage power plan"
 expect compare-unused-price 2 "$bin" compare "$src/scenarios/gpt3-6.7b-a100-8.json" --price B200=4 --quiet
 contains compare-unused-price "$tmp/err" '"B200" prices none of the GPUs here'
 # sweep: a scaling curve; bad ranges, unknown keys and huge sweeps are input errors.

@@ -241,6 +241,13 @@ class SearchTest(unittest.TestCase):
                 trainsim.search(path, price={"B200": 4.0}, **options)
             with self.assertRaisesRegex(trainsim.InputError, "--memory-headroom"):
                 trainsim.search(path, memory_headroom="120%", **options)
+            energy = dict(objective="energy", recheck=False, refine=6, jobs=1, quiet=True)
+            found = trainsim.search(path, max_power=0.03, **energy)
+            theirs = cli_json("search", path, "--objective", "energy", "--no-recheck", "--refine", "6", "--jobs", "1",
+                              "--quiet", "--max-power", "0.03", "--format", "json")
+            self.assertEqual([r["objective"] for r in found], [r["objective"] for r in theirs["ranked"]])
+            with self.assertRaisesRegex(trainsim.InputError, "--max-power"):
+                trainsim.search(path, max_power=1e-6, **energy)  # 1 W: no layout fits
         finally:
             os.remove(path)
 

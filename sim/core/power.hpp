@@ -1,0 +1,111 @@
+#pragma once
+// Power: what a GPU draws by what it is doing, and what the rest of a cluster draws (hosts, NICs,
+// switches, the facility's overhead). sim/plan/energy.hpp turns a simulated timeline into energy with
+// these figures; docs/energy.md gives every default and its source.
+//
+// A GPU draws, while it is
+//   GEMM-bound       computing on its tensor cores (GEMM, FlashAttention):  its limit (TDP, or the cap)
+//   memory-bound     computing anything else (element-wise, norms, embedding, optimizer, unfused
+//                    attention: HBM-bound kernels)                          idle + 0.60 x (TDP - idle)
+//   communicating    only collectives, sends, receives are running           idle + 0.30 x (TDP - idle)
+//   waiting          nothing runs (pipeline bubble, waiting for a peer, host copies or CPU work only)
+//                                                                           idle + 0.15 x (TDP - idle)
+// each at most the limit. The shares are trainsim's assumptions (no per-activity measurement is
+// bundled): dense GEMMs run at the board's power limit (the basis of the Llama 2 / 3.1 model cards'
+// GPU-hours x TDP); HBM-bound kernels leave the tensor cores idle; NCCL kernels occupy a few SMs and
+// the links; a GPU waiting on a peer keeps its clocks up (spinning kernels) and draws above idle.
+// A scenario overrides the figures in its GPU object ("tdp", "idle_power", "power_cap": read_gpu_power).
+//
+// Example:
+//   GpuPower p = catalog_gpu_power("H100-SXM5-80GB");   // tdp 700 W, idle 87.5 W
+//   p.draw_w(PowerActivity::COMMUNICATION);              // 87.5 + 0.3 x 612.5 = 271.25 W
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/core/json_reader.hpp"
+
+namespace trainsim::core {
+
+// What a GPU is doing at an instant, from the most power to the least.
+enum class PowerActivity : uint8_t { GEMM_BOUND = 0, MEMORY_BOUND, COMMUNICATION, WAITING };
+inline constexpr int POWER_ACTIVITY_COUNT = 4;
+std::string_view to_string(PowerActivity a);  // "gemm_bound", "memory_bound", "communication", "waiting"
+
+// The share of a GPU's dynamic range (TDP - idle) that each activity draws above idle (see above).
+inline constexpr std::array<double, POWER_ACTIVITY_COUNT> ACTIVITY_POWER_SHARE = {1.0, 0.60, 0.30, 0.15};
+// A GPU without a published idle figure idles at this share of its TDP: trainsim's assumption.
+inline constexpr double DEFAULT_IDLE_SHARE = 0.125;
+// Dynamic power grows with the cube of the clock (P = C V^2 f with the voltage following the
+// frequency, the usual DVFS approximation): under a power cap the tensor cores run at
+// ((cap - idle) / (TDP - idle))^(1/3) of their clock; memory-bound work, held by HBM, does not slow.
+inline constexpr double DVFS_EXPONENT = 3.0;
+
+struct GpuPower {
+  double tdp_w = 0;                   // the board's power limit (datasheet TDP / TBP); > 0
+  double idle_w = 0;                  // powered, no work; in [0, tdp_w)
+  std::optional<double> power_cap_w;  // a lower limit set by the operator (nvidia-smi -pl); in (idle_w, tdp_w]
+  std::string source;                 // where the figures come from
+
+  double limit_w() const { return power_cap_w ? *power_cap_w : tdp_w; }
+  // The draw while doing `a`: idle + share x (TDP - idle), at most limit_w().
+  double draw_w(PowerActivity a) const;
+  // The tensor cores' clock under the cap over their clock at TDP (DVFS_EXPONENT); 1 without a cap.
+  double clock_ratio() const;
+};
+
+// The catalog GPU's figures (TDP from the datasheets, validation/hardware-specs.json; idle at
+// DEFAULT_IDLE_SHARE). A name outside the catalog (device.hpp gpu_catalog) gets a zero TDP: not known.
+GpuPower catalog_gpu_power(std::string_view gpu_name);
+
+// Reads a power figure: a number of watts or a string "700 W", "1.2 kW", "30 MW". false on anything else.
+bool parse_watts(const Json& value, double& watts);
+// "700 W", "1.2 kW", "24.1 MW": the figure with 4 significant digits in the largest unit that keeps
+// it at or above 1.
+std::string format_watts(double watts);
+
+// The cluster's power besides its GPUs (`cluster.power`, docs/scenario.md), and what its energy costs.
+//   pue                 facility power / IT power (cooling, power distribution); >= 1, default 1.1
+//                       (Patterson et al. 2021, Table 4: 1.10 for the datacenter that trained GPT-3)
+//   host_power          per node, everything but its GPUs and NICs (CPUs, DRAM, NVSwitches, fans,
+//                       drives, power-supply losses) while the job runs; default "2600 W": an 8-GPU
+//                       H100 HGX node measured at 8.4 kW at most while training (Latif et al. 2024,
+//                       "Empirical Measurements of AI Training Power Demand on a GPU-Accelerated
+//                       Node", arXiv 2412.08602) less 8 GPUs at 700 W and 8 NICs at 25 W
+//   nic_power           per NIC of the node (cluster.network.nics_per_node); default "25 W" (a
+//                       400 Gb/s ConnectX-7 adapter: order of 25 W, NVIDIA's adapter specifications)
+//   switch_power        the network switches' power per NIC they serve; default "50 W": three switch
+//                       ports per NIC in a two-level non-blocking fat tree, a 64-port 400 Gb/s switch
+//                       at about 1.1 kW (NVIDIA Quantum-2 QM9700 class) is ~17 W per port
+//   price_per_kwh       USD per kWh of facility energy; optional (no energy cost without it)
+//   grid_gco2_per_kwh   grams of CO2-equivalent per kWh of the grid (location-based); optional
+//                       (no tCO2eq without it)
+// Each power is a number of watts or a string ("2.6 kW"); 0 leaves the part out.
+struct ClusterPower {
+  double pue = 1.1;
+  double host_w = 2600;
+  double nic_w = 25;
+  double switch_w_per_nic = 50;
+  std::optional<double> price_per_kwh;
+  std::optional<double> grid_gco2_per_kwh;
+
+  // Power of everything but the GPUs, at the wall socket (before PUE), for `nodes` nodes of `nics` NICs.
+  double non_gpu_w(int nodes, int nics_per_node) const {
+    return nodes * (host_w + nics_per_node * (nic_w + switch_w_per_nic));
+  }
+  // Reads the section, every problem into r's Diagnostics (negative power, PUE below 1, ...).
+  static ClusterPower from_json(ObjectReader& r);
+  Json to_json() const;
+};
+
+// Reads the GPU object's power keys (tdp, idle_power, power_cap) over `power` (the base's figures, or
+// zeros), checking that idle < cap <= TDP; returns the keys given ("tdp 500 W, power_cap 400 W").
+std::string read_gpu_power(ObjectReader& r, GpuPower& power);
+// Writes the power keys that read_gpu_power reads back to `power` over `base` (the base's figures, or
+// zeros for a GPU described from scratch): those that differ from what `base` would give.
+void gpu_power_to_json(const GpuPower& power, const GpuPower& base, Json& gpu_object);
+
+}  // namespace trainsim::core
