@@ -77,9 +77,10 @@ struct SimulationOptions {
   // nodes. Every node's NVLink, PCIe, NIC and host links carry the same flows as their images, so
   // each image of a representatives' link carries exactly its full load: a 1,024-rank ring's 2,048
   // flows become the 16 of one node. Exact (EXACT) where the fabric has no switch-to-switch links
-  // (an ideal switch, one switch per rail or tree); APPROXIMATE folds on every fabric, whose
-  // switch-to-switch links then carry only the folded flows (less contention there, never more).
-  // Not with a timeline (its ranks would lose the flows they receive from other nodes), in-network
+  // (an ideal switch, one switch per rail or tree); APPROXIMATE also folds on fat-tree and
+  // rail-optimized fabrics without oversubscription, whose switch-to-switch links then carry only
+  // the folded flows (less contention there, never more: static-route collisions with other nodes'
+  // flows are lost). Not with a timeline (its ranks would lose the flows they receive from other nodes), in-network
   // aggregation, NVLS or checkpoint storage (flows to hosts that are not GPUs). Default EXACT.
   NodeSymmetry node_symmetry = NodeSymmetry::EXACT;
   // SimGrid backend, for long runs: called about once a second of wall time with where the run is
