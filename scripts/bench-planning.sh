@@ -8,10 +8,11 @@
 # the CPU seconds the command used (user + system): on a shared machine the CPU seconds are the
 # steadier figure. With TRAINSIM_BASELINE=/path/to/other/trainsim, every default SimGrid row is run
 # with that binary too, right after this build's, so that a before/after pair comes from one run.
+# TRAINSIM_BIN replaces this build's binary (build/sim/cli/trainsim).
 # Usage: scripts/bench-planning.sh [--quick]    (--quick: the single runs only, no search)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bin=$repo/build/sim/cli/trainsim
+bin=${TRAINSIM_BIN:-$repo/build/sim/cli/trainsim}
 baseline=${TRAINSIM_BASELINE:-}
 limit=${TRAINSIM_BENCH_TIMEOUT:-300}
 quick=false
@@ -87,6 +88,12 @@ if ! $quick; then
     "$bin" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json
   measure "search GPT-3 175B 1,024 A100 --top 10" "simgrid re-check" \
     "$bin" search "$repo/scenarios/bench/gpt3-175b-a100-1024.json" --gpus 1024 --quiet --format json
+  measure "search Llama 3 70B --gpus 1024,2048 --top 5" "re-check, folded" \
+    "$bin" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json \
+    --set simulation.node_symmetry=approximate
+  measure "search GPT-3 175B 1,024 A100 --top 10" "re-check, folded" \
+    "$bin" search "$repo/scenarios/bench/gpt3-175b-a100-1024.json" --gpus 1024 --quiet --format json \
+    --set simulation.node_symmetry=approximate
   if [ -n "$baseline" ]; then
     measure "search Llama 3 70B --gpus 1024,2048 --top 5" "re-check, baseline" \
       "$baseline" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json
