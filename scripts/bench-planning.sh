@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The SimGrid engine at planning scale (issue 32): for each target, the wall time of a SimGrid run
-# with call replays (simulation.replay, the default), without them, and of the analytic backend, with
-# the predicted iteration time of each, in one run of this script (compare within a run: the machines
+# with call replays (simulation.replay, the default), with node folding on every fabric
+# (simulation.node_symmetry "approximate"), without replays, and of the analytic backend, with the
+# predicted iteration time of each, in one run of this script (compare within a run: the machines
 # are noisy). A case that does not finish within TRAINSIM_BENCH_TIMEOUT seconds (default 300) prints
-# "> N" and what it printed; a refusal prints its first line.
+# "> N" and what it printed; a refusal prints its first line. Each row gives the wall seconds and
+# the CPU seconds the command used (user + system): on a shared machine the CPU seconds are the
+# steadier figure. With TRAINSIM_BASELINE=/path/to/other/trainsim, every default SimGrid row is run
+# with that binary too, right after this build's, so that a before/after pair comes from one run.
+# TRAINSIM_BIN replaces this build's binary (build/sim/cli/trainsim).
 # Usage: scripts/bench-planning.sh [--quick]    (--quick: the single runs only, no search)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bin=$repo/build/sim/cli/trainsim
+bin=${TRAINSIM_BIN:-$repo/build/sim/cli/trainsim}
+baseline=${TRAINSIM_BASELINE:-}
 limit=${TRAINSIM_BENCH_TIMEOUT:-300}
 quick=false
 [[ ${1:-} == --quick ]] && quick=true
@@ -20,10 +26,11 @@ measure() {
   shift 2
   local start end status=0
   start=$(date +%s.%N)
-  timeout "$limit" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  /usr/bin/time -f '%U %S' -o "$tmp/cpu" timeout "$limit" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
   end=$(date +%s.%N)
   local wall
   wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
+  wall="$wall/$(awk 'END {printf "%.1f", $1 + $2}' "$tmp/cpu" 2>/dev/null)"
   if [ "$status" -eq 124 ]; then
     printf '%-58s %-16s %8s  %s\n' "$label" "$mode" "> $limit" "(timed out)"
   elif [ "$status" -ne 0 ]; then
@@ -53,16 +60,19 @@ EOF
   fi
 }
 
-# one LABEL SCENARIO [--set ...]: the three runs of a scenario.
+# one LABEL SCENARIO [--set ...]: the runs of a scenario.
 one() {
   local label=$1
   shift
   measure "$label" "simgrid" "$bin" run "$@" --backend simgrid --format json
+  measure "$label" "simgrid, folded" "$bin" run "$@" --backend simgrid --set simulation.node_symmetry=approximate \
+    --format json
+  [ -n "$baseline" ] && measure "$label" "simgrid, baseline" "$baseline" run "$@" --backend simgrid --format json
   measure "$label" "simgrid, no replay" "$bin" run "$@" --backend simgrid --set simulation.replay=false --format json
   measure "$label" "analytic" "$bin" run "$@" --backend analytic --format json
 }
 
-printf '%-58s %-16s %8s  %s\n' case mode wall_s "predicted iteration / best layout"
+printf '%-58s %-16s %8s  %s\n' case mode wall/cpu "predicted iteration / best layout"
 fsdp=(--set cluster.nodes=128 --set parallelism.tensor=1 --set parallelism.pipeline=1 --set parallelism.data=256
       --set parallelism.context=4 --set parallelism.zero_stage=3 --set parallelism.zero_impl=fsdp
       --set parallelism.sequence_parallel=false --set training.global_batch=512)
@@ -78,4 +88,16 @@ if ! $quick; then
     "$bin" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json
   measure "search GPT-3 175B 1,024 A100 --top 10" "simgrid re-check" \
     "$bin" search "$repo/scenarios/bench/gpt3-175b-a100-1024.json" --gpus 1024 --quiet --format json
+  measure "search Llama 3 70B --gpus 1024,2048 --top 5" "re-check, folded" \
+    "$bin" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json \
+    --set simulation.node_symmetry=approximate
+  measure "search GPT-3 175B 1,024 A100 --top 10" "re-check, folded" \
+    "$bin" search "$repo/scenarios/bench/gpt3-175b-a100-1024.json" --gpus 1024 --quiet --format json \
+    --set simulation.node_symmetry=approximate
+  if [ -n "$baseline" ]; then
+    measure "search Llama 3 70B --gpus 1024,2048 --top 5" "re-check, baseline" \
+      "$baseline" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json
+    measure "search GPT-3 175B 1,024 A100 --top 10" "re-check, baseline" \
+      "$baseline" search "$repo/scenarios/bench/gpt3-175b-a100-1024.json" --gpus 1024 --quiet --format json
+  fi
 fi

@@ -27,4 +27,23 @@ bool parse_fidelity(std::string_view text, Fidelity& out) {
   return false;
 }
 
+std::string_view to_string(NodeSymmetry n) {
+  switch (n) {
+    case NodeSymmetry::OFF: return "off";
+    case NodeSymmetry::EXACT: return "exact";
+    case NodeSymmetry::APPROXIMATE: return "approximate";
+  }
+  return "?";
+}
+
+bool parse_node_symmetry(std::string_view text, NodeSymmetry& out) {
+  for (NodeSymmetry n : {NodeSymmetry::OFF, NodeSymmetry::EXACT, NodeSymmetry::APPROXIMATE}) {
+    if (text == to_string(n)) {
+      out = n;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace trainsim::engine

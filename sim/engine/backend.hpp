@@ -26,6 +26,12 @@ namespace trainsim::engine {
 // `analytic` the closed form of network/collective_cost.hpp. The analytic backend always uses
 // `analytic`.
 enum class Fidelity { STEP, FLOW, ANALYTIC };
+
+// SimGrid backend: whether the flows of mirror images across nodes fold onto the representatives'
+// nodes (SimulationOptions::node_symmetry).
+enum class NodeSymmetry { OFF, EXACT, APPROXIMATE };
+std::string_view to_string(NodeSymmetry n);  // "off", "exact", "approximate"
+bool parse_node_symmetry(std::string_view text, NodeSymmetry& out);
 std::string_view to_string(Fidelity f);             // "step", "flow", "analytic"
 bool parse_fidelity(std::string_view text, Fidelity& out);
 
@@ -64,6 +70,19 @@ struct SimulationOptions {
   // flows again (the FSDP gathers of a forward pass, repeated iterations). Exact by construction;
   // off only to check that (the same results).
   bool replay_calls_alone = true;
+  // SimGrid backend, with use_symmetry at flow fidelity: a flow between GPUs is simulated once per
+  // orbit of the node permutations that symmetry mirrors ranks along (shifts by multiples of
+  // RankTable::period), as the flow of that orbit leaving a representative rank, and its links in
+  // another node are replaced by the same links of that node's image among the representatives'
+  // nodes. Every node's NVLink, PCIe, NIC and host links carry the same flows as their images, so
+  // each image of a representatives' link carries exactly its full load: a 1,024-rank ring's 2,048
+  // flows become the 16 of one node. Exact (EXACT) where the fabric has no switch-to-switch links
+  // (an ideal switch, one switch per rail or tree); APPROXIMATE also folds on fat-tree and
+  // rail-optimized fabrics without oversubscription, whose switch-to-switch links then carry only
+  // the folded flows (less contention there, never more: static-route collisions with other nodes'
+  // flows are lost). Not with a timeline (its ranks would lose the flows they receive from other nodes), in-network
+  // aggregation, NVLS or checkpoint storage (flows to hosts that are not GPUs). Default EXACT.
+  NodeSymmetry node_symmetry = NodeSymmetry::EXACT;
   // SimGrid backend, for long runs: called about once a second of wall time with where the run is
   // (the CLI prints it at a low rate); and asked at the same rate whether to stop, in which case the
   // run throws Interrupted with that progress. Either may be empty.

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 #include <map>
 #include <queue>
+#include <cstdio>
+#include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "network/schedule.hpp"
 #include "network/topology.hpp"
@@ -88,6 +91,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         node_leaving_axes_.push_back(axis);
       }
     }
+    choose_folding();
   }
 
   SimulationResult run() {
@@ -367,6 +371,136 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return images;
   }
 
+  // Node folding (SimulationOptions::node_symmetry). It needs: flow fidelity with symmetry and no
+  // timeline; no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage);
+  // symmetric axes whose period shifts move whole nodes and keep a GPU's place in its node (the
+  // folding axes: data parallelism across nodes; shifts inside a node are left to the mirror images);
+  // the same links in every node, in the same order; and for EXACT, no switch-to-switch links.
+  void choose_folding() {
+    const NodeSymmetry mode = options_.node_symmetry;
+    if (mode == NodeSymmetry::OFF || !options_.use_symmetry || options_.fidelity != Fidelity::FLOW) return;
+    if (!options_.timeline_ranks.empty() || cluster_.intra_node.nvls || cluster_.network.in_network_reduction ||
+        cluster_.storage.has_value()) {
+      return;
+    }
+    if (topology_.count(network::LinkClass::FABRIC) > 0 && (mode == NodeSymmetry::EXACT || !non_blocking_tree())) return;
+    const int g = topology_.gpus_per_node();
+    const RankTable& table = executor_.table();
+    for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
+      const core::Axis axis = static_cast<core::Axis>(a);
+      if (!table.symmetric(axis) || table.period(axis) >= w_.layout.size(axis)) continue;
+      const int step = w_.layout.peer(0, axis, table.period(axis));  // the period's shift, in ranks
+      if (step % g == 0) fold_axes_.push_back(axis);
+    }
+    if (fold_axes_.empty()) return;
+    for (int node = 0; node * g < topology_.gpu_count(); ++node) {
+      const int home = topology_.node_of(shifted(node * g, node * g));
+      for (int r = node * g; r < (node + 1) * g; ++r) {
+        const int image = shifted(r, r);
+        if (topology_.node_of(image) != home || image % g != r % g) {
+          fold_axes_.clear();
+          return;
+        }
+      }
+    }
+    fold_ = index_node_links();
+  }
+
+  // A fat-tree or rail-optimized fabric without oversubscription: where APPROXIMATE folds. The links
+  // that leave a switch toward the spines carry the flows of all its nodes, of which folding keeps
+  // only the representatives': with oversubscribed uplinks that hides the bottleneck (a sharded ring
+  // over two nodes per rail switch at 4:1 came out 3x faster folded), and a torus's or a
+  // dragonfly's inter-node links are the bottleneck by design.
+  bool non_blocking_tree() const {
+    const network::TopologyKind kind = cluster_.network.topology;
+    return (kind == network::TopologyKind::FAT_TREE || kind == network::TopologyKind::RAIL_OPTIMIZED) &&
+           cluster_.network.oversubscription <= 1.0;
+  }
+
+  // Numbers every node's own links (NVLink, PCIe, NIC, host) in link order, so that the k-th link of
+  // one node is the k-th of any other; false when nodes differ in them.
+  bool index_node_links() {
+    const std::vector<network::Link>& links = topology_.links();
+    const int nodes = topology_.gpu_count() / topology_.gpus_per_node();
+    link_node_.assign(links.size(), -1);
+    link_slot_.assign(links.size(), 0);
+    std::vector<uint32_t> count(static_cast<size_t>(nodes), 0);
+    for (size_t l = 0; l < links.size(); ++l) {
+      const network::LinkClass c = links[l].link_class;
+      if (c == network::LinkClass::FABRIC || c == network::LinkClass::STORAGE) continue;
+      const std::string& name = links[l].name;
+      int node = -1;
+      if (std::sscanf(name.c_str(), "node%d.", &node) != 1 || node < 0 || node >= nodes) return false;
+      link_node_[l] = node;
+      link_slot_[l] = count[static_cast<size_t>(node)]++;
+    }
+    links_per_node_ = count.front();
+    if (std::any_of(count.begin(), count.end(), [&](uint32_t c) { return c != links_per_node_; })) return false;
+    node_links_.assign(static_cast<size_t>(nodes) * links_per_node_, 0);
+    for (size_t l = 0; l < links.size(); ++l) {
+      if (link_node_[l] < 0) continue;
+      node_links_[static_cast<size_t>(link_node_[l]) * links_per_node_ + link_slot_[l]] = static_cast<uint32_t>(l);
+    }
+    return true;
+  }
+
+  // `rank` moved by the shift along the folding axes that takes `by`'s coordinates on them below
+  // their periods (to its representative's node).
+  int shifted(int rank, int by) const {
+    const RankTable& table = executor_.table();
+    for (core::Axis axis : fold_axes_) {
+      const int coord = w_.layout.coord(by, axis);
+      rank = w_.layout.peer(rank, axis, coord % table.period(axis) - coord);
+    }
+    return rank;
+  }
+
+  // One flow per orbit: each flow moved so that its source is a representative, the copies of one
+  // flow merged (tails kept apart), each on its folded route.
+  ScheduleFlows fold(const ScheduleFlows& flows) {
+    ScheduleFlows out;
+    out.link_bytes = flows.link_bytes;
+    std::set<std::tuple<int, int, double, double>> seen;
+    for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
+      const FlowSpec& f = flows.batch.flows[i];
+      TRAINSIM_CHECK(f.dep_count == 0 && f.src < topology_.gpu_count() && f.dst < topology_.gpu_count(),
+                     "only flows between GPUs without dependencies fold");
+      const int src = shifted(f.src, f.src);
+      const int dst = shifted(f.dst, f.src);
+      if (!seen.emplace(src, dst, f.bytes, flows.tail_s[i]).second) continue;
+      declare_folded_route(src, dst);
+      out.batch.flows.push_back({src, dst, f.bytes, 0, 0});
+      out.tail_s.push_back(flows.tail_s[i]);
+    }
+    return out;
+  }
+
+  // The route from a representative's GPU `src` to `dst`: the real one, with its links in dst's
+  // node (when that is not src's) replaced by the same links of the node dst's representative is on.
+  // The same software latency.
+  void declare_folded_route(int src, int dst) {
+    const uint64_t pair = static_cast<uint64_t>(src) * static_cast<uint64_t>(topology_.gpu_count()) +
+                          static_cast<uint64_t>(dst);
+    if (!folded_pairs_.insert(pair).second) return;
+    const std::vector<uint32_t>& real = planner_.links(src, dst, false);  // declares it, once
+    double link_latency = 0;
+    for (uint32_t l : real) link_latency += topology_.links()[l].latency.value();
+    const core::Seconds software = platform_.route_latency(src, dst) - core::Seconds(link_latency);
+    const int there = topology_.node_of(dst);
+    const int image = topology_.node_of(shifted(dst, dst));
+    std::vector<uint32_t> route;
+    route.reserve(real.size());
+    for (uint32_t l : real) {
+      const bool move = there != topology_.node_of(src) && link_node_[l] == there;
+      route.push_back(move ? node_links_[static_cast<size_t>(image) * links_per_node_ + link_slot_[l]] : l);
+    }
+    std::vector<uint32_t> sorted = route;
+    std::sort(sorted.begin(), sorted.end());
+    TRAINSIM_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+                   fmt::format("the folded route from GPU {} to GPU {} crosses a link twice", src, dst));
+    platform_.set_route(src, dst, route, software);
+  }
+
   network::Algorithm algorithm_for(const Task& t, const network::GroupView& group) const {
     if (options_.algorithm != network::Algorithm::AUTO) {
       const std::vector<network::Algorithm> usable = network::algorithms_for(t.collective, group);
@@ -392,6 +526,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
                                    platform_, &link_bytes));
     }
     flows.link_bytes = nonzero_links(link_bytes);
+    if (fold_) flows = fold(flows);
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
 
@@ -448,6 +583,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       flows.tail_s.push_back(0.0);
     }
     flows.link_bytes = nonzero_links(link_bytes);
+    if (fold_) flows = fold(flows);
     return p2p_.emplace(key, std::move(flows)).first->second;
   }
 
@@ -462,6 +598,13 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::vector<std::vector<int>> members_;  // by meeting: the group's ranks (collectives)
   std::vector<core::Axis> rail_axes_;      // symmetric axes whose images run on rails of their own
   std::vector<core::Axis> node_leaving_axes_;  // symmetric, period 1, shifts leave the node
+  bool fold_ = false;                  // node folding (choose_folding)
+  std::vector<core::Axis> fold_axes_;  // symmetric axes whose period shifts move whole nodes
+  std::vector<int32_t> link_node_;     // per topology link: the node it belongs to, or -1 (fabric, storage)
+  std::vector<uint32_t> link_slot_;    // per topology link: its index among its node's links
+  uint32_t links_per_node_ = 0;
+  std::vector<uint32_t> node_links_;   // node * links_per_node_ + slot -> link
+  std::unordered_set<uint64_t> folded_pairs_;  // (src, dst) whose folded route is declared
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
   uint64_t next_order_ = 0;
   std::vector<InFlight> in_flight_;  // by platform batch id

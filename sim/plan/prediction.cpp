@@ -209,6 +209,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   engine::SimulationOptions options;
   options.use_symmetry = scenario.simulation.symmetry;
   options.replay_calls_alone = scenario.simulation.replay;
+  options.node_symmetry = scenario.simulation.node_symmetry;
   if (watch != nullptr) {
     watch->last_print_s = 0;
     options.on_progress = [](const engine::SimulationProgress& progress) {

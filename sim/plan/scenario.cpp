@@ -32,6 +32,9 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   s.profile = r.string("profile", "");
   s.symmetry = r.boolean("symmetry", s.symmetry);
   s.replay = r.boolean("replay", s.replay);
+  engine::parse_node_symmetry(r.choice("node_symmetry", std::string(engine::to_string(s.node_symmetry)),
+                                       {"off", "exact", "approximate"}),
+                              s.node_symmetry);
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
   s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
   s.max_flows = r.integer("max_flows", s.max_flows, 1, MAX_TASKS_LIMIT);
@@ -263,6 +266,7 @@ core::Json SimulationConfig::to_json() const {
   j["max_tasks"] = max_tasks;
   j["max_flows"] = max_flows;
   if (!approximate_over_budget) j["over_budget"] = "refuse";  // the default is left out: reports stay as they were
+  if (node_symmetry != engine::NodeSymmetry::EXACT) j["node_symmetry"] = std::string(engine::to_string(node_symmetry));  // likewise
   return j;
 }
 

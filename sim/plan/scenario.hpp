@@ -41,6 +41,8 @@ struct SimulationConfig {
   std::string profile;                   // optional profile JSON; relative to the scenario's folder
   bool symmetry = true;                  // simulate one representative per class of symmetric ranks
   bool replay = true;                    // SimGrid: replay calls that run alone (SimulationOptions::replay_calls_alone)
+  // SimGrid: fold mirror images' flows onto the representatives' nodes (SimulationOptions::node_symmetry).
+  engine::NodeSymmetry node_symmetry = engine::NodeSymmetry::EXACT;
   network::Algorithm algorithm = network::Algorithm::AUTO;  // force a collective algorithm
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
   int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)

@@ -374,6 +374,83 @@ TEST(CollectiveSimulation, TwoRingsSharingAnOversubscribedUplinkSlowDownByTwo) {
   EXPECT_NEAR(sharing.value(), 2 * size / rate, 1e-9);
 }
 
+// Batches that overlap on a receiver's link, run twice in one process. At t = 0 GPU 0 sends S bytes
+// to GPU 1 (batch A); at tau = S/(2R), when A has half its bytes left, GPUs 2, 3 and 4 send S each to
+// GPU 1 (batch B). Every sender's NIC carries one flow at R = 0.9 x 25 GB/s (200 Gb/s at the default
+// inter-node efficiency); GPU 1's NIC down link is the bottleneck, shared max-min fairly. With L the
+// route latency (every route here crosses the same kind of links): A transfers alone from L to
+// tau + L, then the four flows get R/4 each until A ends at tau + L + 2S/R = 2.5 S/R + L; B's flows
+// have S/2 left then, at R/3 each: they end 1.5 S/R later, 3.5 S/R + L after B started. GPU 1 takes
+// one flow, then four at once: its actor's pool of receives must grow so that no flow waits for a
+// receive (SimgridPlatform: a flow starts when it is sent). The second run must give the same times:
+// the first run's receives left in the mailboxes would otherwise match its sends.
+TEST(CollectiveSimulation, OverlappingBatchesShareAReceiversLinkAndRunAgainAlike) {
+  const network::ClusterConfig cluster = one_gpu_nodes();
+  const network::Topology topology = network::Topology::build(cluster);
+  SimgridPlatform& platform = SimgridPlatform::bind(topology, core::NetworkProfile::defaults());
+  const double size = 1e9;
+  const double rate = 0.9 * 25e9;
+  std::vector<uint32_t> links;
+  for (int src : {0, 2, 3, 4}) {
+    links.clear();
+    topology.route(src, 1, links);
+    platform.set_route(src, 1, links, Seconds(0));
+  }
+  const double latency = platform.route_latency(0, 1).value();
+  for (int src : {2, 3, 4}) ASSERT_DOUBLE_EQ(platform.route_latency(src, 1).value(), latency);
+
+  class TwoBatches final : public FlowDriver {
+   public:
+    TwoBatches(SimgridPlatform& platform, double size, double tau) : platform_(platform), size_(size), tau_(tau) {}
+    double advance(double now) override {
+      if (done_.size() == 2) return FINISHED;
+      if (!started_a_) {
+        started_a_ = true;
+        ids_.push_back(platform_.start({{{0, 1, size_, 0, 0}}, {}}));
+        return tau_;
+      }
+      if (!started_b_ && now >= tau_) {
+        started_b_ = true;
+        b_start_ = now;
+        ids_.push_back(platform_.start({{{2, 1, size_, 0, 0}, {3, 1, size_, 0, 0}, {4, 1, size_, 0, 0}}, {}}));
+      }
+      return started_b_ ? NEVER : tau_;
+    }
+    void batch_done(uint32_t id, const std::vector<Seconds>& done) override {
+      done_.push_back({id == ids_.front() ? 0 : 1, done});
+    }
+    // Flow completions of batch A (0) or B (1), from the batch's start.
+    std::vector<Seconds> of(int batch) const {
+      for (const auto& [b, done] : done_) {
+        if (b == batch) return done;
+      }
+      return {};
+    }
+    double b_start() const { return b_start_; }
+
+   private:
+    SimgridPlatform& platform_;
+    double size_, tau_, b_start_ = 0;
+    bool started_a_ = false, started_b_ = false;
+    std::vector<uint32_t> ids_;
+    std::vector<std::pair<int, std::vector<Seconds>>> done_;
+  };
+
+  const double tau = size / (2 * rate);
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(fmt::format("run {}", run));
+    TwoBatches driver(platform, size, tau);
+    platform.simulate(driver);
+    const std::vector<Seconds> a = driver.of(0);
+    const std::vector<Seconds> b = driver.of(1);
+    ASSERT_EQ(a.size(), 1U);
+    ASSERT_EQ(b.size(), 3U);
+    EXPECT_NEAR(driver.b_start(), tau, 1e-12);
+    EXPECT_NEAR(a[0].value(), 2.5 * size / rate + latency, 1e-9);
+    for (const Seconds& d : b) EXPECT_NEAR(d.value(), 3.5 * size / rate + latency, 1e-9);
+  }
+}
+
 TEST(CollectiveSimulation, AnalyticFidelityIsTheClosedForm) {
   const network::ClusterConfig cluster = one_gpu_nodes();
   const core::Profile profile;
