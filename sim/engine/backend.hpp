@@ -65,6 +65,10 @@ struct SimulationOptions {
   // gets its representative's intervals, which are its own by the symmetry contract, under its own
   // rank number. REQUIRES: each is in [0, world size).
   std::vector<int> timeline_ranks;
+  // SimGrid backend: whether the network flows the timeline ranks send or receive are recorded too
+  // (SimulationResult::flows: `run --timeline`). False: their task intervals only (the energy
+  // model's activity), which node folding keeps exact, so that folding stays on.
+  bool timeline_flows = true;
   // SimGrid backend: a call whose flows already ran alone on the idle network, and that starts alone
   // again and ends before anything else can start, takes the time of that run without simulating its
   // flows again (the FSDP gathers of a forward pass, repeated iterations). Exact by construction;
@@ -80,7 +84,8 @@ struct SimulationOptions {
   // (an ideal switch, one switch per rail or tree); APPROXIMATE also folds on fat-tree and
   // rail-optimized fabrics without oversubscription, whose switch-to-switch links then carry only
   // the folded flows (less contention there, never more: static-route collisions with other nodes'
-  // flows are lost). Not with a timeline (its ranks would lose the flows they receive from other nodes), in-network
+  // flows are lost). Not with a timeline that records flows (its ranks would lose the flows they receive
+  // from other nodes; timeline_flows false keeps it on), in-network
   // aggregation, NVLS or checkpoint storage (flows to hosts that are not GPUs). Default EXACT.
   NodeSymmetry node_symmetry = NodeSymmetry::EXACT;
   // SimGrid backend, for long runs: called about once a second of wall time with where the run is

@@ -75,7 +75,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         executor_(workload, cluster, profile, options_, *this),
         members_(executor_.table().meetings().size()),
         loads_(topology_.links().size()) {
-    if (!options_.timeline_ranks.empty()) {
+    if (!options_.timeline_ranks.empty() && options_.timeline_flows) {
       traced_.assign(static_cast<size_t>(w_.layout.world_size()), 0);
       for (int r : options_.timeline_ranks) traced_[static_cast<size_t>(r)] = 1;
     }
@@ -372,14 +372,14 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   }
 
   // Node folding (SimulationOptions::node_symmetry). It needs: flow fidelity with symmetry and no
-  // timeline; no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage);
+  // flows recorded for a timeline (task intervals alone fold exactly); no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage);
   // symmetric axes whose period shifts move whole nodes and keep a GPU's place in its node (the
   // folding axes: data parallelism across nodes; shifts inside a node are left to the mirror images);
   // the same links in every node, in the same order; and for EXACT, no switch-to-switch links.
   void choose_folding() {
     const NodeSymmetry mode = options_.node_symmetry;
     if (mode == NodeSymmetry::OFF || !options_.use_symmetry || options_.fidelity != Fidelity::FLOW) return;
-    if (!options_.timeline_ranks.empty() || cluster_.intra_node.nvls || cluster_.network.in_network_reduction ||
+    if (!traced_.empty() || cluster_.intra_node.nvls || cluster_.network.in_network_reduction ||
         cluster_.storage.has_value()) {
       return;
     }
@@ -622,7 +622,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::map<std::tuple<int, int, double>, ScheduleFlows> p2p_;
   std::map<std::tuple<int, int, double>, ScheduleFlows> copies_;  // by (rank, direction, bytes)
   LinkLoads loads_;  // bytes per topology link over the run
-  std::vector<char> traced_;  // by rank: on the timeline (empty: no timeline)
+  std::vector<char> traced_;  // by rank: its flows on the timeline (empty: no flows recorded)
   std::vector<FlowEvent> flows_;
 };
 

@@ -223,6 +223,9 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   options.fidelity = scenario.simulation.fidelity;
   energy = energy && scenario.gpu_power.tdp_w > 0;
   options.timeline_ranks = energy ? with_ranks(timeline_ranks, energy_ranks(p.built.workload)) : timeline_ranks;
+  // Flows only for a timeline asked for (run --timeline): the energy model reads task intervals,
+  // and recording no flows keeps node folding on (backend.hpp).
+  options.timeline_flows = !timeline_ranks.empty();
   if (p.backend == "simgrid" && options.fidelity != engine::Fidelity::ANALYTIC) {
     // Refuse a simulation that would not end in minutes before it starts: step fidelity turns every
     // collective into all of its algorithm's transfers (the collective command's budget); at flow
