@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/text_file.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/schedule_sim.hpp"
 
@@ -160,10 +161,7 @@ TEST(ClusterScheduleMatrix, EntriesEqualRunOfTheirLayouts) {
 // trace, NAME.jobs.json with the good cluster; NAME.expected holds the exact message ({file}: the
 // case's path).
 std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  std::string text = s.str();
+  std::string text = core::read_text_file(p.string(), core::MAX_STREAM_BYTES, "expected message");
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
