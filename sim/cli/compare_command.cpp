@@ -130,37 +130,32 @@ std::vector<LabeledReport> bars_of(const std::vector<Configuration>& cs) {
   return bars;
 }
 
+// One bar per configuration of `figure` (--plot-figure's names): "time", the iteration's breakdown;
+// "days", "gpu_hours" or "cost", the whole run (planning_bar_chart: an input error naming a
+// configuration without it). Titled with what it shows and what is compared.
+report::BarChart figure_chart(const CompareArgs& args, const std::vector<LabeledReport>& bars, const std::string& figure) {
+  if (figure == "time") {
+    report::BarChart chart = breakdown_bar_chart(bars, chart_title("iteration time", args, bars));
+    chart.ranked = false;  // in the order given, like the table's columns
+    return chart;
+  }
+  const PlanningFigure which = figure == "days"        ? PlanningFigure::DAYS
+                               : figure == "gpu_hours" ? PlanningFigure::GPU_HOURS
+                                                       : PlanningFigure::COST;
+  const std::string what = figure == "days" ? "time to train" : figure == "gpu_hours" ? "GPU-hours" : "cost";
+  return planning_bar_chart(bars, which, chart_title(what, args, bars));
+}
+
 // --html's charts: the iteration's breakdown, and the whole run's days and cost where every
 // configuration that ran has them.
 std::vector<report::BarChart> page_charts(const CompareArgs& args, const std::vector<LabeledReport>& bars) {
-  std::vector<report::BarChart> charts{breakdown_bar_chart(bars, chart_title("iteration time", args, bars))};
-  charts.back().ranked = false;
+  std::vector<report::BarChart> charts{figure_chart(args, bars, "time")};
   const auto all_have = [&](const char* pointer) {
     return std::all_of(bars.begin(), bars.end(), [&](const LabeledReport& b) { return b.report.contains(core::Json::json_pointer(pointer)); });
   };
-  if (all_have("/time_to_train/days")) {
-    charts.push_back(planning_bar_chart(bars, PlanningFigure::DAYS, chart_title("time to train", args, bars)));
-  }
-  if (all_have("/time_to_train/cost")) charts.push_back(planning_bar_chart(bars, PlanningFigure::COST, chart_title("cost", args, bars)));
+  if (all_have("/time_to_train/days")) charts.push_back(figure_chart(args, bars, "days"));
+  if (all_have("/time_to_train/cost")) charts.push_back(figure_chart(args, bars, "cost"));
   return charts;
-}
-
-// The --plot chart, built before anything is printed: a configuration without the figure asked for
-// is an input error, not a half-written output.
-report::BarChart plot_chart(const CompareArgs& args, const std::vector<Configuration>& cs) {
-  const std::vector<LabeledReport> bars = bars_of(cs);
-  report::BarChart chart;
-  if (args.plot_figure == "time") {
-    chart = breakdown_bar_chart(bars, chart_title("iteration time", args, bars));
-    chart.ranked = false;  // in the order given, like the table's columns
-  } else {
-    const PlanningFigure figure = args.plot_figure == "days"        ? PlanningFigure::DAYS
-                                  : args.plot_figure == "gpu_hours" ? PlanningFigure::GPU_HOURS
-                                                                    : PlanningFigure::COST;
-    const std::string what = args.plot_figure == "days" ? "time to train" : args.plot_figure == "gpu_hours" ? "GPU-hours" : "cost";
-    chart = planning_bar_chart(bars, figure, chart_title(what, args, bars));
-  }
-  return chart;
 }
 
 }  // namespace
@@ -177,8 +172,11 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
   const std::vector<Configuration>& cs = result.configurations;
   result.warnings.print(err, cs.size());
   const std::vector<CompareRow>& rows = result.rows;
+  // The pictures' bars, and the --plot chart built before anything is printed: a configuration
+  // without the figure asked for is an input error, not a half-written output.
+  const std::vector<LabeledReport> bars = args.plot.empty() && args.html.empty() ? std::vector<LabeledReport>{} : bars_of(cs);
   std::optional<report::BarChart> chart;
-  if (!args.plot.empty()) chart = plot_chart(args, cs);
+  if (!args.plot.empty()) chart = figure_chart(args, bars, args.plot_figure);
   switch (args.format) {
     case Format::JSON: out << compare_json(result).dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n"; break;
     case Format::CSV: write_csv(cs, rows, out); break;
@@ -186,7 +184,6 @@ int compare_command(const CompareArgs& args, std::ostream& out, std::ostream& er
   }
   if (chart) report::write_chart_file(args.plot, report::render_bar_chart(*chart), "--plot");
   if (!args.html.empty()) {
-    const std::vector<LabeledReport> bars = bars_of(cs);
     core::write_output_file(args.html, html_compare(result, chart_title("compare", args, bars), page_charts(args, bars)), "--html");
   }
   return 0;
