@@ -12,7 +12,8 @@ with NCCL, world size from torchrun's variables or 1): gradients are all-reduced
 25 MB, as DDP does, so that the trace holds NCCL collectives.
 
 Prints one JSON line: the configuration, every step's time (CUDA-synchronized wall clock, after the
-warm-up steps), their median, and the peak of torch's allocator.
+warm-up steps), their median, the peak of torch's allocator, and the GPU energy per timed step
+(NVML's counter, scripts/gpu/nvml.py; null where NVML is missing).
 """
 import argparse
 import json
@@ -26,6 +27,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nvml import try_open  # scripts/gpu/nvml.py: the board's energy counter
 from scenario import add_model_args  # scripts/gpu/scenario.py: the same job's arguments
 
 
@@ -138,6 +140,8 @@ def main():
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
                        on_trace_ready=tensorboard_trace_handler(args.profile_dir))
         prof.start()
+    gpu_meter = try_open(local)
+    energy0 = gpu_meter.energy_j() if gpu_meter else None
     times = []
     for i in range(args.steps):
         if args.nvtx:
@@ -152,6 +156,7 @@ def main():
             prof.step()
     if prof is not None:
         prof.stop()
+    energy = (gpu_meter.energy_j() - energy0) if gpu_meter else None
 
     print(json.dumps({
         "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "vocab": args.vocab,
@@ -163,6 +168,8 @@ def main():
         "tokens_per_s": args.micro_batch * args.accum * args.seq * world / statistics.median(times),
         "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
         "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+        "energy_j_per_step": energy / args.steps if energy is not None else None,
+        "avg_power_w": energy / sum(times) if energy is not None else None,
     }), flush=True)
     dist.destroy_process_group()
 
