@@ -96,7 +96,8 @@ GpuPower catalog_gpu_power(std::string_view gpu_name) {
     if (c.gpu != gpu_name) continue;
     p.tdp_w = c.tdp_w;
     p.idle_w = default_idle(c.tdp_w);
-    p.source = fmt::format("{}; idle {} of TDP (trainsim's assumption)", c.source, DEFAULT_IDLE_SHARE);
+    p.source = fmt::format("{}; idle {} of TDP (measured on an H200 with a CUDA context open: docs/gpu-runs.md)", c.source,
+                           DEFAULT_IDLE_SHARE);
   }
   return p;
 }

@@ -6,19 +6,30 @@
 // A GPU draws, while it is
 //   GEMM-bound       computing on its tensor cores (GEMM, FlashAttention):  its limit (TDP, or the cap)
 //   memory-bound     computing anything else (element-wise, norms, embedding, optimizer, unfused
-//                    attention: HBM-bound kernels)                          idle + 0.60 x (TDP - idle)
+//                    attention: HBM-bound kernels)                          idle + 0.65 x (TDP - idle)
 //   communicating    only collectives, sends, receives are running           idle + 0.30 x (TDP - idle)
 //   waiting          nothing runs (pipeline bubble, waiting for a peer, host copies or CPU work only)
-//                                                                           idle + 0.15 x (TDP - idle)
-// each at most the limit. The shares are trainsim's assumptions (no per-activity measurement is
-// bundled): dense GEMMs run at the board's power limit (the basis of the Llama 2 / 3.1 model cards'
-// GPU-hours x TDP); HBM-bound kernels leave the tensor cores idle; NCCL kernels occupy a few SMs and
-// the links; a GPU waiting on a peer keeps its clocks up (spinning kernels) and draws above idle.
+//                                                                           idle
+// each at most the limit, with idle = 0.17 x TDP: a GPU with a CUDA context open (clocks up), as every
+// GPU of a running job is. Measured on one H200 (700 W; NVML's energy counter; scripts/gpu/power.py
+// and power_check.sh, docs/gpu-runs.md, 2026-11-27):
+//   - idle with a context open 119.9 W (0.17 of TDP; 78.2 W before any context);
+//   - a spinning kernel (torch.cuda._sleep, one block: a GPU waiting on a peer) 120.9 W, and pinned
+//     host-to-device copies at 55 GB/s 126.4 W: waiting draws idle;
+//   - bf16 8192^3 GEMMs back to back 688.4 W (the 700 W limit holds the SM clock at 1470 MHz) and
+//     FlashAttention 687.1 W: GEMM-bound draws the limit;
+//   - memory-bound: 0.65 is what the 1.32 B and 356 M eager GPT steps drew in their element-wise
+//     kernels (the step's energy less its GEMM and attention time at 688 W and its idle time at 120 W,
+//     over its element-wise and copy time: 494 W and 499 W, shares 0.645 and 0.654). Element-wise
+//     adds of 1 GiB tensors back to back (4.37 TB/s) drew 665.8 W (0.94): a long HBM stream draws
+//     more than a training step's short element-wise kernels do.
+// Communicating is trainsim's assumption (one GPU could not measure it): NCCL kernels occupy a few
+// SMs and the links.
 // A scenario overrides the figures in its GPU object ("tdp", "idle_power", "power_cap": read_gpu_power).
 //
 // Example:
-//   GpuPower p = catalog_gpu_power("H100-SXM5-80GB");   // tdp 700 W, idle 87.5 W
-//   p.draw_w(PowerActivity::COMMUNICATION);              // 87.5 + 0.3 x 612.5 = 271.25 W
+//   GpuPower p = catalog_gpu_power("H100-SXM5-80GB");   // tdp 700 W, idle 119 W
+//   p.draw_w(PowerActivity::COMMUNICATION);              // 119 + 0.3 x 581 = 293.3 W
 
 #include <array>
 #include <cstdint>
@@ -36,9 +47,9 @@ inline constexpr int POWER_ACTIVITY_COUNT = 4;
 std::string_view to_string(PowerActivity a);  // "gemm_bound", "memory_bound", "communication", "waiting"
 
 // The share of a GPU's dynamic range (TDP - idle) that each activity draws above idle (see above).
-inline constexpr std::array<double, POWER_ACTIVITY_COUNT> ACTIVITY_POWER_SHARE = {1.0, 0.60, 0.30, 0.15};
-// A GPU without a published idle figure idles at this share of its TDP: trainsim's assumption.
-inline constexpr double DEFAULT_IDLE_SHARE = 0.125;
+inline constexpr std::array<double, POWER_ACTIVITY_COUNT> ACTIVITY_POWER_SHARE = {1.0, 0.65, 0.30, 0.0};
+// A GPU without a published idle figure idles at this share of its TDP (H200 measured, above).
+inline constexpr double DEFAULT_IDLE_SHARE = 0.17;
 // Dynamic power grows with the cube of the clock (P = C V^2 f with the voltage following the
 // frequency, the usual DVFS approximation): under a power cap the tensor cores run at
 // ((cap - idle) / (TDP - idle))^(1/3) of their clock; memory-bound work, held by HBM, does not slow.

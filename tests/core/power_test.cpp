@@ -22,26 +22,26 @@ GpuPower h100_like() {
 TEST(GpuPower, DrawsByActivityAreIdlePlusTheirShareOfTheDynamicRange) {
   const GpuPower p = h100_like();
   EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::GEMM_BOUND), 700);           // 100 + 1.00 x 600
-  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::MEMORY_BOUND), 460);         // 100 + 0.60 x 600
+  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::MEMORY_BOUND), 490);         // 100 + 0.65 x 600
   EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::COMMUNICATION), 280);        // 100 + 0.30 x 600
-  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::WAITING), 190);              // 100 + 0.15 x 600
+  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::WAITING), 100);              // 100 + 0 x 600
 }
 
 TEST(GpuPower, ACapLimitsEveryDrawAndSlowsTheClockByTheCubeLaw) {
   GpuPower p = h100_like();
   p.power_cap_w = 400;
   EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::GEMM_BOUND), 400);
-  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::MEMORY_BOUND), 400);  // 460 capped
+  EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::MEMORY_BOUND), 400);  // 490 capped
   EXPECT_DOUBLE_EQ(p.draw_w(PowerActivity::COMMUNICATION), 280);
   // (400 - 100) / (700 - 100) = 0.5; 0.5^(1/3) = 0.7937
   EXPECT_NEAR(p.clock_ratio(), 0.793700526, 1e-9);
   EXPECT_DOUBLE_EQ(h100_like().clock_ratio(), 1.0);
 }
 
-TEST(GpuPower, CatalogGpusTakeTheirDatasheetTdpAndAnEighthOfItIdle) {
+TEST(GpuPower, CatalogGpusTakeTheirDatasheetTdpAndIdleAtTheMeasuredShareOfIt) {
   const GpuPower h100 = catalog_gpu_power("H100-SXM5-80GB");
   EXPECT_DOUBLE_EQ(h100.tdp_w, 700);
-  EXPECT_DOUBLE_EQ(h100.idle_w, 87.5);
+  EXPECT_DOUBLE_EQ(h100.idle_w, 119);  // 0.17 x 700 W (an H200 measured 119.9 W with a context open)
   EXPECT_DOUBLE_EQ(catalog_gpu_power("A100-SXM4-80GB").tdp_w, 400);
   EXPECT_DOUBLE_EQ(catalog_gpu_power("V100-SXM2-32GB").tdp_w, 300);
   EXPECT_FALSE(h100.source.empty());
@@ -143,11 +143,11 @@ TEST(GpuObjectPower, ACapKeepsTheBaseFiguresAndRoundTrips) {
   EXPECT_EQ(written, Json({{"power_cap", "500 W"}}));  // the base's tdp and idle are not repeated
   const GpuPower back = read_keys(written);
   EXPECT_DOUBLE_EQ(*back.power_cap_w, 500);
-  EXPECT_DOUBLE_EQ(back.idle_w, 87.5);
+  EXPECT_DOUBLE_EQ(back.idle_w, 119);
 }
 
-TEST(GpuObjectPower, AGivenTdpSetsIdleToAnEighthUnlessGiven) {
-  EXPECT_DOUBLE_EQ(read_keys({{"tdp", "800 W"}}).idle_w, 100);
+TEST(GpuObjectPower, AGivenTdpSetsIdleToTheDefaultShareUnlessGiven) {
+  EXPECT_DOUBLE_EQ(read_keys({{"tdp", "800 W"}}).idle_w, 136);  // 0.17 x 800 W
   const GpuPower p = read_keys({{"tdp", "800 W"}, {"idle_power", "60 W"}});
   EXPECT_DOUBLE_EQ(p.idle_w, 60);
   Json written = Json::object();
@@ -158,7 +158,7 @@ TEST(GpuObjectPower, AGivenTdpSetsIdleToAnEighthUnlessGiven) {
 
 TEST(GpuObjectPower, ACapAboveTdpOrBelowIdleIsAnError) {
   EXPECT_NE(key_errors({{"power_cap", "800 W"}})
-                .find("s.json: /cluster/gpu/power_cap: expected a power cap above the GPU's idle power (87.5 W) and at "
+                .find("s.json: /cluster/gpu/power_cap: expected a power cap above the GPU's idle power (119 W) and at "
                       "most its TDP (700 W), found 800 W"),
             std::string::npos);
   EXPECT_NE(key_errors({{"power_cap", "50 W"}}).find("/cluster/gpu/power_cap"), std::string::npos);

@@ -40,12 +40,12 @@ TEST(IterationEnergy, TwoRanksByHand) {
   EXPECT_DOUBLE_EQ(e.gpu_s[1], 1);
   EXPECT_DOUBLE_EQ(e.gpu_s[2], 3);
   EXPECT_DOUBLE_EQ(e.gpu_s[3], 2);
-  // rank 0: 2 x 700 + 1 x 280 + 1 x 190 = 1870; rank 1: 190 + 460 + 2 x 280 = 1210; total 3080 J
-  EXPECT_DOUBLE_EQ(e.gpu_j_total, 3080);
-  EXPECT_DOUBLE_EQ(e.per_iteration_j, 3080);
-  EXPECT_DOUBLE_EQ(e.average_power_w, 770);
-  // power over time: [0,1) 700 + 190 = 890; [1,2) 700 + 460 = 1160; [2,3) 280 + 280 = 560; [3,4) 190 + 280 = 470
-  EXPECT_DOUBLE_EQ(e.peak_power_w, 1160);
+  // rank 0: 2 x 700 + 1 x 280 + 1 x 100 = 1780; rank 1: 100 + 490 + 2 x 280 = 1150; total 2930 J
+  EXPECT_DOUBLE_EQ(e.gpu_j_total, 2930);
+  EXPECT_DOUBLE_EQ(e.per_iteration_j, 2930);
+  EXPECT_DOUBLE_EQ(e.average_power_w, 732.5);
+  // power over time: [0,1) 700 + 100 = 800; [1,2) 700 + 490 = 1190; [2,3) 280 + 280 = 560; [3,4) 100 + 280 = 380
+  EXPECT_DOUBLE_EQ(e.peak_power_w, 1190);
 }
 
 TEST(IterationEnergy, RanksStandForTheirProgramAndTheRestOfTheClusterAndPueCount) {
@@ -58,11 +58,11 @@ TEST(IterationEnergy, RanksStandForTheirProgramAndTheRestOfTheClusterAndPueCount
   c.switch_w_per_nic = 5;
   // non-GPU: 2 nodes x (100 + 2 x 15) = 260 W, over 4 s = 1040 J
   const EnergyFigures e = iteration_energy(ranks, 4.0, gpu_700_100(), c, 2, 2);
-  EXPECT_DOUBLE_EQ(e.gpu_j_total, 3 * 1870 + 1210);
+  EXPECT_DOUBLE_EQ(e.gpu_j_total, 3 * 1780 + 1150);
   EXPECT_DOUBLE_EQ(e.non_gpu_j, 1040);
-  EXPECT_DOUBLE_EQ(e.per_iteration_j, (6820 + 1040) * 1.5);
-  // peak over [1, 2): 3 x 700 + 460 + 260 = 2820, times 1.5
-  EXPECT_DOUBLE_EQ(e.peak_power_w, 2820 * 1.5);
+  EXPECT_DOUBLE_EQ(e.per_iteration_j, (6490 + 1040) * 1.5);
+  // peak over [1, 2): 3 x 700 + 490 + 260 = 2850, times 1.5
+  EXPECT_DOUBLE_EQ(e.peak_power_w, 2850 * 1.5);
 }
 
 TEST(IterationEnergy, ASteadyStateWindowWrapsOntoTheIteration) {
@@ -143,7 +143,7 @@ TEST(ScenarioPower, CatalogGpuAndClusterDefaultsAndTheResolvedFormReadsBack) {
   const std::string file = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/gpt3-6.7b-a100-8.json";
   const Scenario s = load_scenario(file, {"cluster.gpu.power_cap=\"300 W\"", "cluster.power.pue=1.25"});
   EXPECT_DOUBLE_EQ(s.gpu_power.tdp_w, 400);  // A100 SXM4
-  EXPECT_DOUBLE_EQ(s.gpu_power.idle_w, 50);
+  EXPECT_DOUBLE_EQ(s.gpu_power.idle_w, 68);  // 0.17 x 400 W (core/power.hpp DEFAULT_IDLE_SHARE)
   EXPECT_DOUBLE_EQ(*s.gpu_power.power_cap_w, 300);
   EXPECT_DOUBLE_EQ(s.power.pue, 1.25);
   const core::Json resolved = s.to_json();

@@ -1,6 +1,6 @@
 #pragma once
 // A GPU whose draws are round numbers (core/power.hpp): TDP 700 W, idle 100 W, so GEMM-bound 700 W,
-// memory-bound 460 W, communicating 280 W, waiting 190 W. For the hand-worked energy oracles.
+// memory-bound 490 W, communicating 280 W, waiting 100 W. For the hand-worked energy oracles.
 
 #include "sim/core/power.hpp"
 
