@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "calibrate/iteration_marks.hpp"
 #include "calibrate/parallel_groups.hpp"
 #include "calibrate/trace_summary.hpp"
 #include "sim/core/error.hpp"
@@ -21,40 +22,16 @@ using core::TaskKind;
 
 constexpr double NS = 1e-9;
 
-struct Window {
-  uint64_t start = 0;
-  uint64_t end = UINT64_MAX;
-};
-
 // The windows of the replayed iteration, one per traced rank (in TraceSet::ranks() order).
-std::vector<Window> iteration_windows(const TraceSet& traces, int64_t& iteration) {
-  std::vector<std::map<int64_t, Window>> per_rank;
-  std::set<int64_t> common;
-  for (size_t i = 0; i < traces.ranks().size(); ++i) {
-    std::map<int64_t, Window> marks;
-    for (const trace::Record& r : traces.files()[traces.ranks()[i].file].records) {
-      if (!r.has_marker() || r.marker().iteration() < 0) continue;
-      auto [it, inserted] = marks.try_emplace(r.marker().iteration(), Window{r.marker().start_ns(), r.marker().end_ns()});
-      it->second.start = std::min(it->second.start, r.marker().start_ns());
-      it->second.end = inserted ? r.marker().end_ns() : std::max(it->second.end, r.marker().end_ns());
-    }
-    std::set<int64_t> numbers;
-    for (const auto& [n, w] : marks) numbers.insert(n);
-    if (i == 0) {
-      common = numbers;
-    } else {
-      std::set<int64_t> both;
-      std::set_intersection(common.begin(), common.end(), numbers.begin(), numbers.end(), std::inserter(both, both.end()));
-      common = both;
-    }
-    per_rank.push_back(std::move(marks));
-  }
-  std::vector<Window> windows(traces.ranks().size());
+std::vector<MarkWindow> iteration_windows(const TraceSet& traces, int64_t& iteration) {
+  const std::vector<std::map<int64_t, MarkWindow>> per_rank = iteration_marks(traces);
+  std::vector<MarkWindow> windows(traces.ranks().size(), MarkWindow{0, UINT64_MAX});
   const bool any_markers = std::any_of(per_rank.begin(), per_rank.end(), [](const auto& m) { return !m.empty(); });
   if (!any_markers) {
     iteration = -1;
     return windows;
   }
+  const std::set<int64_t> common = common_iterations(per_rank);
   if (common.empty()) {
     throw core::InputError(traces.files().front().path, "",
                            "the ranks' traces have no iteration marker (ProfilerStep#N) number in common");
@@ -81,7 +58,7 @@ struct Event {
 };
 
 // The tasks of one rank's window, in start order.
-std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, const Window& w, const InferredLayout& layout,
+std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, const MarkWindow& w, const InferredLayout& layout,
                              core::Workload& wl, std::map<std::vector<int>, uint16_t>& group_index, ReplayWorkload& out) {
   const core::TraceFile& f = traces.files()[rank.file];
   std::vector<Event> events;
@@ -152,7 +129,7 @@ std::vector<Event> events_of(const TraceSet& traces, const TracedRank& rank, con
 // unexplained compute-stream idle time folded into the compute task that follows it. Each task keeps
 // the last task of every stream it already waits for (directly or through others), so that only
 // dependencies that add something are recorded.
-core::Program build_program(const std::vector<Event>& events, const Window& w, int rank, ReplayWorkload& out) {
+core::Program build_program(const std::vector<Event>& events, const MarkWindow& w, int rank, ReplayWorkload& out) {
   using Frontier = std::array<int64_t, core::STREAM_COUNT>;
   core::Program p;
   p.name = fmt::format("rank {}", rank);
@@ -209,7 +186,7 @@ core::Program build_program(const std::vector<Event>& events, const Window& w, i
 // replayed window (the simulated call matches by position, op and size): otherwise the traces are
 // not of one run (or one was truncated), and that is an input error naming the rank and the call,
 // found here rather than as a deadlock of the simulation.
-void check_collective_sequences(const TraceSet& traces, const std::vector<Window>& windows) {
+void check_collective_sequences(const TraceSet& traces, const std::vector<MarkWindow>& windows) {
   struct Calls {
     int rank = 0;
     std::vector<const TracedCollective*> list;
@@ -288,7 +265,7 @@ ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions
                            fmt::format("{} ranks do not fill hosts of {} GPUs evenly", out.traced_ranks, out.gpus_per_node));
   }
 
-  const std::vector<Window> windows = iteration_windows(traces, out.iteration);
+  const std::vector<MarkWindow> windows = iteration_windows(traces, out.iteration);
   check_collective_sequences(traces, windows);
   const InferredLayout layout = infer_layout(traces);
   core::Workload& wl = out.workload;
@@ -296,7 +273,7 @@ ReplayWorkload build_replay_workload(const TraceSet& traces, const ReplayOptions
   std::map<std::vector<int>, uint16_t> group_index;
   for (size_t i = 0; i < traces.ranks().size(); ++i) {
     const TracedRank& r = traces.ranks()[i];
-    Window w = windows[i];
+    MarkWindow w = windows[i];
     std::vector<Event> events = events_of(traces, r, w, layout, wl, group_index, out);
     if (out.iteration < 0 && !events.empty()) {
       w.start = events.front().start;

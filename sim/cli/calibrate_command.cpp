@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "calibrate/iteration_marks.hpp"
 #include "calibrate/measured_on.hpp"
 #include "calibrate/nccl_tests_import.hpp"
 #include "calibrate/profile_fit.hpp"
@@ -16,6 +17,7 @@
 #include "network/collective_cost.hpp"
 #include "network/feasibility.hpp"
 #include "sim/cli/cli_options.hpp"
+#include "sim/plan/calibration_run.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -114,6 +116,49 @@ std::string fit_csv(const calibrate::ProfileFit& fit) {
   return s;
 }
 
+// With a full scenario of the traced job (it has a "model") and traces that mark their iterations:
+// the fitted profile (already written to args.output) predicts the job, and the prediction is set
+// beside each measured iteration (sim/plan/calibration_run.hpp). nullopt otherwise, with a note on
+// `err` when only the markers are missing.
+std::optional<CalibrationRun> check_on_traced_run(const CalibrateArgs& args, const calibrate::TraceSet& traces,
+                                                  std::ostream& err) {
+  if (args.scenario.empty()) return std::nullopt;
+  const core::Json doc = core::load_scenario_file(args.scenario);
+  if (!doc.is_object() || !doc.contains("model")) return std::nullopt;
+  const std::vector<calibrate::MeasuredIteration> iterations = calibrate::measured_iterations(traces);
+  if (iterations.empty()) {
+    err << fmt::format(
+        "calibrate: the traces mark no iteration (ProfilerStep#N), so the profile was not checked against the traced "
+        "job of {} (trace with `trainsim trace --nvtx` around a loop that names its steps, or torch.profiler)\n",
+        args.scenario);
+    return std::nullopt;
+  }
+  std::vector<std::string> overrides = args.overrides;
+  overrides.push_back("simulation.profile=" + std::filesystem::absolute(args.output).string());
+  const Scenario job = load_scenario(args.scenario, overrides);
+  std::vector<double> measured;
+  for (const calibrate::MeasuredIteration& it : iterations) measured.push_back(it.time.value());
+  return make_calibration_run(job, args.scenario, args.paths, measured);
+}
+
+// "traced run: ..." lines of the table.
+std::string calibration_run_text(const CalibrationRun& run) {
+  const auto [lo, hi] = std::minmax_element(run.measured_s.begin(), run.measured_s.end());
+  const double median = run.median_measured_s();
+  std::string s = fmt::format(
+      "traced run {}: {} iterations measured, median {:.4g} s ({:.4g}-{:.4g}); predicted with this profile {:.4g} s "
+      "({:+.1f}%, analytic)\n",
+      run.name, run.measured_s.size(), median, *lo, *hi, run.predicted_s, 100 * (run.predicted_s / median - 1));
+  const std::optional<Band> band = calibrated_time_band(run, run.traits, BAND_COVERAGE);
+  s += band ? fmt::format("  predictions like it that use this profile get an {:g}% time band of +/-{:.1f}% (the fit's "
+                          "residuals on these iterations; docs/validation.md)\n",
+                          100 * BAND_COVERAGE, band->percent())
+            : fmt::format("  too few iterations for an {:g}% band of its own (at least 4): predictions with this profile "
+                          "count the run as one validation case\n",
+                          100 * BAND_COVERAGE);
+  return s;
+}
+
 }  // namespace
 
 int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
@@ -151,11 +196,18 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   inputs.nccl_tests = args.nccl_tests;
   calibrate::ProfileFit fit = calibrate::fit_profile(inputs, options);
   fit.profile.device.fitted_on = calibrate::measured_on(fit.gpu, traces ? &*traces : nullptr, runs);
-  const core::Json json = calibrate::profile_fit_json(fit);
+  core::Json json = calibrate::profile_fit_json(fit);
   const bool fitted = std::any_of(fit.categories.begin(), fit.categories.end(),
                                   [](const calibrate::FitCategory& c) { return c.in_profile; });
 
+  std::optional<CalibrationRun> run;
   if (fitted) {
+    core::write_output_file(args.output, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
+    if (traces) run = check_on_traced_run(args, *traces, std::cerr);
+  }
+  if (run) {
+    json["calibration_run"] = run->to_json();
+    json["fit"]["calibration_run"] = json["calibration_run"];
     core::write_output_file(args.output, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
   }
   if (args.format == Format::JSON) {
@@ -163,7 +215,7 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   } else if (args.format == Format::CSV) {
     out << fit_csv(fit);
   } else {
-    out << calibrate::format_fit_table(fit)
+    out << calibrate::format_fit_table(fit) << (run ? calibration_run_text(*run) : std::string())
         << (fitted ? fmt::format("profile written to {}\n", args.output) : std::string());
   }
   if (fitted) return 0;

@@ -478,7 +478,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
     if (auto l = net->object("inter_node")) read_link(*l, p.network.inter_node);
     net->finish();
   }
-  r.finish({"source", "fit"});
+  r.finish({"source", "fit", "calibration_run"});  // calibration_run: sim/plan/calibration_run.hpp
   return p;
 }
 

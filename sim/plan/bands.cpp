@@ -16,29 +16,6 @@ constexpr int WIDEST_LEVEL = 5;
 
 bool is_time_figure(const std::string& metric) { return metric != "peak_memory_gib"; }
 
-// Whether `c` belongs to `target`'s group at `level` (bands.hpp: the similarity rule).
-bool in_group(const CaseTraits& c, const CaseTraits& target, int level) {
-  switch (level) {
-    case 1: return c.stack == target.stack && c.generation == target.generation && c.mix == target.mix &&
-                   similar_scale(c.gpus, target.gpus);
-    case 2: return c.stack == target.stack && c.generation == target.generation;
-    case 3: return c.stack == target.stack;
-    case 4: return c.generation == target.generation;
-    default: return true;
-  }
-}
-
-std::string group_text(const CaseTraits& t, int level) {
-  switch (level) {
-    case 1: return fmt::format("stack {}, {} GPUs, {}, {:g}-{:g} GPUs", t.stack, t.generation, t.mix,
-                               std::max(1.0, std::ceil(t.gpus / SIMILAR_SCALE)), t.gpus * SIMILAR_SCALE);
-    case 2: return fmt::format("stack {}, {} GPUs", t.stack, t.generation);
-    case 3: return fmt::format("stack {}", t.stack);
-    case 4: return fmt::format("{} GPUs", t.generation);
-    default: return "every validation case";
-  }
-}
-
 const std::optional<double>& residual_of(const BandCase& c, Residual kind) {
   return kind == Residual::TIME ? c.time_residual : c.memory_residual;
 }
@@ -54,6 +31,29 @@ core::Json held_out_json(const BandSet& set, Residual kind) {
 }
 
 }  // namespace
+
+// Whether `c` belongs to `target`'s group at `level` (bands.hpp: the similarity rule).
+bool in_similarity_group(const CaseTraits& c, const CaseTraits& target, int level) {
+  switch (level) {
+    case 1: return c.stack == target.stack && c.generation == target.generation && c.mix == target.mix &&
+                   similar_scale(c.gpus, target.gpus);
+    case 2: return c.stack == target.stack && c.generation == target.generation;
+    case 3: return c.stack == target.stack;
+    case 4: return c.generation == target.generation;
+    default: return true;
+  }
+}
+
+std::string similarity_group_text(const CaseTraits& t, int level) {
+  switch (level) {
+    case 1: return fmt::format("stack {}, {} GPUs, {}, {:g}-{:g} GPUs", t.stack, t.generation, t.mix,
+                               std::max(1.0, std::ceil(t.gpus / SIMILAR_SCALE)), t.gpus * SIMILAR_SCALE);
+    case 2: return fmt::format("stack {}, {} GPUs", t.stack, t.generation);
+    case 3: return fmt::format("stack {}", t.stack);
+    case 4: return fmt::format("{} GPUs", t.generation);
+    default: return "every validation case";
+  }
+}
 
 double conformal_quantile(std::vector<double> residuals, double coverage) {
   TRAINSIM_CHECK(coverage > 0 && coverage < 1, fmt::format("coverage {} is not in (0, 1)", coverage));
@@ -72,14 +72,14 @@ Band band_for(const BandSet& set, const CaseTraits& target, Residual kind, const
     std::vector<double> residuals;
     for (const BandCase& c : set.cases) {
       const std::optional<double>& r = residual_of(c, kind);
-      if (!r || (!leave_out.empty() && c.name == leave_out) || !in_group(c.traits, target, level)) continue;
+      if (!r || (!leave_out.empty() && c.name == leave_out) || !in_similarity_group(c.traits, target, level)) continue;
       residuals.push_back(*r);
       b.cases.push_back(c.name);
     }
     b.relative = conformal_quantile(residuals, set.coverage);
     if (b.finite()) {
       b.level = level;
-      b.group = group_text(target, level);
+      b.group = similarity_group_text(target, level);
       return b;
     }
   }

@@ -66,9 +66,11 @@ enum class Residual { TIME, MEMORY };
 
 struct Band {
   double relative = std::numeric_limits<double>::infinity();  // q: the figure x lies in [x e^-q, x e^q]
-  int level = 0;                   // 1-5 (see the top of this file); 0: no finite band
+  int level = 0;                   // 1-5 (see the top of this file); 0 with a finite band: from the
+                                   // iterations of a calibrated profile's own run (calibration_run.hpp);
+                                   // 0 otherwise: no finite band
   std::string group;               // the group in words: "stack megatron, ampere GPUs, TP+PP+DP, 384-6144 GPUs"
-  std::vector<std::string> cases;  // the group's cases
+  std::vector<std::string> cases;  // the group's cases (a calibrated run: one entry per measured iteration)
 
   bool finite() const { return std::isfinite(relative); }
   double low(double x) const { return x * std::exp(-relative); }
@@ -76,6 +78,11 @@ struct Band {
   // The half-width in percent of the figure, rounded up: "+/-6%" reads e^q - 1.
   double percent() const { return 100 * (std::exp(relative) - 1); }
 };
+
+// Whether case traits `c` belong to `target`'s group at similarity `level` (1-5, the rule above).
+bool in_similarity_group(const CaseTraits& c, const CaseTraits& target, int level);
+// The group of `target` at `level` in words ("stack megatron, ampere GPUs, TP+PP+DP, 96-1536 GPUs").
+std::string similarity_group_text(const CaseTraits& target, int level);
 
 // The conformal rank quantile of |residuals| at `coverage`: the ceil((n + 1) coverage)-th smallest
 // absolute value, or infinity when that rank exceeds n (or n is 0). REQUIRES: 0 < coverage < 1.

@@ -8,6 +8,7 @@
 #include "models/workload_builder.hpp"
 #include "network/feasibility.hpp"
 #include "sim/core/variability.hpp"
+#include "sim/plan/calibration_run.hpp"
 
 namespace trainsim::plan {
 namespace {
@@ -138,7 +139,7 @@ Expectation read_expectation(core::ObjectReader& r) {
 // Reads the profile named by the scenario over `profile` (the GPU's built-in one); problems are reported against the profile
 // file itself, plus one line at /simulation/profile if it cannot be opened.
 void read_profile(const std::string& scenario_file, const std::string& profile_path, core::Profile& profile,
-                  core::Diagnostics& diag) {
+                  std::shared_ptr<const CalibrationRun>& calibration_run, core::Diagnostics& diag) {
   std::filesystem::path p(profile_path);
   if (p.is_relative() && !scenario_file.empty()) p = std::filesystem::path(scenario_file).parent_path() / p;
   core::Json doc;
@@ -150,6 +151,10 @@ void read_profile(const std::string& scenario_file, const std::string& profile_p
   }
   core::ObjectReader r(doc, p.string(), "", diag);
   profile = core::Profile::from_json(r, profile);
+  if (doc.is_object() && doc.contains("calibration_run")) {
+    core::ObjectReader run(doc["calibration_run"], p.string(), "/calibration_run", diag);
+    calibration_run = std::make_shared<const CalibrationRun>(CalibrationRun::from_json(run));
+  }
 }
 
 // Where the profile that decides a mismatch came from, for its message: the scenario's embedded
@@ -443,7 +448,7 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
   // run) then overrides what it measured.
   core::apply_stack(s.profile.device, models::resolved_stack(s.training, s.parallelism), s.training.compile,
                     s.cluster.profile_gpu());
-  if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, diag);
+  if (!s.simulation.profile.empty()) read_profile(file, s.simulation.profile, s.profile, s.calibration_run, diag);
   if (inline_profile) {
     s.inline_profile = doc.at("profile");
     s.profile = core::Profile::from_json(*inline_profile, s.profile);

@@ -4,6 +4,7 @@
 // reads its own section; this file only ties them together and owns the "simulation" section and
 // the validation "expect" block.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "sim/engine/backend.hpp"
 
 namespace trainsim::plan {
+
+struct CalibrationRun;  // calibration_run.hpp
 
 // Default of simulation.max_tasks: the most tasks the workload's programs (one per pipeline stage)
 // may have. Memory grows by about TASK_BYTES per task (measured 120-170 bytes: the task and
@@ -96,6 +99,9 @@ struct Scenario {
   core::DeviceProfile unstacked_device;  // the GPU's built-in device profile before the stack's costs
   bool profile_given = false;       // simulation.profile or an inline profile amends the built-in one
   core::Json inline_profile;        // the scenario's own "profile" object as written; null when none
+  // The simulation.profile file's "calibration_run" (`calibrate --scenario` of a full scenario:
+  // calibration_run.hpp); nullptr when it has none. It sets the error band of predictions like it.
+  std::shared_ptr<const CalibrationRun> calibration_run;
   std::optional<Expectation> expect;
   // What does not stop a prediction but makes it less certain (`run` and `check` print each on
   // stderr, `run` also in the report's "warnings"): a GPU described without a base gets the

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/calibration_run.hpp"
 #include "sim/plan/scenario.hpp"
 
 namespace trainsim::plan {
@@ -24,6 +25,7 @@ void add_interval(core::Json& out, const std::string& name, const Band& b, const
 
 std::string band_line(const char* what, const Band& b) {
   if (!b.finite()) return fmt::format("  {} band: none (fewer than 4 validation cases measure it)", what);
+  if (b.level == 0) return fmt::format("  {} band: +/-{:.1f}% from {}", what, b.percent(), b.group);
   return fmt::format("  {} band: +/-{:.1f}% from {} validation cases ({})", what, b.percent(), b.cases.size(), b.group);
 }
 
@@ -31,17 +33,37 @@ std::string band_line(const char* what, const Band& b) {
 
 Uncertainty assess(const Scenario& s, const BandSet& set) {
   const CaseTraits t = traits_of(s);
-  return {set.source, set.backend, set.coverage, band_for(set, t, Residual::TIME), band_for(set, t, Residual::MEMORY),
-          envelope_of(set, t)};
+  if (!s.calibration_run) {
+    return {set.source, set.backend, set.coverage, band_for(set, t, Residual::TIME), band_for(set, t, Residual::MEMORY),
+            envelope_of(set, t)};
+  }
+  // A calibrated profile's run is one more case everywhere, and the band itself near its job
+  // (calibration_run.hpp).
+  const CalibrationRun& run = *s.calibration_run;
+  BandSet with_run = merge_band_sets(set, BandSet{s.profile.device.source, set.backend, set.coverage, {as_band_case(run)}});
+  with_run.source = fmt::format("{} and the calibrated run in {}", set.source, s.profile.device.source);
+  Uncertainty u{with_run.source,
+                with_run.backend,
+                with_run.coverage,
+                band_for(with_run, t, Residual::TIME),
+                band_for(with_run, t, Residual::MEMORY),
+                envelope_of(with_run, t)};
+  if (std::optional<Band> own = calibrated_time_band(run, t, set.coverage)) u.time = std::move(*own);
+  return u;
 }
 
 core::Json bands_json(const Uncertainty& u, const core::Json& report) {
   core::Json j;
   j["coverage"] = u.coverage;
-  j["meaning"] = fmt::format(
-      "{:g}% of the validation cases like this one were measured inside such a band around their prediction "
-      "(split-conformal over their residuals; docs/validation.md, Error bands)",
-      100 * u.coverage);
+  j["meaning"] =
+      u.time.finite() && u.time.level == 0
+          ? fmt::format("the time band holds {:g}% of the measured iterations of the run the profile was calibrated on "
+                        "(split-conformal over their residuals against this profile's prediction; docs/validation.md, "
+                        "Error bands of a calibrated profile)",
+                        100 * u.coverage)
+          : fmt::format("{:g}% of the validation cases like this one were measured inside such a band around their "
+                        "prediction (split-conformal over their residuals; docs/validation.md, Error bands)",
+                        100 * u.coverage);
   j["source"] = u.source;
   j["backend"] = u.backend;
   j["time"] = band_json(u.time);

@@ -6,10 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 
+#include "calibrate/iteration_marks.hpp"
 #include "calibrate/profile_fit.hpp"
 #include "calibrate/trace_set.hpp"
+#include "sim/cli/calibrate_command.hpp"
 #include "sim/core/device.hpp"
+#include "sim/plan/prediction.hpp"
 
 namespace trainsim::calibrate {
 namespace {
@@ -33,6 +38,47 @@ TEST(RealTrace, H200EagerGemmKernelsJoinTheirCublasCalls) {
   EXPECT_EQ(gemm->samples, 94u);
   EXPECT_TRUE(gemm->fitted);
   EXPECT_TRUE(gemm->in_profile);
+}
+
+// tests/data/traces/h200-fixture/: the whole trace of `trainsim trace --nvtx` on a 4-layer GPT
+// (hidden 1024, sequence 1024, micro-batch 8; scripts/gpu/power_check.sh, 2026-11-27), whose 10
+// timed steps each sit in an NVTX range ProfilerStep#0..9. The oracle is what the traced program
+// itself printed for those steps (train_step.py's CUDA-synchronized perf_counter, the "traced" line
+// of docs/gpu-runs/2026-11-27-h200-steps-energy.jsonl), in milliseconds.
+TEST(RealTrace, H200FixtureIterationsAreTheStepsTheProgramTimed) {
+  const TraceSet traces = TraceSet::load({std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/h200-fixture"});
+  const std::vector<MeasuredIteration> its = measured_iterations(traces);
+  const double printed_ms[] = {19.1346, 18.9939, 19.0171, 19.2983, 19.0981, 19.0304, 19.1467, 19.0991, 18.9804, 19.0103};
+  ASSERT_EQ(its.size(), 10u);
+  for (size_t i = 0; i < its.size(); ++i) {
+    EXPECT_EQ(its[i].number, static_cast<int64_t>(i));
+    // The range opens just before the timer starts and closes just after it stops.
+    EXPECT_NEAR(its[i].time.value() * 1e3, printed_ms[i], 0.1) << "iteration " << i;
+  }
+}
+
+// `calibrate` with the full scenario of the traced job: the fitted profile predicts it, and the
+// profile records that prediction beside the 10 traced iterations (sim/plan/calibration_run.hpp).
+TEST(RealTrace, CalibrateWithTheTracedJobsScenarioRecordsTheRun) {
+  const std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/h200-fixture";
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "trainsim_h200_fixture_profile.json";
+  cli::CalibrateArgs args;
+  args.paths = {dir};
+  args.scenario = dir + "/scenario.json";
+  args.output = out.string();
+  std::ostringstream report;
+  ASSERT_EQ(cli::calibrate_command(args, report), 0);
+  const core::Json profile = core::load_json_file(out.string());
+  ASSERT_TRUE(profile.contains("calibration_run")) << report.str();
+  const core::Json& run = profile["calibration_run"];
+  ASSERT_EQ(run["measured_iteration_s"].size(), 10u);
+  EXPECT_NEAR(run["measured_iteration_s"][3].get<double>(), 19.2983e-3, 1e-4);  // the slowest step printed
+  // The recorded prediction is what a scenario using the profile predicts.
+  const plan::Scenario job = plan::load_scenario(args.scenario, {"simulation.profile=" + out.string()});
+  EXPECT_DOUBLE_EQ(run["predicted_iteration_s"].get<double>(), plan::predict(job, "analytic").iteration_time_s());
+  EXPECT_NE(report.str().find("traced run gpt-l4-h1024-s1024-mb8-1gpu: 10 iterations measured"), std::string::npos)
+      << report.str();
+  std::filesystem::remove(out);
 }
 
 }  // namespace
