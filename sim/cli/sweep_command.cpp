@@ -67,8 +67,11 @@ std::string throughput_label(const std::string& key) { return key.substr(0, key.
 std::vector<const ReportFigure*> planning_columns(const SweepResult& r, bool table) {
   std::vector<const ReportFigure*> out;
   for (const ReportFigure* f : planning_figures()) {
-    // The table keeps to days, cost and the failure figures a reader compares; CSV and JSON have all.
-    if (table && (f->name.ends_with("gpu_hours") || f->name == "expected_failures")) continue;
+    // The table keeps to days, cost, the failure figures and the energy to train a reader compares;
+    // CSV and JSON have all (GPU-hours, failure counts, the peak power every known GPU has).
+    if (table && (f->name.ends_with("gpu_hours") || f->name == "expected_failures" || f->name == "peak_power_w")) {
+      continue;
+    }
     if (std::any_of(r.points.begin(), r.points.end(),
                     [&](const SweepPoint& p) { return p.report && figure_value(*p.report, *f) != nullptr; })) {
       out.push_back(f);

@@ -56,6 +56,15 @@ const std::vector<ReportFigure>& report_figures() {
         {"goodput", "/goodput", "goodput (%)", 100, 1, Better::HIGHER},
         {"checkpoint_stall_s", "/checkpoint/amortized_s_per_iteration", "checkpoint stall per iteration (s)", 1, 4,
          Better::LOWER},
+        // Energy (energy.hpp; a GPU whose power is known): per iteration, the site's power, and over
+        // the run with training.tokens (its cost with cluster.power.price_per_kwh, its emissions with
+        // cluster.power.grid_gco2_per_kwh).
+        {"energy_per_iteration_j", "/energy/per_iteration_j", "energy per iteration (MJ)", 1e-6, 3, Better::LOWER},
+        {"average_power_w", "/energy/average_power_w", "average power (kW)", 1e-3, 1, Better::NEITHER},
+        {"peak_power_w", "/energy/peak_power_w", "peak power (kW)", 1e-3, 1, Better::LOWER},
+        {"energy_to_train_mwh", "/energy/run_mwh", "energy to train (MWh)", 1, 1, Better::LOWER},
+        {"energy_cost_usd", "/energy/cost", "  energy cost (USD)", 1, 0, Better::LOWER},
+        {"tco2", "/energy/tco2", "  emissions (tCO2eq)", 1, 1, Better::LOWER},
         // How sure (uncertainty.hpp): the half-width of the 80% band of the time figures, and whether
         // every mechanism the prediction leans on has a validation case at a similar scale.
         {"time_band_pct", "/bands/time/percent", "80% error band (+/- %)", 1, 1, Better::NEITHER},
@@ -71,7 +80,8 @@ std::vector<const ReportFigure*> planning_figures() {
   std::vector<const ReportFigure*> out;
   for (const ReportFigure& f : report_figures()) {
     if ((f.name.starts_with("time_to_train_") && f.name != "time_to_train_iterations") || f.name == "expected_failures" ||
-        f.name == "goodput" || f.name == "checkpoint_stall_s") {
+        f.name == "goodput" || f.name == "checkpoint_stall_s" || f.name == "peak_power_w" ||
+        f.name == "energy_to_train_mwh" || f.name == "energy_cost_usd" || f.name == "tco2") {
       out.push_back(&f);
     }
   }

@@ -29,12 +29,14 @@ struct ReportFigure {
 // peak_bytes_per_gpu, capacity_bytes, fits, time_to_train_iterations, time_to_train_days,
 // time_to_train_gpu_hours, time_to_train_cost_usd, time_to_train_with_failures_days,
 // time_to_train_with_failures_gpu_hours, time_to_train_with_failures_cost_usd, expected_failures,
-// goodput, checkpoint_stall_s, time_band_pct, inside_envelope.
+// goodput, checkpoint_stall_s, energy_per_iteration_j, average_power_w, peak_power_w,
+// energy_to_train_mwh, energy_cost_usd, tco2, time_band_pct, inside_envelope.
 const std::vector<ReportFigure>& report_figures();
 
 // The planning figures of report_figures(), in its order: time to train (days, GPU-hours, cost), the
-// same with failures, expected failures, goodput and the checkpoint stall per iteration; the views
-// that list several runs (sweep's table, CSV and JSON) show these beside their own columns.
+// same with failures, expected failures, goodput, the checkpoint stall per iteration, the site's peak
+// power, and the energy to train with its cost and emissions; the views that list several runs (sweep's table, CSV and
+// JSON) show these beside their own columns.
 std::vector<const ReportFigure*> planning_figures();
 
 // The value of `figure` in `report`, or nullptr when the report lacks it (time_to_train without

@@ -112,7 +112,8 @@ TEST(Sweep, CsvAndTable) {
             "training.micro_batch,gpus,iteration_time_s,tokens_per_s,model_tflops_per_gpu,mfu,scaling_efficiency,error,"
             "samples_per_s,time_to_train_days,time_to_train_gpu_hours,time_to_train_cost_usd,"
             "time_to_train_with_failures_days,time_to_train_with_failures_gpu_hours,"
-            "time_to_train_with_failures_cost_usd,expected_failures,goodput,checkpoint_stall_s");
+            "time_to_train_with_failures_cost_usd,expected_failures,goodput,checkpoint_stall_s,peak_power_w,"
+            "energy_to_train_mwh,energy_cost_usd,tco2");
   EXPECT_NE(c.find("\n1,8,"), std::string::npos);
   EXPECT_NE(c.find("\n3,,,,,,"), std::string::npos);
   args.format = Format::TABLE;
