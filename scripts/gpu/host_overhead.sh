@@ -6,14 +6,8 @@
 # cost from the per-step one. Needs the bundle of scripts/gpu/bundle.sh in .devbundle/ (carried);
 # writes $OUT/host.jsonl (one line per run) and $OUT/host-log.txt. Results: docs/gpu-runs.md.
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/host-log.txt") 2>&1
-work=/tmp/gpuhost
-rm -rf "$work" && mkdir -p "$work"
-tar -C "$work" -xJf .devbundle/bundle.tar.xz
-T=$work/trainsim/bin/trainsim
-export PYTHONUNBUFFERED=1
+source scripts/gpu/lib.sh
+gpu_run_start host-log.txt /tmp/gpuhost
 
 ops_per_step() {  # kernels, copies and sets per step in a trace of WARMUP + STEPS steps
   $T trace dump "$1"/*.trace | python3 -c '

@@ -10,14 +10,9 @@
 # Needs the bundle of scripts/gpu/bundle.sh in .devbundle/ (carried); writes into $OUT (or ./gpu-out).
 # What it measured is in docs/gpu-runs.md.
 set -uo pipefail
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
-work=/tmp/gpucheck
-rm -rf "$work" && mkdir -p "$work/traces"
-tar -C "$work" -xJf .devbundle/bundle.tar.xz
-T=$work/trainsim/bin/trainsim
-export PYTHONUNBUFFERED=1
+source scripts/gpu/lib.sh
+gpu_run_start log.txt /tmp/gpucheck
+mkdir -p "$work/traces"
 section() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
 section machine
