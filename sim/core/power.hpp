@@ -20,9 +20,10 @@
 //     FlashAttention 687.1 W: GEMM-bound draws the limit;
 //   - memory-bound: 0.65 is what the 1.32 B and 356 M eager GPT steps drew in their element-wise
 //     kernels (the step's energy less its GEMM and attention time at 688 W and its idle time at 120 W,
-//     over its element-wise and copy time: 494 W and 499 W, shares 0.645 and 0.654). Element-wise
-//     adds of 1 GiB tensors back to back (4.37 TB/s) drew 665.8 W (0.94): a long HBM stream draws
-//     more than a training step's short element-wise kernels do.
+//     over its element-wise and copy time: 494 W and 499 W, shares 0.645 and 0.654; 0.66 and 0.70
+//     with the loss's softmax kernels, which `trace summary` files under attention, counted as
+//     memory-bound: good to about 0.03). Element-wise adds of 1 GiB tensors back to back (4.37 TB/s)
+//     drew 665.8 W (0.94): a long HBM stream draws more than a training step's short kernels do.
 // Communicating is trainsim's assumption (one GPU could not measure it): NCCL kernels occupy a few
 // SMs and the links.
 // A scenario overrides the figures in its GPU object ("tdp", "idle_power", "power_cap": read_gpu_power).
