@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "sim/cli/cli_options.hpp"
@@ -95,15 +97,23 @@ void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, 
   }
 }
 
-// The cluster's utilization over time (hourly buckets), one line per policy.
-report::LineChart utilization_chart(const std::vector<plan::ScheduleResult>& results) {
+// A policy's run as a chart names it: the policy, after its cluster file's name when several clusters
+// are compared (--vs).
+struct NamedResult {
+  std::string name;
+  const plan::ScheduleResult* result = nullptr;
+};
+
+// The cluster's utilization over time (hourly buckets), one line per run.
+report::LineChart utilization_chart(const std::vector<NamedResult>& runs) {
   report::LineChart c;
   c.title = "Cluster utilization";
-  c.x_label = fmt::format("time from the first arrival (hours; buckets of {:g} h)", results.front().timeline.bucket_s / 3600);
+  c.x_label = fmt::format("time from the first arrival (hours; buckets of {:g} h)", runs.front().result->timeline.bucket_s / 3600);
   c.y_label = "GPUs held (%)";
-  for (const plan::ScheduleResult& r : results) {
+  for (const auto& [name, result] : runs) {
+    const plan::ScheduleResult& r = *result;
     report::LineSeries s;
-    s.name = plan::to_string(r.policy);
+    s.name = name;
     for (size_t i = 0; i < r.timeline.utilization.size(); ++i) {
       s.x.push_back(static_cast<double>(i) * r.timeline.bucket_s / 3600);
       s.y.push_back(100 * r.timeline.utilization[i]);
@@ -113,26 +123,26 @@ report::LineChart utilization_chart(const std::vector<plan::ScheduleResult>& res
   return c;
 }
 
-// The CDF of the jobs' completion times, one line per policy, over the utilization chart.
-void write_plot(const std::string& path, const std::vector<plan::ScheduleResult>& results) {
+// The CDF of the jobs' completion times, one line per run, over the utilization chart.
+void write_plot(const std::string& path, const std::vector<NamedResult>& runs) {
   report::LineChart c;
   c.title = "Job completion time CDF";
   c.x_label = "JCT (hours)";
   c.y_label = "jobs (%)";
   c.log2_x = true;  // JCTs span minutes to days
-  for (const plan::ScheduleResult& r : results) {
+  for (const auto& [name, result] : runs) {
     std::vector<double> jct;
-    for (const plan::JobOutcome& o : r.jobs) jct.push_back(o.jct_s / 3600);
+    for (const plan::JobOutcome& o : result->jobs) jct.push_back(o.jct_s / 3600);
     std::sort(jct.begin(), jct.end());
     report::LineSeries s;
-    s.name = plan::to_string(r.policy);
+    s.name = name;
     for (size_t i = 0; i < jct.size(); ++i) {
       s.x.push_back(jct[i]);
       s.y.push_back(100.0 * static_cast<double>(i + 1) / static_cast<double>(jct.size()));
     }
     c.series.push_back(std::move(s));
   }
-  report::write_chart_file(path, report::render_line_charts({c, utilization_chart(results)}), "--plot");
+  report::write_chart_file(path, report::render_line_charts({c, utilization_chart(runs)}), "--plot");
 }
 
 // Each policy's jobs (arrival order, top to bottom) over time: bars where they held GPUs, coloured
@@ -177,57 +187,153 @@ std::vector<plan::Policy> policies_of(const ScheduleArgs& args, const plan::Clus
   return policies;
 }
 
-}  // namespace
+// One cluster file's runs of the trace: the cluster (with the command's overrides), the trace as
+// read against it, its throughput matrix and simulation input, and one result per policy.
+struct ClusterRuns {
+  std::string file;
+  plan::ClusterSpec cluster;
+  plan::ScheduleInput input;
+  std::vector<plan::ScheduleResult> results;
+};
 
-int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err) {
-  plan::ClusterSpec cluster = plan::load_cluster_spec(args.cluster);
+plan::ClusterSpec load_cluster(const std::string& file, const ScheduleArgs& args) {
+  plan::ClusterSpec cluster = plan::load_cluster_spec(file);
   if (args.round_s) cluster.scheduler.round_s = *args.round_s;
   if (args.restart_s) cluster.scheduler.restart_s = *args.restart_s;
   if (cluster.scheduler.restart_s >= cluster.scheduler.round_s) {
     throw core::InputError("--restart-s", "", fmt::format("expected less than the round ({} s), found {}",
                                                           cluster.scheduler.round_s, cluster.scheduler.restart_s));
   }
+  return cluster;
+}
+
+ClusterRuns run_cluster(const std::string& file, plan::ClusterSpec cluster, const plan::JobTrace& trace,
+                        const plan::ThroughputMatrix& matrix, const std::vector<plan::Policy>& policies, std::ostream& err) {
+  ClusterRuns runs{file, std::move(cluster), {}, {}};
+  runs.input = plan::schedule_input(runs.cluster, trace, matrix);
+  for (plan::Policy p : policies) {
+    plan::SchedulerConfig config = runs.cluster.scheduler;
+    config.policy = p;
+    runs.results.push_back(plan::simulate_schedule(runs.input, config));
+    err << fmt::format("schedule: {}: {}: {} rounds, {} allocations, {:.2f} s\n", file, plan::to_string(p),
+                       runs.results.back().summary.rounds, runs.results.back().summary.allocations,
+                       runs.results.back().summary.wall_s);
+  }
+  return runs;
+}
+
+bool priced(const plan::ClusterSpec& cluster) {
+  return std::all_of(cluster.pools.begin(), cluster.pools.end(),
+                     [](const plan::Pool& p) { return p.price_per_gpu_hour().has_value(); });
+}
+
+// "cluster-3types.json: 3 pools, 10000 GPUs (h100 2000, a100 4000, v100 4000)"
+std::string cluster_line(const ClusterRuns& c) {
+  std::vector<std::string> pools;
+  int gpus = 0;
+  for (const plan::SchedulePool& p : c.input.pools) {
+    pools.push_back(fmt::format("{} {}", p.name, p.gpus));
+    gpus += p.gpus;
+  }
+  return fmt::format("{}: {} pools, {} GPUs ({})", c.file, pools.size(), gpus, fmt::join(pools, ", "));
+}
+
+// --vs: each other cluster's figures over the first's, policy by policy.
+void print_side_by_side(const std::vector<ClusterRuns>& clusters, std::ostream& out) {
+  const ClusterRuns& base = clusters.front();
+  out << fmt::format("side by side, over {}'s:\n", base.file);
+  for (size_t c = 1; c < clusters.size(); ++c) {
+    for (size_t i = 0; i < base.results.size(); ++i) {
+      const plan::ScheduleSummary& a = base.results[i].summary;
+      const plan::ScheduleSummary& b = clusters[c].results[i].summary;
+      auto ratio = [](double x, double y) { return y > 0 ? fmt::format("{:.2f}x", x / y) : std::string("-"); };
+      out << fmt::format("  {} {}: average JCT {}, p95 JCT {}, makespan {}, GPU-hours {}{}\n", clusters[c].file,
+                         plan::to_string(base.results[i].policy), ratio(b.average_jct_s, a.average_jct_s),
+                         ratio(b.p95_jct_s, a.p95_jct_s), ratio(b.makespan_s, a.makespan_s), ratio(b.gpu_hours, a.gpu_hours),
+                         priced(base.cluster) && priced(clusters[c].cluster)
+                             ? fmt::format(", cost {}", ratio(b.cost_usd, a.cost_usd))
+                             : std::string());
+    }
+  }
+}
+
+}  // namespace
+
+int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err) {
+  plan::ClusterSpec cluster = load_cluster(args.cluster, args);
   const std::vector<plan::Policy> policies = policies_of(args, cluster);
   if (!args.plot.empty()) report::check_chart_path(args.plot, "--plot");
   if (!args.gantt.empty()) report::check_chart_path(args.gantt, "--gantt");
+  if (!args.vs.empty() && !args.gantt.empty()) {
+    throw core::InputError("--gantt", "", "draws the jobs of one cluster: leave out --vs, or run once per cluster file");
+  }
+  if (!args.vs.empty() && args.matrix) {
+    throw core::InputError("--matrix", "", "prints one cluster's throughput matrix: leave out --vs, or run once per cluster file");
+  }
   const plan::JobTrace trace = plan::load_job_trace(args.jobs, cluster);
   if (!args.write_trace.empty()) core::write_output_file(args.write_trace, plan::job_trace_json(trace).dump(1) + "\n", "--write-trace");
   plan::MatrixOptions mo;
   mo.refine = args.refine;
-  const plan::ThroughputMatrix matrix(cluster, trace, mo);
-  err << fmt::format("schedule: {} jobs, {} job classes, {} matrix entries\n", trace.jobs.size(), matrix.classes().size(),
-                     matrix.entries().size());
-  if (args.matrix) {
-    print_matrix(cluster, matrix, args.format, out);
-    return 0;
+  std::vector<ClusterRuns> clusters;
+  for (size_t c = 0; c <= args.vs.size(); ++c) {
+    const std::string& file = c == 0 ? args.cluster : args.vs[c - 1];
+    plan::ClusterSpec spec = c == 0 ? cluster : load_cluster(file, args);
+    if (c > 0) policies_of(args, spec);  // min-cost needs a price on every pool of each cluster too
+    // The same jobs on every cluster: the trace as read for the first one (a synthetic trace is
+    // generated once), checked against this one's pools.
+    const plan::JobTrace on_this = c == 0 ? trace : plan::load_job_trace(args.jobs, spec);
+    const plan::ThroughputMatrix matrix(spec, on_this, mo);
+    err << fmt::format("schedule: {}: {} jobs, {} job classes, {} matrix entries\n", file, on_this.jobs.size(),
+                       matrix.classes().size(), matrix.entries().size());
+    if (args.matrix) {
+      print_matrix(spec, matrix, args.format, out);
+      return 0;
+    }
+    clusters.push_back(run_cluster(file, std::move(spec), on_this, matrix, policies, err));
   }
-  const plan::ScheduleInput input = plan::schedule_input(cluster, trace, matrix);
-  std::vector<plan::ScheduleResult> results;
-  for (plan::Policy p : policies) {
-    plan::SchedulerConfig config = cluster.scheduler;
-    config.policy = p;
-    results.push_back(plan::simulate_schedule(input, config));
-    err << fmt::format("schedule: {}: {} rounds, {} allocations, {:.2f} s\n", plan::to_string(p), results.back().summary.rounds,
-                       results.back().summary.allocations, results.back().summary.wall_s);
-  }
-  const core::Json doc = plan::schedule_json(input, cluster.scheduler, results);
+  const bool several = clusters.size() > 1;
   if (args.format == Format::JSON) {
-    out << doc.dump(2) << "\n";
+    if (!several) {
+      out << plan::schedule_json(clusters[0].input, clusters[0].cluster.scheduler, clusters[0].results).dump(2) << "\n";
+    } else {
+      core::Json doc = {{"schema", "trainsim.schedule-clusters/1"}, {"clusters", core::Json::array()}};
+      for (const ClusterRuns& c : clusters) {
+        core::Json one = plan::schedule_json(c.input, c.cluster.scheduler, c.results);
+        one["cluster_file"] = c.file;
+        doc["clusters"].push_back(std::move(one));
+      }
+      out << doc.dump(2) << "\n";
+    }
   } else if (args.format == Format::CSV) {
     bool header = true;
-    for (const core::Json& run : doc["policies"]) {
-      std::string rows = csv_rows(run["jobs"], {{"policy", run["policy"]}});
-      if (!header) rows.erase(0, rows.find('\n') + 1);
-      header = false;
-      out << rows;
+    for (const ClusterRuns& c : clusters) {
+      const core::Json doc = plan::schedule_json(c.input, c.cluster.scheduler, c.results);
+      for (const core::Json& run : doc["policies"]) {
+        std::vector<std::pair<std::string, core::Json>> lead;
+        if (several) lead.emplace_back("cluster", c.file);
+        lead.emplace_back("policy", run["policy"]);
+        std::string rows = csv_rows(run["jobs"], lead);
+        if (!header) rows.erase(0, rows.find('\n') + 1);
+        header = false;
+        out << rows;
+      }
     }
   } else {
-    const bool priced = std::all_of(cluster.pools.begin(), cluster.pools.end(),
-                                    [](const plan::Pool& p) { return p.price_per_gpu_hour().has_value(); });
-    print_table(results, priced, out);
+    for (const ClusterRuns& c : clusters) {
+      if (several) out << cluster_line(c) << "\n";
+      print_table(c.results, priced(c.cluster), out);
+    }
+    if (several) print_side_by_side(clusters, out);
   }
-  if (!args.plot.empty()) write_plot(args.plot, results);
-  if (!args.gantt.empty()) write_gantt(args.gantt, input, results);
+  std::vector<NamedResult> named;
+  for (const ClusterRuns& c : clusters) {
+    for (const plan::ScheduleResult& r : c.results) {
+      const std::string policy(plan::to_string(r.policy));
+      named.push_back({several ? fmt::format("{} {}", std::filesystem::path(c.file).stem().string(), policy) : policy, &r});
+    }
+  }
+  if (!args.plot.empty()) write_plot(args.plot, named);
+  if (!args.gantt.empty()) write_gantt(args.gantt, clusters[0].input, clusters[0].results);
   return 0;
 }
 
@@ -251,6 +357,10 @@ ScheduleSubcommand::ScheduleSubcommand(CLI::App& app) {
   command_->add_option("--plot", args_.plot, "Also draw the JCT CDF and the utilization over time of each policy to FILE.svg or FILE.png");
   command_->add_option("--gantt", args_.gantt, "Also draw each policy's jobs over time (where they held GPUs, by pool) to FILE.svg or FILE.png");
   command_->add_option("--write-trace", args_.write_trace, "Also write the trace (a synthetic one as generated) to FILE");
+  command_->add_option("--vs", args_.vs,
+                       "Another cluster file (repeatable): the same jobs under the same policies on it, side by side "
+                       "(a purchase against another)")
+      ->type_name("CLUSTER");
 }
 
 std::optional<int> ScheduleSubcommand::run(std::ostream& out, std::ostream& err) const {

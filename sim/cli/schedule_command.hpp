@@ -1,5 +1,5 @@
 #pragma once
-// `trainsim schedule CLUSTER JOBS`: a cluster of node pools (several GPU types) and a job trace,
+// `trainsim schedule CLUSTER JOBS [--vs CLUSTER...]`: a cluster of node pools (several GPU types) and a job trace,
 // simulated under one or more scheduling policies (sim/plan/schedule_sim.hpp, docs/schedule.md).
 // Prints each policy's average and p95 job completion time, makespan, utilization, GPU-hours and
 // cost (table), or every job's outcome too (json, csv); --matrix prints the throughput matrix
@@ -33,6 +33,7 @@ struct ScheduleArgs {
   std::string plot;                    // --plot FILE.svg|png: JCT CDF and utilization over time, a line per policy
   std::string gantt;                   // --gantt FILE.svg|png: each policy's jobs over time, bars by pool
   std::string write_trace;             // --write-trace FILE: the trace (a synthetic one generated) as a trace file
+  std::vector<std::string> vs;         // --vs CLUSTER (repeatable): the same jobs on other cluster files, side by side
 };
 int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& err);
 

@@ -531,6 +531,30 @@ sed 's/"price_per_gpu_hour": 2.5,//' "$sched_c" >"$tmp/unpriced.json"
 expect schedule-min-cost-unpriced 2 "$bin" schedule "$tmp/unpriced.json" "$sched_j" --policy min-cost
 contains schedule-min-cost-unpriced "$tmp/err" "unpriced.json: /pools/2/price_per_gpu_hour: the policy min-cost needs a price on every pool"
 
+# --vs: the same jobs on other cluster files, side by side. A cluster against itself is 1.00x on every
+# figure; each cluster's table is what a run on that cluster alone prints.
+sed 's/"nodes": 1, "gpus_per_node": 8, "price_per_gpu_hour": 2.5/"nodes": 2, "gpus_per_node": 8, "price_per_gpu_hour": 2.5/' \
+  "$sched_c" >"$tmp/bigger.json"
+expect schedule-alone 0 "$bin" schedule "$tmp/bigger.json" "$sched_j" --policy fifo,gavel-las
+grep '^gavel-las ' "$tmp/out" >"$tmp/bigger-gavel-line.txt"
+count schedule-alone "$tmp/bigger-gavel-line.txt" "gavel-las " 1
+expect schedule-vs 0 "$bin" schedule "$sched_c" "$sched_j" --vs "$sched_c" --vs "$tmp/bigger.json" --policy fifo,gavel-las \
+  --plot "$tmp/vs.svg"
+contains schedule-vs "$tmp/out" "side by side, over $sched_c's:"
+contains schedule-vs "$tmp/out" "$sched_c gavel-las: average JCT 1.00x, p95 JCT 1.00x, makespan 1.00x, GPU-hours 1.00x, cost 1.00x"
+contains schedule-vs "$tmp/out" "$tmp/bigger.json: 3 pools,"
+contains schedule-vs "$tmp/out" "$(cat "$tmp/bigger-gavel-line.txt")"
+contains schedule-vs "$tmp/vs.svg" "bigger gavel-las"
+expect schedule-vs-csv 0 "$bin" schedule "$sched_c" "$sched_j" --vs "$tmp/bigger.json" --policy las --format csv
+contains schedule-vs-csv "$tmp/out" "cluster,policy,"
+count schedule-vs-csv "$tmp/out" ",las," 6
+expect schedule-vs-json 0 "$bin" schedule "$sched_c" "$sched_j" --vs "$tmp/bigger.json" --format json
+contains schedule-vs-json "$tmp/out" '"schema": "trainsim.schedule-clusters/1"'
+expect schedule-vs-gantt 2 "$bin" schedule "$sched_c" "$sched_j" --vs "$tmp/bigger.json" --gantt "$tmp/g.svg"
+contains schedule-vs-gantt "$tmp/err" "--gantt: draws the jobs of one cluster: leave out --vs"
+expect schedule-vs-missing 2 "$bin" schedule "$sched_c" "$sched_j" --vs "$tmp/none.json"
+contains schedule-vs-missing "$tmp/err" "none.json: cannot open file"
+
 # A synthetic trace written out (--write-trace) reads back to the same schedule, byte for byte.
 expect schedule-write-trace 0 "$bin" schedule "$sched_c" "$src/tests/data/schedule/synthetic-20.json" --format json \
   --policy fifo,gavel-las --write-trace "$tmp/trace.json"
