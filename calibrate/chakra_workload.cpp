@@ -178,6 +178,26 @@ core::Json metadata_json(const core::ChakraTrace& t, const char* name) {
 
 // The layout and group kinds trainsim's export wrote (CHAKRA_ATTR_LAYOUT, CHAKRA_ATTR_GROUP_KINDS);
 // false when the file has neither.
+// A group kind's "cut" and "block" (hybrid sharding's shard and replica groups, core::AxisCut), as
+// sim/plan/chakra_export.cpp writes them.
+void read_axis_cut(const core::Json& k, int axis_size, const std::string& path, const std::string& where,
+                   core::GroupKind& g) {
+  const core::Json& cut = k["cut"];
+  if (!cut.is_string() || !parse_named(cut.get<std::string>(), 3, g.cut)) {
+    throw InputError(path, where, fmt::format("expected the cut of \"{}\" ({}), found {}", g.name,
+                                              names_of<core::AxisCut>(3), core::describe_json(cut)));
+  }
+  const core::Json block = k.value("block", core::Json());
+  if (g.cut != core::AxisCut::WHOLE &&
+      (!block.is_number_integer() || block.get<int64_t>() < 1 || axis_size % block.get<int64_t>() != 0 ||
+       !g.members.empty())) {
+    throw InputError(path, where, fmt::format("expected the block of \"{}\" as a divisor of its axis's size {} "
+                                              "(and no members), found {}",
+                                              g.name, axis_size, core::describe_json(block)));
+  }
+  if (g.cut != core::AxisCut::WHOLE) g.block = static_cast<int>(block.get<int64_t>());
+}
+
 bool layout_from_metadata(const core::ChakraTrace& t, int world, core::Workload& wl) {
   const chakra::AttributeProto* sizes = core::find_attr(t.metadata.attr(), core::CHAKRA_ATTR_LAYOUT);
   const core::Json kinds = metadata_json(t, core::CHAKRA_ATTR_GROUP_KINDS);
@@ -223,6 +243,7 @@ bool layout_from_metadata(const core::ChakraTrace& t, int world, core::Workload&
       g.members.push_back(m);
     }
     for (const core::Json& e : k.value("extra_axes", core::Json::array())) g.extra_axes.push_back(axis_of_json(e));
+    if (k.contains("cut")) read_axis_cut(k, axis_size, t.path, kinds_where, g);
     wl.groups.push_back(std::move(g));
   }
   if (wl.groups.size() > UINT16_MAX) throw InputError(t.path, kinds_where, "more group kinds than the 65535 a workload holds");

@@ -530,7 +530,7 @@ double optimizer_step_bytes_per_parameter(core::Precision p) {
 MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p) {
   auto sharded = [&](int from_stage) {
     const bool shard = p.zero_stage >= from_stage;
-    return local.dense / (shard ? p.dense_replicas() : 1) + local.expert / (shard ? p.expert_replicas() : 1);
+    return local.dense / (shard ? p.dense_shards() : 1) + local.expert / (shard ? p.expert_replicas() : 1);
   };
   MemoryBreakdown mem;
   mem.weights = core::Bytes(sharded(3) * weight_bytes_per_parameter(precision));

@@ -222,6 +222,13 @@ void check_compression(const CompressionConfig& c, const ModelSpec& m, const Par
                          "use zero_stage 0, or a quantization method",
                          p.zero_stage));
   }
+  if (p.hybrid_shard()) {
+    diag.add(file, method,
+             fmt::format("gradient compression with hybrid sharding (parallelism.shard_group {}) is not modelled: the "
+                         "shard's all-reduce across replicas would stay uncompressed; remove shard_group or "
+                         "gradient_compression",
+                         p.shard_group));
+  }
   if ((c.method == CompressionMethod::TOPK || c.method == CompressionMethod::POWERSGD) && p.zero_stage >= 2) {
     diag.add(file, method,
              fmt::format("\"{}\" cannot feed ZeRO-{}'s reduce-scatter: a gradient shard cannot be reduced from the other "

@@ -53,6 +53,7 @@
 //               `communication` "dense" (a compacted array of kept values is not a matrix)
 //   precision   fp16 / bf16 where the reduction already is 16-bit (FSDP, DeepSpeed, fp16 training
 //               under a framework ZeRO) change nothing: accepted with a warning
+//   HSDP      (parallelism.shard_group) refused: its all-reduce of the gradient shard is not compressed
 // Not compressed: the tied embedding's all-reduce between the first and last pipeline stage,
 // parameter all-gathers (ZeRO), and tensor / pipeline / context / expert traffic.
 

@@ -290,7 +290,7 @@ MemoryBreakdown model_state_memory(const ParameterCount& local, const TrainingCo
   const ParameterCount stored = stored_elements(local, pruned, c);
   auto sharded = [&](const ParameterCount& n, int from_stage) {
     const bool shard = p.zero_stage >= from_stage;
-    return n.dense / (shard ? p.dense_replicas() : 1) + n.expert / (shard ? p.expert_replicas() : 1);
+    return n.dense / (shard ? p.dense_shards() : 1) + n.expert / (shard ? p.expert_replicas() : 1);
   };
   MemoryBreakdown mem;
   mem.weights = core::Bytes(sharded(stored, 3) * weight_bytes_per_parameter(t) + sharded(pruned.index_bytes, 3));

@@ -42,7 +42,7 @@ void StageEmitter::gather_unit(const Unit& u, size_t index, Phase phase, int mb)
   std::vector<uint32_t>& ids = unit_gathers_[index];
   if (plan_.offload_params) {
     // ZeRO-Infinity: the rank's shard comes from host memory or NVMe before it is gathered.
-    const double shard = (plan_.reduce_dense ? u.params.dense / par_.dense_replicas() : u.params.dense) +
+    const double shard = (plan_.reduce_dense ? u.params.dense / par_.dense_shards() : u.params.dense) +
                          (plan_.reduce_expert ? u.params.expert / par_.expert_replicas() : u.params.expert);
     const CopyDirection d = offload().parameters == OffloadTarget::NVME ? CopyDirection::NVME_TO_DEVICE
                                                                         : CopyDirection::HOST_TO_DEVICE;
@@ -84,9 +84,21 @@ void StageEmitter::flush_sharded_reductions(int mb) {
   for (const Reduction& r : sharded_reductions_) {
     reduce_gradients(CollectiveOp::REDUCE_SCATTER, r.expert, r.sent, r.index, {}, r.layer, mb, *last_compute_,
                      r.dense_bytes);
+    if (!r.expert) replicate_gradient_shard(r, mb);
     offload_reduced_gradients(r.params, r.expert, r.layer, mb, gradient_collectives_.back());
   }
   sharded_reductions_.clear();
+}
+
+// HSDP: after the reduce-scatter over the shard group, each rank's gradient shard (1 / dense_shards()
+// of the unit's) is all-reduced across the replicas, in the same dtype (FSDP1 _post_backward_hook's
+// all_reduce over _inter_node_pg; FSDP2 foreach_reduce's all_reduce over the replicate mesh
+// dimension). FSDP runs it on a stream of its own; here it follows the reduce-scatter on DATA_COMM.
+void StageEmitter::replicate_gradient_shard(const Reduction& r, int mb) {
+  if (plan_.groups.replicate < 0) return;
+  const double shards = par_.dense_shards();
+  gradient_collective(CollectiveOp::ALL_REDUCE, static_cast<uint16_t>(plan_.groups.replicate), r.bytes / shards, r.layer,
+                      mb, "gradient shard all_reduce", gradient_collectives_.back(), r.dense_bytes / shards);
 }
 
 void StageEmitter::reduce_bucket(const Bucket& b, int layer, int mb) {

@@ -73,7 +73,7 @@ void StageEmitter::offload_unit_gradients(const Unit& u, int mb, bool last_of_ch
 void StageEmitter::offload_reduced_gradients(double params, bool expert, int layer, int mb, uint32_t reduction) {
   if (!offload().step_on_host) return;
   if (offload().gradients == OffloadTarget::NONE && mb != plan_.micro_batches - 1) return;
-  const int replicas = par_.zero_stage >= 1 ? (expert ? par_.expert_replicas() : par_.dense_replicas()) : 1;
+  const int replicas = par_.zero_stage >= 1 ? (expert ? par_.expert_replicas() : par_.dense_shards()) : 1;
   offload_gradients(params / replicas, layer, mb, reduction);
 }
 
@@ -82,7 +82,7 @@ void StageEmitter::offload_reduced_gradients(double params, bool expert, int lay
 // by bucket.
 void StageEmitter::emit_optimizer() {
   const bool shard = par_.zero_stage >= 1;
-  const double updated = stored_.dense / (shard ? par_.dense_replicas() : 1) +
+  const double updated = stored_.dense / (shard ? par_.dense_shards() : 1) +
                          stored_.expert / (shard ? par_.expert_replicas() : 1);
   std::vector<uint32_t> deps = gradient_collectives_;
   deps.insert(deps.end(), gradient_copies_.begin(), gradient_copies_.end());

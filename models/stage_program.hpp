@@ -27,6 +27,10 @@ struct GroupIds {
   uint16_t expert = 0;       // MoE dispatch / combine
   uint16_t data = 0;         // dense gradients (ParallelismConfig::dense_replicas)
   uint16_t expert_data = 0;  // expert gradients (ParallelismConfig::expert_replicas)
+  // Hybrid sharding (ParallelismConfig::hybrid_shard): "data" is then the shard group (parameter
+  // gathers, gradient reduce-scatters) and this the replica group, which all-reduces each rank's
+  // gradient shard; -1: no hybrid sharding.
+  int replicate = -1;
   int embedding = -1;        // first and last stage (tied embeddings, pipeline > 1); -1: none
 };
 

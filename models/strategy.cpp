@@ -57,6 +57,22 @@ void check_folding(const ParallelismConfig& p, const std::string& file, core::Di
   }
 }
 
+// Hybrid sharding: shard groups that tile the data-parallel ranks, on a dense layout.
+void check_shard_group(const ParallelismConfig& p, const std::string& file, core::Diagnostics& diag) {
+  if (p.data % p.shard_group != 0) {
+    diag.add(file, "/parallelism/shard_group",
+             fmt::format("shard_group {} must divide data ({}): each group of shard_group data-parallel ranks holds "
+                         "one sharded copy of the model",
+                         p.shard_group, p.data));
+  }
+  if (p.expert > 1 || p.folded()) {
+    diag.add(file, "/parallelism/shard_group",
+             fmt::format("shard_group (hybrid sharding) is modelled for dense layouts without expert parallelism, found "
+                         "expert {}",
+                         p.expert));
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& pipeline_schedule_names() {
@@ -246,6 +262,18 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   const std::string prefetch_default = stack == core::Stack::COMPOSER ? "post" : "pre";
   p.backward_prefetch_post = r.choice("backward_prefetch", prefetch_default, {"pre", "post"}) == "post" && fsdp1;
 
+  if (r.has("shard_group")) {
+    p.shard_group = static_cast<int>(r.integer("shard_group", 1, 1, MAX_PARALLEL));
+    const bool fsdp_impl = p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2;
+    if (!p.gathers_parameters() || !fsdp_impl) {
+      r.problem("shard_group",
+                fmt::format("shard_group is FSDP's hybrid sharding (HSDP): it needs zero_stage 3 (or 2, SHARD_GRAD_OP) "
+                            "with zero_impl \"fsdp\" or \"fsdp2\", found zero_stage {}{}",
+                            p.zero_stage, sharded ? fmt::format(" with zero_impl \"{}\"", impl) : std::string()));
+      p.shard_group = 0;
+    }
+  }
+
   // Without sequence parallelism it is accepted and ignored (tp_overlap_active(); docs/scenario.md).
   p.tp_comm_overlap = r.boolean("tp_comm_overlap", p.tp_comm_overlap);
   p.moe_a2a_overlap_given = r.has("moe_a2a_overlap");
@@ -274,7 +302,8 @@ core::Json ParallelismConfig::to_json() const {
   j["overlap_grad_reduce"] = overlap_grad_reduce;
   if (zero_stage >= 1) j["zero_impl"] = to_string(zero_impl);
   if ((zero_stage == 1 || zero_stage == 2) && !shard_grad_op()) j["overlap_param_gather"] = overlap_param_gather;
-  if (gathers_parameters() && prefetch >= 0) j["prefetch"] = prefetch;  // deepspeed's default depends on the model
+  if (gathers_parameters() && prefetch >= 0) j["prefetch"] = prefetch;
+  if (shard_group > 0) j["shard_group"] = shard_group;  // absent: one shard group (all of data)  // deepspeed's default depends on the model
   if (zero_stage == 3 && zero_impl == ZeroImpl::FSDP) j["backward_prefetch"] = backward_prefetch_post ? "post" : "pre";
   j["tp_comm_overlap"] = tp_comm_overlap;
   if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
@@ -611,6 +640,8 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
                         par.virtual_stages, training.global_batch, per_step, training.global_batch / per_step,
                         par.pipeline));
   }
+
+  if (par.shard_group > 0) check_shard_group(par, file, diag);
 
   if (par.expert > 1 && !model.is_moe()) {
     problem("/parallelism/expert",

@@ -195,6 +195,20 @@ std::string to_string(ZeroImpl z);
 //                        fsdp / fsdp2, and for deepspeed stage3_prefetch_bucket_size (5e7 elements) /
 //                        a layer's parameters, at least 1. An error below 0 and wherever nothing is
 //                        gathered (stages 0-1, ZeRO-2 other than SHARD_GRAD_OP).
+//   shard_group          hybrid sharding (HSDP): the data-parallel ranks (of `data`) over which
+//                        parameters, gradients and optimizer states are sharded; the data / shard_group
+//                        groups of them replicate each other. FSDP1 ShardingStrategy.HYBRID_SHARD (at
+//                        zero_stage 2 _HYBRID_SHARD_ZERO2), FSDP2 fully_shard over a 2-D (replicate,
+//                        shard) mesh, torchtitan's data_parallel_shard_degree (x
+//                        data_parallel_replicate_degree). Each unit is gathered and its gradients
+//                        reduce-scattered over the shard group (shard_group x context ranks, adjacent
+//                        in the layout: one node when tensor x context x shard_group = GPUs per node),
+//                        and each rank's gradient shard is then all-reduced across the replicas (its
+//                        rank in each other shard group). Default: not given, data (one shard group:
+//                        FULL_SHARD). Given, it needs zero_impl "fsdp" or "fsdp2" with parameters
+//                        gathered (zero_stage 3, or 2 as SHARD_GRAD_OP), dividing data, and a dense
+//                        model without expert parallelism. 1 shards over the context ranks alone
+//                        (torchtitan's data_parallel_shard_degree 1 with context parallelism).
 //   backward_prefetch    zero_impl "fsdp" (FSDP1's backward_prefetch): "pre" (BACKWARD_PRE, PyTorch's
 //                        default: the next unit's all-gather is issued before the current unit's
 //                        gradient computation) | "post" (BACKWARD_POST, Composer's default: issued
@@ -242,6 +256,7 @@ struct ParallelismConfig {
   bool overlap_param_gather = true; // zero_stage 1-2: parameter all-gathers overlap the next forward
   int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default
   bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST (zero_impl fsdp)
+  int shard_group = 0;              // HSDP: data ranks per shard group; 0: not given (all of data)
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
   bool moe_a2a_overlap = false;     // Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B)
   bool moe_a2a_overlap_given = false;  // false: resolve_defaults() chooses it from the model
@@ -282,6 +297,14 @@ struct ParallelismConfig {
   // Ranks holding the same dense (non-expert) parameters: the group that reduces dense gradients
   // and over which ZeRO shards them. Default: data x expert x context; folded: data x context.
   int dense_replicas() const { return folded() ? data * context : data * expert * context; }
+  // Hybrid sharding: shard_group given and smaller than data (hybrid_shard() implies gathers_parameters()
+  // after from_json's checks).
+  bool hybrid_shard() const { return shard_group > 0 && shard_group < data; }
+  // Ranks over which the dense states are sharded: dense_replicas(), or under hybrid sharding the
+  // shard group, shard_group x context (x expert in the default reading).
+  int dense_shards() const { return hybrid_shard() ? dense_replicas() / (data / shard_group) : dense_replicas(); }
+  // Shard groups that replicate each other: data / shard_group under hybrid sharding, else 1.
+  int shard_replicas() const { return hybrid_shard() ? data / shard_group : 1; }
   // Ranks holding the same expert parameters. Default: data x context; folded: expert-data =
   // tensor x context x data / (expert x expert_tensor).
   int expert_replicas() const {

@@ -48,7 +48,14 @@ GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Worklo
     dense_extra.push_back(Axis::CONTEXT);
     if (!span) expert_extra.push_back(Axis::CONTEXT);
   }
-  ids.data = add({"data", Axis::DATA, {}, dense_extra});
+  if (p.hybrid_shard()) {
+    // HSDP: "data" is the shard group, shard_group adjacent data ranks (x context), and "replicate"
+    // joins the ranks at the same place of every shard group.
+    ids.data = add({"data", Axis::DATA, {}, dense_extra, core::AxisCut::BLOCK, p.shard_group});
+    ids.replicate = add({"replicate", Axis::DATA, {}, {}, core::AxisCut::STRIDED, p.shard_group});
+  } else {
+    ids.data = add({"data", Axis::DATA, {}, dense_extra});
+  }
   ids.expert_data = add({"expert-data", Axis::DATA, {}, expert_extra});
   if (p.pipeline > 1 && m.tied_embeddings) ids.embedding = add({"embedding", Axis::PIPELINE, {0, p.pipeline - 1}, {}});
   return ids;
@@ -259,7 +266,7 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
       const double messages = p.zero_impl == ZeroImpl::DEEPSPEED
                                   ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
                                   : 1.0;
-      n += 1 + gather_passes * messages;
+      n += 1 + gather_passes * messages + (p.hybrid_shard() ? 1 : 0);  // HSDP: the shard's all-reduce
       if (compression.quantization()) n += 2;                // compress and decompress every reduce-scatter
     }
     if (offload.activations != OffloadTarget::NONE) n += 6;  // out and back, with their memory tasks
@@ -297,7 +304,8 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   core::Workload& w = built.workload;
   w.layout = core::ParallelLayout(p.layout_sizes());
   w.precision = t.precision;
-  w.symmetric_axes = {true, true, true, true, false};
+  // Hybrid sharding cuts the data axis into shard groups: no backend may fold it (Workload::validate).
+  w.symmetric_axes = {true, true, true, !p.hybrid_shard(), false};
   w.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
   const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
   built.schedule = schedule_stats(plan.timed, w.steady_state);

@@ -22,6 +22,15 @@ std::string_view to_string(Axis a) {
   return "?";
 }
 
+std::string_view to_string(AxisCut c) {
+  switch (c) {
+    case AxisCut::WHOLE: return "whole";
+    case AxisCut::BLOCK: return "block";
+    case AxisCut::STRIDED: return "strided";
+  }
+  return "?";
+}
+
 std::string_view to_string(Stream s) {
   switch (s) {
     case Stream::COMPUTE: return "compute";
@@ -205,24 +214,45 @@ int ParallelLayout::peer(int rank, Axis a, int offset) const {
   return rank + (target - c) * stride_[static_cast<int>(a)];
 }
 
+namespace {
+// A cut axis (GroupKind::cut) splits into whole blocks, on a kind without a member subset.
+void check_cut(const GroupKind& g, const ParallelLayout& layout) {
+  TRAINSIM_CHECK(g.cut == AxisCut::WHOLE || (g.members.empty() && g.block >= 1 && layout.size(g.axis) % g.block == 0),
+                 fmt::format("group kind {} cuts the {} axis of size {} in blocks of {}", g.name, to_string(g.axis),
+                             layout.size(g.axis), g.block));
+}
+}  // namespace
+
 std::vector<int> GroupKind::ranks_of(const ParallelLayout& layout, int rank) const {
   TRAINSIM_CHECK(contains(layout, rank), fmt::format("rank {} is not in a group of kind {}", rank, name));
   TRAINSIM_CHECK(members.empty() || extra_axes.empty(), "a member subset only applies to single-axis groups");
+  check_cut(*this, layout);
   std::vector<int> out;
   if (members.empty()) {
-    // Every combination of coordinates on the spanned axes, `axis` fastest.
+    // Every combination of coordinates on the spanned axes, `axis` fastest: on `axis`, `count`
+    // coordinates `step` apart from `first`.
+    const int mine = layout.coord(rank, axis);
+    int first = 0, count = layout.size(axis), step = 1;
+    if (cut == AxisCut::BLOCK) {
+      first = mine / block * block;
+      count = block;
+    } else if (cut == AxisCut::STRIDED) {
+      first = mine % block;
+      count = layout.size(axis) / block;
+      step = block;
+    }
     std::array<int, AXIS_COUNT> base = layout.coords(rank);
-    base[static_cast<size_t>(axis)] = 0;
+    base[static_cast<size_t>(axis)] = first;
     for (Axis e : extra_axes) base[static_cast<size_t>(e)] = 0;
     out.push_back(layout.rank_of(base));
-    auto span = [&](Axis a) {
+    auto span = [&](Axis a, int n_coords, int stride) {
       const size_t n = out.size();
-      for (int c = 1; c < layout.size(a); ++c) {
-        for (size_t i = 0; i < n; ++i) out.push_back(layout.peer(out[i], a, c));
+      for (int c = 1; c < n_coords; ++c) {
+        for (size_t i = 0; i < n; ++i) out.push_back(layout.peer(out[i], a, c * stride));
       }
     };
-    span(axis);
-    for (Axis e : extra_axes) span(e);
+    span(axis, count, step);
+    for (Axis e : extra_axes) span(e, layout.size(e), 1);
     std::sort(out.begin(), out.end());
   } else {
     const int mine = layout.coord(rank, axis);
@@ -234,7 +264,7 @@ std::vector<int> GroupKind::ranks_of(const ParallelLayout& layout, int rank) con
 
 int GroupKind::size(const ParallelLayout& layout) const {
   if (!members.empty()) return static_cast<int>(members.size());
-  int n = layout.size(axis);
+  int n = cut == AxisCut::BLOCK ? block : cut == AxisCut::STRIDED ? layout.size(axis) / block : layout.size(axis);
   for (Axis e : extra_axes) n *= layout.size(e);
   return n;
 }
@@ -374,6 +404,8 @@ uint64_t Workload::timing_fingerprint() const {
     for (int m : g.members) h.add(m);
     h.add(g.extra_axes.size());
     for (Axis a : g.extra_axes) h.add(a);
+    h.add(g.cut);
+    h.add(g.block);
   }
   for (uint32_t p : program_of_rank) h.add(p);
   h.add(programs.size());
@@ -427,6 +459,14 @@ void Workload::validate() const {
                  fmt::format("program_of_rank has {} entries for {} ranks", program_of_rank.size(),
                              layout.world_size()));
   for (uint32_t p : program_of_rank) TRAINSIM_CHECK(p < programs.size(), "program index out of range");
+  for (const GroupKind& g : groups) {
+    check_cut(g, layout);
+    // A backend folding a symmetric axis simulates one representative's group and mirrors it along
+    // the other axes only: the other blocks' concurrent traffic would be lost.
+    TRAINSIM_CHECK(g.cut == AxisCut::WHOLE || !symmetric_axes[static_cast<size_t>(g.axis)],
+                   fmt::format("group kind {} cuts the {} axis, which the workload declares symmetric", g.name,
+                               to_string(g.axis)));
+  }
   for (const Program& prog : programs) {
     for (size_t i = 0; i < prog.tasks.size(); ++i) {
       const Task& t = prog.tasks[i];

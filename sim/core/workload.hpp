@@ -97,11 +97,24 @@ class ParallelLayout {
 // E.g. {"tensor", TENSOR} is each rank's tensor-parallel group; {"embedding", PIPELINE, {0, p-1}} joins
 // first and last stage (tied embeddings); {"data+expert", DATA, {}, {EXPERT}} reduces dense gradients
 // over every replica. `axis` is the one the report attributes the group's traffic to.
+//
+// `cut` splits `axis` into consecutive blocks of `block` coordinates (hybrid sharding, HSDP:
+// parallelism.shard_group): BLOCK keeps the coordinates of the rank's own block (the shard group,
+// adjacent ranks), STRIDED those at the rank's position in every block (the replica group, one rank
+// of each block). E.g. DATA of size 8 cut in blocks of 4: coordinate 5's BLOCK group is {4, 5, 6, 7},
+// its STRIDED group {1, 5}. Every rank is in exactly one group of such a kind; extra_axes are spanned
+// whole. REQUIRES: members empty, block dividing the axis's size and the axis not in
+// Workload::symmetric_axes when cut is not WHOLE (Workload::validate checks).
+enum class AxisCut : uint8_t { WHOLE = 0, BLOCK, STRIDED };
+std::string_view to_string(AxisCut c);  // "whole", "block", "strided"
+
 struct GroupKind {
   std::string name;
   Axis axis = Axis::DATA;
   std::vector<int> members;      // REQUIRES: empty when extra_axes is not
   std::vector<Axis> extra_axes;
+  AxisCut cut = AxisCut::WHOLE;
+  int block = 0;                 // coordinates per block when cut is not WHOLE
 
   // Ranks of the group of this kind that contains `rank`, in coordinate order. REQUIRES: rank is a
   // member (its coordinate on `axis` is in `members`, or members is empty).

@@ -37,9 +37,16 @@ std::string mix_of(const models::ParallelismConfig& p) {
 }
 
 // The data-parallel mechanism: plain gradient all-reduce, ZeRO-1/2's reduce-scatter and parameter
-// all-gather, or ZeRO-3/FSDP's per-layer parameter gathers.
+// all-gather, ZeRO-3/FSDP's per-layer parameter gathers, or HSDP's (gathers in the shard group,
+// gradient shards all-reduced across replicas).
 MechanismUse data_mechanism(const models::ParallelismConfig& p) {
   const double dp = p.data;
+  if (p.hybrid_shard()) {
+    return {"hsdp", dp, "DP",
+            fmt::format("HSDP: parameter gathers over shard groups of {} and gradient-shard all-reduces across {} replicas "
+                        "at DP {}",
+                        p.shard_group, p.shard_replicas(), p.data)};
+  }
   if (p.zero_stage == 3) return {"fsdp", dp, "DP", fmt::format("FSDP (ZeRO-3) parameter gathers at DP {}", p.data)};
   if (p.zero_stage > 0) {
     return {fmt::format("zero:{}", p.zero_stage), dp, "DP",

@@ -80,7 +80,12 @@ core::Json group_kinds_json(const core::Workload& wl) {
   for (const core::GroupKind& g : wl.groups) {
     core::Json extra = core::Json::array();
     for (core::Axis a : g.extra_axes) extra.push_back(std::string(core::to_string(a)));
-    kinds.push_back({{"name", g.name}, {"axis", std::string(core::to_string(g.axis))}, {"members", g.members}, {"extra_axes", extra}});
+    core::Json kind = {{"name", g.name}, {"axis", std::string(core::to_string(g.axis))}, {"members", g.members}, {"extra_axes", extra}};
+    if (g.cut != core::AxisCut::WHOLE) {
+      kind["cut"] = std::string(core::to_string(g.cut));
+      kind["block"] = g.block;
+    }
+    kinds.push_back(std::move(kind));
   }
   return kinds;
 }

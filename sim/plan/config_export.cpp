@@ -249,6 +249,10 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
   if (t.fp8_params) w.lose("training.fp8_params", "written as [float8] enable_fsdp_float8_all_gather");
   // Parallelism.
   int64_t replicate = 1, shard = p.data;
+  if (p.hybrid_shard()) {
+    replicate = p.data / p.shard_group;
+    shard = p.shard_group;
+  }
   if (p.zero_stage == 0) {
     replicate = p.data;
     shard = 1;

@@ -232,7 +232,7 @@ ImportResult import_configs(const ImportOptions& o) {
   }
   // A sharding imported over a base: the base's implementation and its knobs belong to its own.
   if (merge.has("/parallelism/zero_stage") && doc.contains("parallelism")) {
-    for (const char* key : {"zero_impl", "prefetch", "backward_prefetch", "overlap_param_gather", "bucket_size"}) {
+    for (const char* key : {"zero_impl", "prefetch", "backward_prefetch", "overlap_param_gather", "bucket_size", "shard_group"}) {
       if (!merge.has(std::string("/parallelism/") + key)) doc["parallelism"].erase(key);
     }
   }
@@ -307,6 +307,10 @@ ImportResult import_configs(const ImportOptions& o) {
     if (data / d.replicate == 1 && cp == 1) {
       doc["parallelism"]["zero_stage"] = 0;
       doc["parallelism"].erase("zero_impl");
+    } else if (d.replicate > 1) {
+      // HSDP: fully_shard over a (replicate, shard) mesh shards over data / replicate data ranks (x
+      // context) and all-reduces the gradient shards across the replicas.
+      doc["parallelism"]["shard_group"] = data / d.replicate;
     }
   }
   const int64_t replicas = data * (folded ? 1 : ep);  // sequences per micro-batch step / micro_batch
@@ -419,7 +423,7 @@ ImportResult import_configs(const ImportOptions& o) {
       {"training", {"sequence_length", "global_batch", "micro_batch", "precision", "attention", "fp8_params", "tokens", "stack", "compile"}},
       {"parallelism", {"tensor", "pipeline", "data", "context", "expert", "expert_tensor", "sequence_parallel", "pipeline_schedule",
                        "virtual_stages", "stage_layers", "recompute", "zero_stage", "zero_impl", "bucket_size", "overlap_grad_reduce",
-                       "overlap_param_gather", "prefetch", "backward_prefetch", "tp_comm_overlap", "moe_a2a_overlap"}}};
+                       "overlap_param_gather", "prefetch", "shard_group", "backward_prefetch", "tp_comm_overlap", "moe_a2a_overlap"}}};
   for (const auto& [section, keys] : key_order) {
     if (!doc.contains(section) || !doc[section].is_object()) continue;
     core::Json sorted = core::Json::object();

@@ -198,9 +198,10 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
       add_note(f, rfield, "default", "with a pipeline, torchtitan keeps each unit gathered from its forward to its backward: "
                                      "zero_stage 2 (SHARD_GRAD_OP)");
     }
-    if (replicate > 1 && shard != 1) {
+    if (replicate > 1) {
       add_note(f, par->field("data_parallel_replicate_degree"), std::to_string(replicate),
-               "approximated: HSDP (replicated shards) is modelled as FSDP over all data-parallel ranks (larger gathers, less memory)");
+               "HSDP: parallelism.shard_group = data / replicate (sharded within each group, gradient shards all-reduced "
+               "across the replicas)");
     }
   } else {
     set("/parallelism/zero_stage", 0, pfield);

@@ -36,6 +36,10 @@ const std::vector<ZeroOption> ZERO_OPTIONS = {
     {2, ZeroImpl::DEEPSPEED},                      {2, ZeroImpl::FSDP},
     {2, ZeroImpl::FSDP2},                          {3, ZeroImpl::FSDP},
     {3, ZeroImpl::FSDP2},                          {3, ZeroImpl::DEEPSPEED}};
+// Hybrid sharding (parallelism.shard_group): FSDP's and FSDP2's gathered stages, each with the shard
+// group of one node (hybrid_shard_group), enumerated after ZERO_OPTIONS where it applies.
+const std::vector<ZeroOption> HYBRID_OPTIONS = {
+    {2, ZeroImpl::FSDP}, {2, ZeroImpl::FSDP2}, {3, ZeroImpl::FSDP}, {3, ZeroImpl::FSDP2}};
 const Recompute RECOMPUTES[] = {Recompute::NONE, Recompute::SELECTIVE, Recompute::FULL};
 
 struct Search::Variant {
@@ -62,7 +66,8 @@ struct Search::Shape {
   std::vector<int64_t> micro_batches;
   int sp_options = 1;
   int recompute_options = 3;  // the first ones of RECOMPUTES
-  int zero_options = 1;
+  int zero_options = 1;        // ZERO_OPTIONS, then HYBRID_OPTIONS when shard_group > 0
+  int shard_group = 0;         // hybrid sharding's shard group on this shape (0: none)
   int offload_options = 1;
   int compression_options = 1;
   uint64_t first = 0;  // index of its first candidate
@@ -75,6 +80,16 @@ struct Search::Shape {
 };
 
 namespace {
+
+// Hybrid sharding's shard group for a shape: the data-parallel ranks of one node (tensor x context x
+// shard_group = GPUs per node, the layout placing them adjacent), when that splits the data ranks
+// into two or more groups; 0 otherwise, and for expert parallelism (models::check_strategy refuses it).
+int hybrid_shard_group(int tensor, int context, int data, bool experts, int gpus_per_node) {
+  const int inner = tensor * context;
+  if (experts || gpus_per_node % inner != 0) return 0;
+  const int group = gpus_per_node / inner;
+  return group >= 2 && group < data && data % group == 0 ? group : 0;
+}
 
 std::vector<int> divisors(int64_t n) {
   std::vector<int> low, high;
@@ -152,7 +167,7 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
   for (const char* key : {"tensor", "pipeline", "data", "context", "spatial", "expert", "expert_tensor",
                           "sequence_parallel",
                           "virtual_stages", "stage_layers", "recompute", "zero_stage", "zero_impl",
-                          "pipeline_schedule"}) {
+                          "pipeline_schedule", "shard_group"}) {
     section.erase(key);
   }
   if (z.stage != 1 && z.stage != 2) section.erase("overlap_param_gather");
@@ -389,6 +404,7 @@ std::string Layout::describe() const {
   if (sequence_parallel) s += " SP";
   s += fmt::format(" mb{} rc:{} ZeRO-{}", micro_batch, models::to_string(recompute), zero_stage);
   if (zero_stage > 0) s += fmt::format("/{}", models::to_string(zero_impl));
+  if (shard_group > 0) s += fmt::format(" HSDP{}", shard_group);
   if (!offload.empty()) s += " offload:" + offload;
   if (!compression.empty()) s += " compression:" + compression;
   s += stack_runs ? fmt::format(" [{}]", stack) : fmt::format(" [{}? no stack runs it]", stack);
@@ -412,6 +428,7 @@ core::Json Layout::to_json() const {
   j["recompute"] = models::to_string(recompute);
   j["zero_stage"] = zero_stage;
   if (zero_stage > 0) j["zero_impl"] = models::to_string(zero_impl);
+  if (shard_group > 0) j["shard_group"] = shard_group;
   if (!offload.empty()) j["offload"] = offload;
   if (!compression.empty()) j["compression"] = compression;
   j["stack"] = stack;
@@ -450,6 +467,7 @@ Layout Layout::from_json(core::ObjectReader& r) {
   for (const ZeroOption& z : ZERO_OPTIONS) {
     if (models::to_string(z.impl) == impl) l.zero_impl = z.impl;
   }
+  if (r.has("shard_group")) l.shard_group = static_cast<int>(r.integer("shard_group", 0, 2, MAX_DEGREE));
   l.offload = r.string("offload", "");
   l.compression = r.string("compression", "");
   l.stack = r.choice("stack", l.stack, core::stack_names());
@@ -787,6 +805,8 @@ Search::Search(SearchOptions options)
             const int dense_replicas = folded ? s.data * c : s.data * e * c;
             // ZeRO-3 without replicas still matters with offloading: ZeRO-Infinity fetches parameters.
             s.zero_options = dense_replicas > 1 || !options_.offload.empty() ? static_cast<int>(ZERO_OPTIONS.size()) : 1;
+            s.shard_group = hybrid_shard_group(t, c, s.data, e > 1 || folded, v.base.cluster.gpus_per_node);
+            if (s.shard_group > 0) s.zero_options += static_cast<int>(HYBRID_OPTIONS.size());
             s.offload_options = std::max<int>(1, static_cast<int>(options_.offload.size()));
             s.compression_options = std::max<int>(1, static_cast<int>(options_.compression.size()));
             s.first = total_;
@@ -839,7 +859,7 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
                models::CompressionConfig& c) {
   o = offload_of(base, l.offload);
   c = compression_of(base, l.compression);
-  size_t zi = 0;
+  size_t zi = 0;  // a hybrid layout's template is its stage and implementation's
   for (size_t i = 0; i < ZERO_OPTIONS.size(); ++i) {
     if (ZERO_OPTIONS[i].stage == l.zero_stage && ZERO_OPTIONS[i].impl == l.zero_impl) zi = i;
   }
@@ -859,6 +879,7 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
   p.execution = base.parallelism.execution;
   p.sequence_parallel = l.sequence_parallel;
   p.recompute = l.recompute;
+  p.shard_group = l.shard_group;
   // The scenario's moe_a2a_overlap if it gives one, else the default for this layout.
   p.moe_a2a_overlap_given = base.parallelism.moe_a2a_overlap_given;
   p.moe_a2a_overlap = base.parallelism.moe_a2a_overlap;
@@ -1501,8 +1522,12 @@ Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, in
   l.micro_batch = mb;
   l.sequence_parallel = sp == 1;
   l.recompute = RECOMPUTES[rci];
-  l.zero_stage = ZERO_OPTIONS[static_cast<size_t>(z)].stage;
-  l.zero_impl = ZERO_OPTIONS[static_cast<size_t>(z)].impl;
+  const size_t plain = ZERO_OPTIONS.size();
+  const ZeroOption& option = static_cast<size_t>(z) < plain ? ZERO_OPTIONS[static_cast<size_t>(z)]
+                                                            : HYBRID_OPTIONS[static_cast<size_t>(z) - plain];
+  l.zero_stage = option.stage;
+  l.zero_impl = option.impl;
+  if (static_cast<size_t>(z) >= plain) l.shard_group = s.shard_group;
   if (!options_.offload.empty()) l.offload = options_.offload[static_cast<size_t>(zo % choices / s.compression_options)];
   if (!options_.compression.empty()) l.compression = options_.compression[static_cast<size_t>(zo % s.compression_options)];
   return l;

@@ -139,6 +139,7 @@ struct Layout {
   models::Recompute recompute = models::Recompute::NONE;
   int zero_stage = 0;
   models::ZeroImpl zero_impl = models::ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
+  int shard_group = 0;  // hybrid sharding (parallelism.shard_group), 0: none; "HSDP8" in describe()
   std::string offload;  // an --offload choice, or "" (the scenario's offload)
   std::string compression;  // a --compression method, or "" (the scenario's gradient compression)
   // The training stack that prices it: training.stack when the scenario gives it, else the one the

@@ -28,12 +28,16 @@ struct Context {
   std::array<int, core::AXIS_COUNT> sizes{};
   std::array<int, core::AXIS_COUNT> stride{};
 
-  // The placement of the group along `axes` that holds rank 0 (the layout is symmetric).
-  network::GroupPlacement placement(std::initializer_list<Axis> axes) const {
+  // The placement of the group along `axes` that holds rank 0 (the layout is symmetric). The first
+  // axis may be cut (core::AxisCut, hybrid sharding): `count` of its coordinates, `step` apart
+  // (count 0: all of them).
+  network::GroupPlacement placement(std::initializer_list<Axis> axes, int count = 0, int step = 1) const {
     std::vector<int> ranks{0};
+    bool first = true;
     for (Axis a : axes) {
-      const int n = sizes[static_cast<size_t>(a)];
-      const int s = stride[static_cast<size_t>(a)];
+      const int n = first && count > 0 ? count : sizes[static_cast<size_t>(a)];
+      const int s = stride[static_cast<size_t>(a)] * (first ? step : 1);
+      first = false;
       std::vector<int> next;
       next.reserve(ranks.size() * static_cast<size_t>(n));
       for (int r : ranks) {
@@ -149,7 +153,13 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   const network::GroupPlacement context_group = x.placement({Axis::CONTEXT});
   const network::GroupPlacement expert_group =
       p.experts_span_tensor() ? x.placement({Axis::TENSOR, Axis::CONTEXT, Axis::EXPERT}) : x.placement({Axis::EXPERT});
-  const network::GroupPlacement data_group = x.placement({Axis::DATA, Axis::EXPERT, Axis::CONTEXT});
+  // Hybrid sharding: the dense group is the shard group (shard_group adjacent data ranks x context),
+  // and the gradient shards are all-reduced over the replica group (one rank of each shard group).
+  const network::GroupPlacement data_group = p.hybrid_shard()
+                                                 ? x.placement({Axis::DATA, Axis::EXPERT, Axis::CONTEXT}, p.shard_group)
+                                                 : x.placement({Axis::DATA, Axis::EXPERT, Axis::CONTEXT});
+  const network::GroupPlacement replica_group =
+      x.placement({Axis::DATA}, p.shard_replicas(), p.hybrid_shard() ? p.shard_group : 1);
   const network::GroupPlacement expert_data_group =
       p.experts_span_tensor() ? x.placement({Axis::DATA}) : x.placement({Axis::DATA, Axis::CONTEXT});
 
@@ -324,14 +334,16 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       // Gradient compression at ZeRO-3 is quantization (models::check_compression): narrower elements.
       const double scatter_bytes =
           compression.quantization() ? std::min(grad_bytes, compression.quantized_bytes()) : grad_bytes;
-      const double scatter = x.collective(CollectiveOp::REDUCE_SCATTER, sent * scatter_bytes + index, data_group);
+      const double scatter =
+          x.collective(CollectiveOp::REDUCE_SCATTER, sent * scatter_bytes + index, data_group) +
+          x.collective(CollectiveOp::ALL_REDUCE, (sent * scatter_bytes + index) / p.dense_shards(), replica_group);
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
       f = std::max(f, gather) + first_unit;
       b = backward_gather ? std::max(b, gather + scatter) + first_unit : std::max(b, scatter);
     }
     if (offload.parameters != models::OffloadTarget::NONE) {
       // ZeRO-Infinity fetches the rank's shard of every unit before each pass.
-      const double shard = zero3 ? params.total() / p.dense_replicas() : params.total();
+      const double shard = zero3 ? params.total() / p.dense_shards() : params.total();
       const core::CopyDirection d = offload.parameters == models::OffloadTarget::NVME ? core::CopyDirection::NVME_TO_DEVICE
                                                                                       : core::CopyDirection::HOST_TO_DEVICE;
       const double fetch = engine::copy_time(core::Bytes(shard * weight_bytes), d, cluster).value();
@@ -450,7 +462,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       }
     }
     const models::ParameterCount updated = models::stored_elements(params, pruned, pruning);
-    const double sharded = p.zero_stage >= 1 ? updated.dense / p.dense_replicas() + updated.expert / p.expert_replicas()
+    const double sharded = p.zero_stage >= 1 ? updated.dense / p.dense_shards() + updated.expert / p.expert_replicas()
                                              : updated.total();
     core::Task step;
     step.op_class = core::OpClass::OPTIMIZER;

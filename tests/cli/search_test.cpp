@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -105,6 +106,37 @@ TEST(Search, RespectsTheGivenStackAndLabelsTheImpliedOne) {
     }
   }
   EXPECT_EQ(stacks, (std::set<std::string>{"megatron", "torchtitan", "deepspeed", "fsdp"}));
+}
+
+// Hybrid sharding: on 2 nodes of 4 GPUs the FSDP / FSDP2 layouts whose data ranks span the nodes are
+// also enumerated with the shard group of one node (tensor x shard_group = 4): HSDP4 at TP1 (data 8),
+// HSDP2 at TP2 (data 4), none at TP4 (one data rank per node). Under torchtitan they are fsdp2 only,
+// under megatron none survives.
+TEST(Search, EnumeratesHybridShardingWithTheShardGroupOfOneNode) {
+  SearchOptions o = tiny_options();
+  o.overrides = {"cluster.nodes=2", "cluster.gpus_per_node=4", "training.stack=torchtitan"};
+  const Search search(o);
+  const SearchResult r = search.evaluate();
+  std::set<std::pair<int, int>> hybrid;  // (tensor, shard_group)
+  for (const Evaluated& e : r.ranked) {
+    const Layout& l = e.layout;
+    if (l.shard_group == 0) continue;
+    hybrid.insert({l.tensor, l.shard_group});
+    EXPECT_EQ(l.zero_impl, models::ZeroImpl::FSDP2) << l.describe();
+    EXPECT_EQ(l.tensor * l.context * l.shard_group, 4) << l.describe();
+    EXPECT_NE(l.describe().find(fmt::format(" HSDP{}", l.shard_group)), std::string::npos);
+    const std::optional<Layout> again = search.candidate(l.index);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->shard_group, l.shard_group);
+    EXPECT_EQ(again->describe(), l.describe());
+  }
+  EXPECT_EQ(hybrid, (std::set<std::pair<int, int>>{{1, 4}, {2, 2}}));
+  uint64_t rejected = 0;
+  for (const auto& [reason, n] : r.rejected) rejected += n;
+  EXPECT_EQ(r.valid + rejected, r.candidates);
+  EXPECT_EQ(r.candidates, search.candidate_count());
+  o.overrides = {"cluster.nodes=2", "cluster.gpus_per_node=4", "training.stack=megatron"};
+  for (const Evaluated& e : Search(o).evaluate().ranked) EXPECT_EQ(e.layout.shard_group, 0) << e.layout.describe();
 }
 
 TEST(Search, SameResultWhateverTheNumberOfThreads) {

@@ -38,6 +38,44 @@ TEST(GroupKind, SpansSeveralAxes) {
   EXPECT_EQ(g.ranks_of(l, 0), (std::vector<int>{0, 2, 4, 6}));
 }
 
+// Hybrid sharding's groups: tp=2, cp=2, dp=8 cut in blocks of 4. Rank r has tensor coordinate r % 2,
+// context (r / 2) % 2 and data r / 4. The shard group of rank 21 (tensor 1, context 0, data 5) is
+// data 4..7 x context 0..1 at tensor 1: ranks 4·{4,5,6,7} + {1, 3}; its replica group is data {1, 5}
+// at context 0, tensor 1: ranks 5 and 21.
+TEST(GroupKind, CutAxisInBlocksOrStrides) {
+  const ParallelLayout l({2, 2, 1, 8, 1});
+  const GroupKind shard{"data", Axis::DATA, {}, {Axis::CONTEXT}, AxisCut::BLOCK, 4};
+  const GroupKind replicate{"replicate", Axis::DATA, {}, {}, AxisCut::STRIDED, 4};
+  EXPECT_EQ(shard.size(l), 8);
+  EXPECT_EQ(shard.ranks_of(l, 21), (std::vector<int>{17, 19, 21, 23, 25, 27, 29, 31}));
+  EXPECT_EQ(shard.ranks_of(l, 0), (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(replicate.size(l), 2);
+  EXPECT_EQ(replicate.ranks_of(l, 21), (std::vector<int>{5, 21}));
+  EXPECT_EQ(replicate.ranks_of(l, 2), (std::vector<int>{2, 18}));
+  for (int r = 0; r < l.world_size(); ++r) {
+    EXPECT_TRUE(shard.contains(l, r));
+    EXPECT_TRUE(replicate.contains(l, r));
+  }
+  // A block that does not divide the axis is a bug in the builder, and so is a cut of an axis a
+  // backend may fold (symmetric): the folded simulation would drop the other blocks' traffic.
+  const GroupKind bad{"data", Axis::DATA, {}, {}, AxisCut::BLOCK, 3};
+  EXPECT_THROW(bad.ranks_of(l, 0), InternalError);
+  Workload w;
+  w.layout = l;
+  Program p;
+  p.name = "stage 0";
+  p.add(Task{});
+  w.programs.push_back(p);
+  w.program_of_rank.assign(32, 0);
+  w.groups = {shard, replicate};
+  EXPECT_NO_THROW(w.validate());
+  w.symmetric_axes[static_cast<size_t>(Axis::DATA)] = true;
+  EXPECT_THROW(w.validate(), InternalError);
+  w.symmetric_axes[static_cast<size_t>(Axis::DATA)] = false;
+  w.groups.push_back(bad);
+  EXPECT_THROW(w.validate(), InternalError);
+}
+
 // Three tasks a <- b, c; reordered to c, a, b: deps follow their tasks, the old -> new map is returned,
 // and an order that puts b before a is refused.
 TEST(Program, ReorderTailRenumbersDependencies) {

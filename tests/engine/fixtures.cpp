@@ -272,4 +272,19 @@ core::Workload sharded_workload(int tp, int cp, int dp, int layers) {
   return w;
 }
 
+core::Workload hybrid_sharded_workload(int data, int shard, int layers, double bytes) {
+  core::Program p;
+  p.name = "hsdp";
+  for (int l = 0; l < layers; ++l) {
+    const uint32_t g = p.add(collective(core::CollectiveOp::ALL_GATHER, 0, bytes, core::Stream::DATA_COMM));
+    const uint32_t rs = p.add(collective(core::CollectiveOp::REDUCE_SCATTER, 0, bytes, core::Stream::DATA_COMM), {g});
+    p.add(collective(core::CollectiveOp::ALL_REDUCE, 1, bytes / shard, core::Stream::DATA_COMM), {rs});
+  }
+  core::Workload w = make_workload({1, 1, 1, data, 1}, {p}, std::vector<uint32_t>(static_cast<size_t>(data), 0));
+  w.groups = {{"data", core::Axis::DATA, {}, {}, core::AxisCut::BLOCK, shard},
+              {"replicate", core::Axis::DATA, {}, {}, core::AxisCut::STRIDED, shard}};
+  w.validate();
+  return w;
+}
+
 }  // namespace trainsim::engine::testing

@@ -139,4 +139,11 @@ core::Workload hybrid_workload(int tp, int dp, int pp, int micro_batches);
 // tensor all_reduces cross the NVLink ports that the sharded group's ring also uses.
 core::Workload sharded_workload(int tp, int cp, int dp, int layers);
 
+// Hybrid sharding (HSDP) over `data` ranks in shard groups of `shard` (core::AxisCut): group 0 is the
+// shard group (a BLOCK of adjacent data ranks), group 1 the replica group (STRIDED). Per layer an
+// all_gather of `bytes` over the shard group, a reduce_scatter of `bytes` over it, then an all_reduce
+// of the rank's gradient shard (bytes / shard) across the replicas, all on DATA_COMM, one after the
+// other. The data axis is not symmetric (Workload::validate).
+core::Workload hybrid_sharded_workload(int data, int shard, int layers, double bytes);
+
 }  // namespace trainsim::engine::testing

@@ -252,6 +252,24 @@ TEST(Semantics, CommunicationIsPricedByThePluggedModelWithCachedCollectives) {
   EXPECT_DOUBLE_EQ(r.comm_time[static_cast<size_t>(Axis::DATA)].value(), 20 * MS);
 }
 
+// Hybrid sharding on 2 nodes of 2 GPUs, shard groups of 2 (one node each), replicas across the nodes
+// (cut groups, core::AxisCut). With NVLink 100 GB/s, one 25 GB/s NIC per GPU and 1 us per step:
+//   all_gather of 8 MB over the node's 2 GPUs      ring: (1/2)·8e6/100e9 + 1 us = 41 us
+//   reduce_scatter of 8 MB over them               41 us
+//   all_reduce of the 4 MB shard over 2 nodes      ring: 2·(1/2)·4e6/25e9 + 2 us = 162 us
+//                                                  (tree: 2·4e6/25e9 + 2 us = 322 us)
+// per layer 244 us, all exposed data-parallel communication. Sharding over all 4 GPUs instead would
+// reduce-scatter the whole 8 MB across the nodes.
+TEST(Semantics, HybridShardingPricesEachGroupOnItsOwnLinks) {
+  const core::Workload w = hybrid_sharded_workload(4, 2, 3, 8e6);
+  const network::ClusterConfig cluster = make_cluster(2, 2, 100e9, 25e9, 1e-6);
+  const SimulationResult r = run(w, cluster);
+  EXPECT_NEAR(r.iteration_time.value(), 3 * 244e-6, 1e-12);
+  EXPECT_NEAR(r.comm_time[static_cast<size_t>(Axis::DATA)].value(), 3 * 244e-6, 1e-12);
+  EXPECT_NEAR(r.breakdown.exposed_comm[static_cast<size_t>(Axis::DATA)].value(), 3 * 244e-6, 1e-12);
+  EXPECT_EQ(r.simulated_ranks, 4) << "a cut data axis is not folded";
+}
+
 TEST(Semantics, TheAlgorithmOptionReachesTheCostModel) {
   // A small all_reduce over 64 nodes: the tree's log-depth latency beats the ring's, and AUTO takes it.
   core::Program p;

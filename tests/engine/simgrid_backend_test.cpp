@@ -106,6 +106,18 @@ TEST(SimgridBackend, TensorAllReduceInOneNodeMatchesAnalytic) {
   }
 }
 
+// Hybrid sharding on 2 nodes of 2 GPUs (shard group: a node; replicas: one GPU of each node, on its
+// own NIC): SimGrid sees the same links the closed form prices (semantics_test.cpp has the figures).
+TEST(SimgridBackend, HybridShardingMatchesAnalytic) {
+  const core::Workload w = testing::hybrid_sharded_workload(4, 2, 3, 8e6);
+  const network::ClusterConfig cluster = testing::make_cluster(2, 2, 100e9, 25e9, 1e-6);
+  for (Fidelity f : {Fidelity::STEP, Fidelity::FLOW}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    const SimulationResult r = run_both(w, cluster, testing::unit_profile(), ring_options(f), 0.01);
+    EXPECT_NEAR(r.iteration_time.value(), 3 * 244e-6, 0.01 * 3 * 244e-6);
+  }
+}
+
 // 1F1B over 4 pipeline stages on 4 nodes of one GPU and one NIC each: every send has its own NIC
 // links on a non-blocking switch.
 TEST(SimgridBackend, OneFOneBPipelineAcrossNodesMatchesAnalytic) {

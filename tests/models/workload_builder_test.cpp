@@ -464,6 +464,76 @@ TEST(BuildWorkload, ShardGradOpGathersOnlyBeforeTheForward) {
   EXPECT_EQ(count(w2.workload.programs[0], rs), count(p, rs));
 }
 
+// HSDP (parallelism.shard_group): FSDP FULL_SHARD over data 4 in shard groups of 2. Each layer
+// (789,760 parameters, bf16) is gathered over its shard group of 2 (1,579,520 bytes) before its
+// forward and again before its backward, its gradients reduce-scattered there (1,579,520 bytes),
+// then the rank's half, 789,760 x 2 / 2 = 789,760 bytes, all-reduced with the other shard group's
+// rank at the same place. Memory: the model states are sharded over 2 ranks, not 4: twice FULL_SHARD
+// over 4, half of no sharding.
+TEST(BuildWorkload, HybridShardGathersInTheShardGroupAndAllReducesTheShardAcrossReplicas) {
+  Config c = fsdp_over_two();
+  c.par.data = 4;
+  c.par.shard_group = 2;
+  ASSERT_TRUE(c.par.hybrid_shard());
+  const int m = 2;
+  const BuiltWorkload w = c.build(m);
+  const core::Workload& wl = w.workload;
+  const Program& p = wl.programs[0];
+  for (uint32_t mb = 0; mb < static_cast<uint32_t>(m); ++mb) {
+    for (uint16_t layer = 1; layer < 8; ++layer) {
+      double forward_gather = 0, backward_gather = 0, scatter = 0, shard_reduce = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::COLLECTIVE || t.micro_batch != mb || t.layer != layer) continue;
+        const std::string& group = wl.groups[t.group].name;
+        if (name(w, t) == "parameter all_gather") {
+          EXPECT_EQ(group, "data");
+          (t.phase == Phase::FORWARD ? forward_gather : backward_gather) += t.bytes;
+        }
+        if (name(w, t) == "gradient reduce_scatter") {
+          EXPECT_EQ(group, "data");
+          scatter += t.bytes;
+        }
+        if (name(w, t) == "gradient shard all_reduce") {
+          EXPECT_EQ(group, "replicate");
+          EXPECT_EQ(t.collective, CollectiveOp::ALL_REDUCE);
+          shard_reduce += t.bytes;
+        }
+      }
+      EXPECT_DOUBLE_EQ(forward_gather, 1579520.0) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(backward_gather, 1579520.0);
+      EXPECT_DOUBLE_EQ(scatter, 1579520.0);
+      EXPECT_DOUBLE_EQ(shard_reduce, 789760.0);
+    }
+  }
+  // Each shard all-reduce follows its reduce-scatter.
+  for (const Task& t : p.tasks) {
+    if (!collective_on(w, "replicate", CollectiveOp::ALL_REDUCE)(t)) continue;
+    ASSERT_EQ(t.dep_count, 1u);
+    EXPECT_EQ(name(w, p.tasks[p.deps_of(t)[0]]), "gradient reduce_scatter");
+  }
+  // The groups: rank 3 (data coordinate 3) shards with rank 2 and replicates with rank 1.
+  const auto group_of = [&](const std::string& kind, int rank) {
+    for (const core::GroupKind& g : wl.groups) {
+      if (g.name == kind) return g.ranks_of(wl.layout, rank);
+    }
+    return std::vector<int>{};
+  };
+  EXPECT_EQ(group_of("data", 3), (std::vector<int>{2, 3}));
+  EXPECT_EQ(group_of("replicate", 3), (std::vector<int>{1, 3}));
+  EXPECT_FALSE(wl.symmetric_axes[static_cast<size_t>(core::Axis::DATA)]);
+  Config full = fsdp_over_two();
+  full.par.data = 4;
+  const BuiltWorkload f = full.build(m);
+  EXPECT_TRUE(f.workload.symmetric_axes[static_cast<size_t>(core::Axis::DATA)]);
+  EXPECT_DOUBLE_EQ(w.memory[0].weights.value(), 2 * f.memory[0].weights.value());
+  EXPECT_DOUBLE_EQ(w.memory[0].gradients.value(), 2 * f.memory[0].gradients.value());
+  EXPECT_DOUBLE_EQ(w.memory[0].optimizer_states.value(), 2 * f.memory[0].optimizer_states.value());
+  EXPECT_DOUBLE_EQ(w.memory[0].buffers.value(), f.memory[0].buffers.value()) << "whole units are gathered either way";
+  expect_runs_to_completion(w);
+  EXPECT_LE(estimate_task_count(c.model, c.training, c.par) / static_cast<double>(wl.task_count()), 1.25);
+  EXPECT_GE(estimate_task_count(c.model, c.training, c.par) / static_cast<double>(wl.task_count()), 0.8);
+}
+
 // FSDP1's backward_prefetch (parallelism.backward_prefetch). Backward order: head, layers 7..0,
 // embedding. BACKWARD_PRE (prefetch 1): layer L's backward gather reuses the buffer of the unit two
 // places before it, so it waits for layer L+2's last backward compute and runs under L+1's.

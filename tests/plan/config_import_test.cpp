@@ -321,6 +321,28 @@ TEST(ConfigImport, TorchtitanReshardPolicyGivesTheShardingStage) {
   EXPECT_EQ(stage("data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 4"), 0);  // DDP
 }
 
+TEST(ConfigImport, TorchtitanReplicateDegreeIsHybridSharding) {
+  // torchtitan HSDP: 2 replicas of shard groups of 32 on 64 GPUs; data_parallel_shard_degree -1
+  // resolves to the 32 ranks left after the replicate degree.
+  std::ifstream in(path("torchtitan/llama3_8b.toml"));
+  std::string toml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string one = "data_parallel_replicate_degree = 1";
+  ASSERT_NE(toml.find(one), std::string::npos);
+  const size_t at = toml.find(one);
+  const std::string file = testing::TempDir() + "/hsdp.toml";
+  std::ofstream(file) << toml.substr(0, at) << "data_parallel_replicate_degree = 2" << toml.substr(at + one.size());
+  ImportOptions o;
+  o.torchtitan = file;
+  o.cluster_from = (SOURCE / "scenarios/llama3-70b-h100-64.json").string();
+  const ImportResult r = import_configs(o);
+  const Scenario s = read_scenario(r.scenario, "imported");
+  EXPECT_EQ(s.parallelism.data, 64);
+  EXPECT_EQ(s.parallelism.shard_group, 32);
+  EXPECT_TRUE(s.parallelism.hybrid_shard());
+  EXPECT_EQ(s.parallelism.dense_shards(), 32);
+  EXPECT_NE(scenario_text(r).find("HSDP: parallelism.shard_group = data / replicate"), std::string::npos);
+}
+
 TEST(ConfigImport, MoePatternsMapOntoTheScenarioRule) {
   const auto pattern = [](int layers, auto rule) {
     std::vector<bool> p;
