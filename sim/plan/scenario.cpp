@@ -7,6 +7,7 @@
 
 #include "models/workload_builder.hpp"
 #include "network/feasibility.hpp"
+#include "sim/plan/pool_placement.hpp"
 #include "sim/core/variability.hpp"
 
 namespace trainsim::plan {
@@ -459,18 +460,20 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
 
   // Cross-section checks only make sense once every section parsed.
   core::Diagnostics impossible;
+  const bool pools_ok = check_pools(s, impossible);
   if (auto_data_problem) {
     impossible.add(*auto_data_problem);  // the strategy's world size is meaningless without a data degree
   } else if (strategy == StrategyCheck::CHECK) {
-    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
+    models::check_strategy(s.model, strategy_training(s), s.parallelism, s.cluster.world_size(), file, impossible);
   }
+  if (pools_ok && impossible.empty()) resolve_pools(s, impossible, strategy == StrategyCheck::CHECK);
   if (strategy == StrategyCheck::CHECK) {
     network::check_feasibility(s.cluster, file, "/cluster", impossible);
     models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);
     if (impossible.empty()) check_offload_capacity(s, impossible);
     check_compression(s, impossible);
   }
-  if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
+  if (s.cluster.pools.empty() && s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
     impossible.add(file, "/training/precision",
                    fmt::format("{} has no {} tensor-core rate {}", s.cluster.gpu,
                                core::to_string(s.training.precision),
@@ -540,14 +543,16 @@ OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::Tra
 }
 
 void check_task_budget(const Scenario& s) {
-  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks, s.offload, s.compression)) return;
-  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
+  // A batch split over GPU types: the uniform job whose replicas all run the most micro-batches.
+  const models::TrainingConfig training = strategy_training(s);
+  if (within_task_budget(s.model, training, s.parallelism, s.simulation.max_tasks, s.offload, s.compression)) return;
+  const double tasks = models::estimate_task_count(s.model, training, s.parallelism, s.offload, s.compression);
   throw ImpossibleScenario(
       s.file, "/simulation/max_tasks",
       fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "
                   "memory), above the budget of {} tasks (simulation.max_tasks): raise training.micro_batch, "
                   "lower training.global_batch, or raise simulation.max_tasks",
-                  tasks, models::micro_batch_count(s.training, s.parallelism), s.model.layers,
+                  tasks, models::micro_batch_count(training, s.parallelism), s.model.layers,
                   tasks * TASK_BYTES / 1e9, s.simulation.max_tasks));
 }
 
