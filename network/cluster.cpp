@@ -219,7 +219,7 @@ NvmeSpec read_nvme(core::ObjectReader& r) {
 // (their sum). first_rank is counted in nodes here (from_json scales it by gpus_per_node).
 void read_pools(core::ObjectReader& r, ClusterConfig& c) {
   for (const char* key : {"gpu", "nodes"}) {
-    if (r.has(key)) {
+    if (r.raw(key) != nullptr) {  // raw: known, so that it is not also an unknown key
       r.problem(key, fmt::format("not with \"pools\": each pool gives its own \"{}\" (cluster.pools[i].{})", key, key));
     }
   }

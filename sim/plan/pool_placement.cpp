@@ -227,7 +227,9 @@ std::vector<models::ReplicaShare> replica_shares(const Scenario& s) {
   for (size_t i = 0; i < pools_of(s).size(); ++i) {
     models::ReplicaShare r;
     r.replicas = pool_gpus(s, pools_of(s)[i]) / unit;
-    const int64_t samples = i < s.training.batch_split.size() ? s.training.batch_split[i].second : 0;
+    const auto given = std::find_if(s.training.batch_split.begin(), s.training.batch_split.end(),
+                                    [&](const auto& e) { return e.first == pools_of(s)[i].name; });
+    const int64_t samples = given == s.training.batch_split.end() ? 0 : given->second;
     r.micro_batches = samples / (s.training.micro_batch * std::max(1, r.replicas));
     shares.push_back(r);
   }
@@ -263,6 +265,11 @@ bool check_pools(const Scenario& s, core::Diagnostics& problems) {
   if (s.parallelism.folded()) not_modelled("/parallelism/expert_tensor", "parallel folding");
   for (size_t i = 0; i < pools_of(s).size(); ++i) {
     const network::NodePool& p = pools_of(s)[i];
+    if (s.cluster.intra_node.nvls && !p.gpu_spec.nvlink_sharp) {
+      problems.add(s.file, "/cluster/intra_node/nvls",
+                   fmt::format("NVLink SHARP on every node, but pool \"{}\"'s {} has none (the catalog's nvlink_sharp)",
+                               p.name, p.gpu));
+    }
     if (p.gpu_spec.peak(s.training.precision).value() <= 0) {
       problems.add(s.file, pool_pointer(i, "gpu"),
                    fmt::format("{} has no {} tensor-core rate (training.precision)", p.gpu, core::to_string(s.training.precision)));

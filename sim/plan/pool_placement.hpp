@@ -39,7 +39,8 @@ std::vector<double> micro_batch_seconds(const Scenario& s);
 
 // Checks a mixed-GPU scenario's placement and fills what it leaves to the defaults: each pool's
 // device profile, and (with more than one pool) stage_layers or batch_split. Problems of the input
-// go to `problems` (ImpossibleScenario). Run after check_strategy(strategy_training(s), ...) passed.
+// go to `problems` (ImpossibleScenario). Run after check_strategy(strategy_training(s), ...) passed and
+// models::resolve_defaults.
 // Nothing to do without pools. `place` false: the device profiles alone (a search that replaces the
 // layout).
 void resolve_pools(Scenario& s, core::Diagnostics& problems, bool place = true);

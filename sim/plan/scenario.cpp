@@ -276,7 +276,7 @@ core::Json Scenario::to_json(ProfileOut profile_out) const {
   j["name"] = name;
   j["cluster"] = cluster.to_json();
   j["cluster"]["power"] = power.to_json();
-  if (cluster.gpu_described) gpu_power_to_json(gpu_power, core::catalog_gpu_power(cluster.gpu_base), j["cluster"]["gpu"]);
+  if (cluster.gpu_described && cluster.pools.empty()) gpu_power_to_json(gpu_power, core::catalog_gpu_power(cluster.gpu_base), j["cluster"]["gpu"]);
   // The failure figures use the default reliability: show it where it is used.
   if (training.checkpoint && !cluster.reliability) j["cluster"]["reliability"] = network::to_json(network::ReliabilitySpec{});
   j["model"] = model.to_json();
@@ -287,7 +287,9 @@ core::Json Scenario::to_json(ProfileOut profile_out) const {
   if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
   if (compression.enabled()) j["optimizations"]["gradient_compression"] = compression.to_json();
   j["simulation"] = simulation.to_json();
-  if (profile_out == ProfileOut::RESOLVED) {
+  // Several GPU types: each pool's GPU gets its built-in profile, which reading the scenario back
+  // rebuilds; there is no one profile to embed.
+  if (profile_out == ProfileOut::RESOLVED && cluster.pools.empty()) {
     j["profile"] = profile.to_json();
     j["profile"]["source"] = profile.device.source;  // read back as the embedded profile's origin
   } else if (!inline_profile.is_null()) {
@@ -466,7 +468,11 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
   } else if (strategy == StrategyCheck::CHECK) {
     models::check_strategy(s.model, strategy_training(s), s.parallelism, s.cluster.world_size(), file, impossible);
   }
-  if (pools_ok && impossible.empty()) resolve_pools(s, impossible, strategy == StrategyCheck::CHECK);
+  if (strategy == StrategyCheck::SKIP && !s.cluster.pools.empty()) {
+    impossible.add(file, "/cluster/pools",
+                   "search does not place a job on several GPU types yet: give a cluster of one GPU type (`trainsim "
+                   "check` prints the balanced split of a given layout on the pools)");
+  }
   if (strategy == StrategyCheck::CHECK) {
     network::check_feasibility(s.cluster, file, "/cluster", impossible);
     models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);
@@ -499,6 +505,11 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
+  if (pools_ok && !s.cluster.pools.empty()) {
+    // The balanced splits build a workload of the resolved layout (pool_placement.hpp).
+    resolve_pools(s, impossible, strategy == StrategyCheck::CHECK);
+    if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
+  }
   for (std::string& w : models::compression_warnings(s.compression, s.training, s.parallelism)) {
     s.warnings.push_back(std::move(w));
   }
