@@ -218,11 +218,11 @@ NvmeSpec read_nvme(core::ObjectReader& r) {
 // cluster.pools: each pool's name, GPU and nodes; the cluster's gpu (the first pool's) and nodes
 // (their sum). first_rank is counted in nodes here (from_json scales it by gpus_per_node).
 void read_pools(core::ObjectReader& r, ClusterConfig& c) {
-  for (const char* key : {"gpu", "nodes"}) {
-    if (r.raw(key) != nullptr) {  // raw: known, so that it is not also an unknown key
-      r.problem(key, fmt::format("not with \"pools\": each pool gives its own \"{}\" (cluster.pools[i].{})", key, key));
-    }
+  if (r.raw("gpu") != nullptr) {  // raw: known, so that it is not also an unknown key
+    r.problem("gpu", "not with \"pools\": each pool gives its own \"gpu\" (cluster.pools[i].gpu)");
   }
+  // `nodes` may stay (the resolved scenario writes it): it must be the pools' sum, checked below.
+  const core::Json* given_nodes = r.raw("nodes");
   const core::Json* pools = r.raw("pools");
   if (!pools->is_array() || pools->empty()) {
     r.problem("pools", fmt::format("expected a non-empty list of node pools [{{\"name\": ..., \"gpu\": ..., \"nodes\": "
@@ -254,6 +254,10 @@ void read_pools(core::ObjectReader& r, ClusterConfig& c) {
     p.first_rank = nodes;
     nodes += p.nodes;
     c.pools.push_back(std::move(p));
+  }
+  if (given_nodes != nullptr && !(given_nodes->is_number_integer() && given_nodes->get<int64_t>() == nodes)) {
+    r.problem("nodes", fmt::format("with \"pools\", the pools' nodes together ({}), found {}", nodes,
+                                   core::describe_json(*given_nodes)));
   }
   const NodePool& first = c.pools.front();
   c.gpu_spec = first.gpu_spec;
@@ -414,6 +418,7 @@ core::Json ClusterConfig::to_json() const {
                       {"nodes", p.nodes}});
     }
     j["pools"] = std::move(list);
+    j["nodes"] = nodes;  // their sum
   }
   j["gpus_per_node"] = gpus_per_node;
   j["intra_node"] = {{"fabric", to_string(intra_node.fabric)},
