@@ -112,6 +112,32 @@ double ParallelismConfig::bucket_elements() const { return bucket_size.value() /
 
 std::string to_string(Attention a) { return a == Attention::FLASH ? "flash" : "unfused"; }
 
+namespace {
+
+// training.batch_split: {"pool name": samples, ...}, each a positive integer (the scenario reader
+// checks the names and the sums against the cluster's pools).
+std::vector<std::pair<std::string, int64_t>> read_batch_split(core::ObjectReader& r, const core::Json& v) {
+  std::vector<std::pair<std::string, int64_t>> split;
+  if (!v.is_object() || v.empty()) {
+    r.problem("batch_split", fmt::format("expected an object of samples per node pool, such as {{\"h100\": 40, "
+                                         "\"a100\": 24}}, found {}",
+                                         core::describe_json(v)));
+    return split;
+  }
+  for (const auto& [pool, samples] : v.items()) {
+    if (!samples.is_number_integer() || samples.get<int64_t>() < 1 || samples.get<int64_t>() > MAX_GLOBAL_BATCH) {
+      r.diagnostics().add(r.file(), core::append_pointer(r.pointer_of("batch_split"), pool),
+                fmt::format("expected the samples per iteration of pool \"{}\", a positive integer, found {}", pool,
+                            core::describe_json(samples)));
+      continue;
+    }
+    split.emplace_back(pool, samples.get<int64_t>());
+  }
+  return split;
+}
+
+}  // namespace
+
 TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   TrainingConfig t;
   t.sequence_length = r.integer("sequence_length", t.sequence_length, 1, MAX_SEQUENCE_LENGTH);
@@ -137,6 +163,7 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   if (auto c = r.object("checkpoint")) t.checkpoint = CheckpointConfig::from_json(*c);
   if (r.has("stack")) t.stack = core::parse_stack(r.choice("stack", "megatron", core::stack_names()));
   t.compile = r.boolean("compile", t.compile);
+  if (const core::Json* v = r.raw("batch_split")) t.batch_split = read_batch_split(r, *v);
   if (t.compile && t.stack == core::Stack::MEGATRON) {
     r.problem("compile", "torch.compile is a PyTorch stack's option: stack \"megatron\" runs Transformer Engine's "
                          "fused kernels (give another training.stack, or remove compile)");
@@ -157,6 +184,11 @@ core::Json TrainingConfig::to_json() const {
   if (checkpoint) j["checkpoint"] = checkpoint->to_json();
   if (stack) j["stack"] = core::to_string(*stack);
   if (compile) j["compile"] = compile;
+  if (!batch_split.empty()) {
+    core::Json split = core::Json::object();
+    for (const auto& [pool, samples] : batch_split) split[pool] = samples;
+    j["batch_split"] = std::move(split);
+  }
   return j;
 }
 

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/checkpoint_config.hpp"
@@ -93,6 +94,10 @@ struct TrainingConfig {
   std::optional<CheckpointConfig> checkpoint;  // absent: no checkpoints modelled
   std::optional<core::Stack> stack;  // absent: implied by the layout (implied_stack)
   bool compile = false;              // torch.compile
+  // Samples per iteration of each node pool's data-parallel replicas together (cluster.pools, pool
+  // name -> samples, in the cluster's pool order once resolved); empty: one GPU type, or the
+  // balanced split the scenario reader fills in (docs/scenario.md, "Mixed GPU types").
+  std::vector<std::pair<std::string, int64_t>> batch_split;
 
   // Reads the section and rejects unknown keys (calls r.finish()).
   static TrainingConfig from_json(core::ObjectReader& r);

@@ -215,6 +215,69 @@ NvmeSpec read_nvme(core::ObjectReader& r) {
   return n;
 }
 
+// cluster.pools: each pool's name, GPU and nodes; the cluster's gpu (the first pool's) and nodes
+// (their sum). first_rank is counted in nodes here (from_json scales it by gpus_per_node).
+void read_pools(core::ObjectReader& r, ClusterConfig& c) {
+  if (r.raw("gpu") != nullptr) {  // raw: known, so that it is not also an unknown key
+    r.problem("gpu", "not with \"pools\": each pool gives its own \"gpu\" (cluster.pools[i].gpu)");
+  }
+  // `nodes` may stay (the resolved scenario writes it): it must be the pools' sum, checked below.
+  const core::Json* given_nodes = r.raw("nodes");
+  const core::Json* pools = r.raw("pools");
+  if (!pools->is_array() || pools->empty()) {
+    r.problem("pools", fmt::format("expected a non-empty list of node pools [{{\"name\": ..., \"gpu\": ..., \"nodes\": "
+                                   "...}}, ...], found {}",
+                                   core::describe_json(*pools)));
+    return;
+  }
+  if (pools->size() > 255) {
+    r.problem("pools", fmt::format("at most 255 node pools, found {}", pools->size()));
+    return;
+  }
+  int nodes = 0;
+  for (size_t i = 0; i < pools->size(); ++i) {
+    core::ObjectReader pr((*pools)[i], r.file(), core::append_pointer(r.pointer_of("pools"), i), r.diagnostics());
+    NodePool p;
+    p.name = pr.required_string("name").value_or("");
+    for (const NodePool& q : c.pools) {
+      if (!p.name.empty() && q.name == p.name) pr.problem("name", fmt::format("a second pool named \"{}\"", p.name));
+    }
+    if (!pr.has("gpu")) pr.problem("gpu", "missing: the pool's GPU, a catalog name (`trainsim describe gpus`) or an object");
+    const core::GpuChoice gpu = core::read_gpu(pr, "gpu", DEFAULT_GPU);
+    p.gpu_spec = gpu.spec;
+    p.gpu = gpu.spec.name;
+    p.gpu_base = gpu.base;
+    p.gpu_described = gpu.described;
+    if (!pr.has("nodes")) pr.problem("nodes", "missing: how many nodes of gpus_per_node GPUs the pool has");
+    p.nodes = static_cast<int>(pr.integer("nodes", 1, 1, 1 << 20));
+    pr.finish();
+    p.first_rank = nodes;
+    nodes += p.nodes;
+    c.pools.push_back(std::move(p));
+  }
+  if (given_nodes != nullptr && !(given_nodes->is_number_integer() && given_nodes->get<int64_t>() == nodes)) {
+    r.problem("nodes", fmt::format("with \"pools\", the pools' nodes together ({}), found {}", nodes,
+                                   core::describe_json(*given_nodes)));
+  }
+  const NodePool& first = c.pools.front();
+  c.gpu_spec = first.gpu_spec;
+  c.gpu = first.gpu;
+  c.gpu_base = first.gpu_base;
+  c.gpu_described = first.gpu_described;
+  c.nodes = std::min(nodes, 1 << 20);
+}
+
+// The first pool's GPU with the slowest NVLink and PCIe bandwidths among the pools' GPUs.
+core::GpuSpec slowest_links(const std::vector<NodePool>& pools) {
+  if (pools.empty()) return core::GpuSpec{};
+  core::GpuSpec g = pools.front().gpu_spec;
+  for (const NodePool& p : pools) {
+    g.nvlink_bandwidth = std::min(g.nvlink_bandwidth, p.gpu_spec.nvlink_bandwidth);
+    g.pcie_bandwidth = std::min(g.pcie_bandwidth, p.gpu_spec.pcie_bandwidth);
+  }
+  return g;
+}
+
 }  // namespace
 
 std::string to_string(IntraFabric f) { return fabric_names()[static_cast<size_t>(f)]; }
@@ -273,24 +336,34 @@ core::BytesPerSecond ClusterConfig::gpu_host_link_bandwidth() const {
 
 ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
   ClusterConfig c;
-  const core::GpuChoice gpu = core::read_gpu(r, "gpu", DEFAULT_GPU);
-  c.gpu_spec = gpu.spec;
-  c.gpu = gpu.spec.name;
-  c.gpu_base = gpu.base;
-  c.gpu_described = gpu.described;
-  c.nodes = static_cast<int>(r.integer("nodes", c.nodes, 1, 1 << 20));
+  // The GPU whose links set the intra-node defaults: the GPU, or with pools the slowest links among
+  // the pools' GPUs (one fabric: no link is faster than the slowest GPU's port).
+  core::GpuSpec link_gpu;
+  if (r.has("pools")) {
+    read_pools(r, c);
+    link_gpu = slowest_links(c.pools);
+  } else {
+    const core::GpuChoice gpu = core::read_gpu(r, "gpu", DEFAULT_GPU);
+    c.gpu_spec = gpu.spec;
+    c.gpu = gpu.spec.name;
+    c.gpu_base = gpu.base;
+    c.gpu_described = gpu.described;
+    c.nodes = static_cast<int>(r.integer("nodes", c.nodes, 1, 1 << 20));
+    link_gpu = c.gpu_spec;
+  }
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.gpus_per_node, 1, 1024));
+  for (NodePool& p : c.pools) p.first_rank *= c.gpus_per_node;  // read_pools counted nodes
   if (static_cast<int64_t>(c.nodes) * c.gpus_per_node > (int64_t{1} << 24)) {
     r.problem("nodes", fmt::format("{} nodes of {} GPUs exceed the largest supported cluster of 2^24 GPUs",
                                    c.nodes, c.gpus_per_node));
     c.nodes = 1;
   }
   if (auto intra = r.object("intra_node")) {
-    read_intra_node(*intra, c.gpu_spec, c.intra_node);
+    read_intra_node(*intra, link_gpu, c.intra_node);
   } else {
-    c.intra_node.fabric = default_fabric(c.gpu_spec);
+    c.intra_node.fabric = default_fabric(link_gpu);
     c.intra_node.bandwidth =
-        c.intra_node.fabric == IntraFabric::PCIE ? c.gpu_spec.pcie_bandwidth : c.gpu_spec.nvlink_bandwidth;
+        c.intra_node.fabric == IntraFabric::PCIE ? link_gpu.pcie_bandwidth : link_gpu.nvlink_bandwidth;
   }
   if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
   if (const core::Json* v = r.raw("price_per_gpu_hour")) {
@@ -326,10 +399,27 @@ core::BytesPerSecond ClusterConfig::storage_node_bandwidth(bool write) const {
   return core::BytesPerSecond(std::min(link, aggregate / sharing));
 }
 
+int ClusterConfig::pool_of(int rank) const {
+  int pool = 0;
+  for (size_t i = 1; i < pools.size() && pools[i].first_rank <= rank; ++i) pool = static_cast<int>(i);
+  return pool;
+}
+
 core::Json ClusterConfig::to_json() const {
   core::Json j;
-  j["gpu"] = gpu_described ? core::GpuChoice{gpu_spec, gpu_base, true}.to_json() : core::Json(gpu);
-  j["nodes"] = nodes;
+  if (pools.empty()) {
+    j["gpu"] = gpu_described ? core::GpuChoice{gpu_spec, gpu_base, true}.to_json() : core::Json(gpu);
+    j["nodes"] = nodes;
+  } else {
+    core::Json list = core::Json::array();
+    for (const NodePool& p : pools) {
+      list.push_back({{"name", p.name},
+                      {"gpu", p.gpu_described ? core::GpuChoice{p.gpu_spec, p.gpu_base, true}.to_json() : core::Json(p.gpu)},
+                      {"nodes", p.nodes}});
+    }
+    j["pools"] = std::move(list);
+    j["nodes"] = nodes;  // their sum
+  }
   j["gpus_per_node"] = gpus_per_node;
   j["intra_node"] = {{"fabric", to_string(intra_node.fabric)},
                      {"bandwidth", core::format_bandwidth(intra_node.bandwidth)},

@@ -207,6 +207,22 @@ struct NvmeSpec {
   std::optional<core::Bytes> capacity;
 };
 
+// One pool of identical nodes of a cluster of several GPU types ("cluster.pools", docs/scenario.md
+// "Mixed GPU types"): its GPU and node count. Pools share the cluster's gpus_per_node, intra_node,
+// network and host sections (one fabric); ranks are given to the pools in list order.
+struct NodePool {
+  std::string name;                // unique among the pools
+  std::string gpu;                 // gpu_spec.name
+  core::GpuSpec gpu_spec;
+  std::string gpu_base;            // a described GPU's "base"
+  bool gpu_described = false;
+  int nodes = 1;
+  int first_rank = 0;              // its ranks: [first_rank, first_rank + nodes x gpus_per_node)
+  // The pool GPU's device profile: its built-in profile with the job's stack costs (filled by the
+  // scenario reader, sim/plan/scenario.cpp; ClusterConfig::from_json leaves the defaults).
+  core::DeviceProfile device = core::DeviceProfile::defaults();
+};
+
 struct ClusterConfig {
   std::string gpu = "A100-SXM4-80GB";  // the GPU's name (gpu_spec.name)
   core::GpuSpec gpu_spec;            // resolved from the catalog, or as the scenario describes it
@@ -225,8 +241,17 @@ struct ClusterConfig {
   std::optional<NvmeSpec> nvme;              // absent: the nodes have no NVMe for offloading
   std::optional<StorageSpec> storage;        // checkpoint storage (network/storage.hpp); absent: none
   std::optional<ReliabilitySpec> reliability;  // absent: ReliabilitySpec's defaults
+  // Several GPU types: the pools, in rank order (nodes is their sum; gpu and gpu_spec are the first
+  // pool's). Empty: one GPU type, `gpu` on every node.
+  std::vector<NodePool> pools;
 
   int world_size() const { return nodes * gpus_per_node; }
+  // The pool that holds `rank` (0 without pools). REQUIRES: rank in [0, world_size()).
+  int pool_of(int rank) const;
+  // The GPU of pool `pool` (gpu_spec without pools).
+  const core::GpuSpec& gpu_of_pool(int pool) const {
+    return pools.empty() ? gpu_spec : pools[static_cast<size_t>(pool)].gpu_spec;
+  }
   // host.link_bandwidth and host.gpu_link_bandwidth, or their defaults when 0 (see HostSpec).
   core::BytesPerSecond host_link_bandwidth() const;
   core::BytesPerSecond gpu_host_link_bandwidth() const;

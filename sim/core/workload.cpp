@@ -410,6 +410,7 @@ uint64_t Workload::timing_fingerprint() const {
   for (uint32_t p : program_of_rank) h.add(p);
   h.add(programs.size());
   for (const Program& p : programs) {
+    if (p.node_pool != 0) h.add(p.node_pool);  // single-type workloads keep their fingerprints
     h.add(p.tasks.size());
     for (const Task& t : p.tasks) {
       h.add(t.kind);

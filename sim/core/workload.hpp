@@ -297,6 +297,9 @@ struct Program {
   Bytes static_memory;         // resident for the whole iteration (weights, gradients, optimizer states, buffers)
   Bytes static_host_memory;    // host memory one rank holds for the whole iteration (offloaded model states)
   ReadyPool pool;              // empty: every task in program order
+  // The node pool whose GPUs run the program (network::ClusterConfig::pools, by index): a backend
+  // prices its compute with that pool's GPU and device profile. 0 on a cluster of one GPU type.
+  uint8_t node_pool = 0;
 
   // Appends a task with the given dependencies (indices of earlier tasks); returns its index.
   uint32_t add(Task task, std::initializer_list<uint32_t> depends_on = {});

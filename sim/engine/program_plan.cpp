@@ -84,7 +84,10 @@ PoolPlan plan_pool(const core::Program& program, size_t group_count) {
 
 ProgramPlan plan_program(const core::Program& program, const core::Workload& workload,
                          const network::ClusterConfig& cluster, const core::DeviceProfile& device) {
-  const core::GpuSpec& gpu = cluster.gpu_spec;
+  // A cluster of several GPU types prices each program on its own pool's GPU and profile.
+  const core::GpuSpec& gpu = cluster.gpu_of_pool(program.node_pool);
+  const core::DeviceProfile& pool_device =
+      cluster.pools.empty() ? device : cluster.pools.at(program.node_pool).device;
   using core::TaskKind;
   const size_t n = program.tasks.size();
   TRAINSIM_CHECK(n < UINT32_MAX, fmt::format("{}: too many tasks", program.name));
@@ -129,7 +132,7 @@ ProgramPlan plan_program(const core::Program& program, const core::Workload& wor
         if (t.stream == core::Stream::HOST) {
           plan.duration[i] = host_compute_time(t, cluster).value();
         } else {
-          plan.duration[i] = t.seconds > 0 ? t.seconds : compute_time(t, workload.precision, gpu, device).value();
+          plan.duration[i] = t.seconds > 0 ? t.seconds : compute_time(t, workload.precision, gpu, pool_device).value();
         }
         break;
       case TaskKind::COPY:

@@ -213,6 +213,10 @@ std::vector<ExportLoss> notes_of(const core::Workload& wl) {
 }  // namespace
 
 ChakraExportResult export_chakra(const Scenario& s, const std::string& dir) {
+  if (!s.cluster.pools.empty()) {
+    throw core::InputError(s.file, "/cluster/pools", "a Chakra export of a job on several GPU types is not written yet: "
+                                                      "give a cluster of one GPU type");
+  }
   const models::BuiltWorkload built =
       models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
   const core::Workload& wl = built.workload;

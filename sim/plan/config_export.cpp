@@ -420,6 +420,13 @@ ExportResult export_scenario(const Scenario& s, ConfigFormat format) {
   if (s.model.is_layer_graph()) {
     throw core::InputError(s.file, "/model", fmt::format("{} is a model of layers (docs/cnn.md): {} cannot describe it", s.model.name, describe(format)));
   }
+  if (!s.cluster.pools.empty()) {
+    // The per-pool batch split (training.batch_split) and the pools' placement are trainsim's own.
+    throw core::InputError(s.file, "/cluster/pools",
+                           fmt::format("a job on several GPU types (its batch or layer split over the pools): {} describes "
+                                       "a job on one GPU type",
+                                       describe(format)));
+  }
   ExportResult r;
   switch (format) {
     case ConfigFormat::MEGATRON: r.text = megatron(s, r); break;

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "models/checkpoint.hpp"
+#include "sim/plan/pool_placement.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/time_to_train.hpp"
 #include "sim/plan/uncertainty.hpp"
@@ -29,6 +30,17 @@ struct Metrics {
   double peak_tflops = 0;
 };
 
+// The GPUs' mean dense peak at the training precision (MFU's denominator): the GPU's, or over the
+// pools weighted by their GPUs.
+double mean_peak_flops(const Scenario& s) {
+  if (s.cluster.pools.empty()) return s.cluster.gpu_spec.peak(s.training.precision).value();
+  double sum = 0;
+  for (const network::NodePool& pool : s.cluster.pools) {
+    sum += pool.gpu_spec.peak(s.training.precision).value() * pool.nodes * s.cluster.gpus_per_node;
+  }
+  return sum / s.cluster.world_size();
+}
+
 Metrics metrics_of(const Scenario& s, const Prediction& p) {
   Metrics m;
   m.time_s = p.iteration_time_s();
@@ -37,16 +49,26 @@ Metrics metrics_of(const Scenario& s, const Prediction& p) {
   m.tokens_per_s = static_cast<double>(p.built.tokens_per_iteration) / m.time_s;
   m.model_tflops_per_gpu = p.built.flops.model.value() / m.time_s / gpus / 1e12;
   m.hardware_tflops_per_gpu = p.built.flops.hardware.value() / m.time_s / gpus / 1e12;
-  m.peak_tflops = s.cluster.gpu_spec.peak(s.training.precision).value() / 1e12;
+  m.peak_tflops = mean_peak_flops(s) / 1e12;
   m.mfu = m.model_tflops_per_gpu / m.peak_tflops;
   m.hfu = m.hardware_tflops_per_gpu / m.peak_tflops;
   return m;
 }
 
-// The stage whose peak memory is highest (ties: the earliest).
-size_t worst_stage(const Prediction& p) {
+// HBM of the GPUs that run program `program` (its pool's GPU on a cluster of several types).
+double program_capacity(const Scenario& s, const Prediction& p, size_t program) {
+  return s.cluster.gpu_of_pool(p.built.workload.programs[program].node_pool).hbm_capacity.value();
+}
+
+// The stage whose peak memory is the largest share of its GPU's (ties: the earliest); with one GPU
+// type, the highest peak.
+size_t worst_stage(const Scenario& s, const Prediction& p) {
   const auto& peaks = p.result.peak_memory_by_program;
-  return static_cast<size_t>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+  size_t worst = 0;
+  for (size_t i = 1; i < peaks.size(); ++i) {
+    if (peaks[i].value() * program_capacity(s, p, worst) > peaks[worst].value() * program_capacity(s, p, i)) worst = i;
+  }
+  return worst;
 }
 
 double optimizer_s(const engine::Breakdown& b) {
@@ -196,12 +218,24 @@ EnergyFigures energy_of_run(const Scenario& s, const Prediction& p) {
                           s.power, s.cluster.nodes, s.cluster.network.nics_per_node);
 }
 
+// The scenario's workload; on a cluster of several GPU types with its programs on their pools
+// (pool_placement.hpp).
+models::BuiltWorkload build_for(const Scenario& s) {
+  if (splits_batch(s)) {
+    return models::build_pool_split_workload(s.model, s.training, s.parallelism, replica_shares(s), s.pruning, s.offload,
+                                             s.compression);
+  }
+  models::BuiltWorkload built =
+      models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
+  if (!s.cluster.pools.empty()) models::place_stages_on_pools(built, stage_pools(s));
+  return built;
+}
+
 // `energy`: also record the timelines that energy needs and fill p.energy (when the GPU's power is known).
 Prediction simulate(const Scenario& scenario, const std::string& backend_override, const std::vector<int>& timeline_ranks,
                     std::optional<ExtraTraffic> extra = std::nullopt, bool energy = false) {
   Prediction p;
-  p.built = models::build_workload(scenario.model, scenario.training, scenario.parallelism, scenario.pruning,
-                                   scenario.offload, scenario.compression);
+  p.built = build_for(scenario);
   if (extra) models::add_checkpoint_traffic(p.built.workload, extra->what, extra->bytes);
   p.backend = backend_override.empty() ? scenario.simulation.backend : backend_override;
   std::unique_ptr<engine::Backend> backend =
@@ -221,7 +255,8 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   }
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
-  energy = energy && scenario.gpu_power.tdp_w > 0;
+  // Several GPU types: the power model knows one GPU's (docs/scenario.md, "Mixed GPU types").
+  energy = energy && scenario.gpu_power.tdp_w > 0 && scenario.cluster.pools.empty();
   options.timeline_ranks = energy ? with_ranks(timeline_ranks, energy_ranks(p.built.workload)) : timeline_ranks;
   // Flows only for a timeline asked for (run --timeline): the energy model reads task intervals,
   // and recording no flows keeps node folding on (backend.hpp).
@@ -440,6 +475,54 @@ std::optional<EnergyFigures> energy_with_run(const Scenario& s, const Prediction
   return e;
 }
 
+// "64 x A100-SXM4-80GB", or per pool "8 x H100-SXM5-80GB + 8 x A100-SXM4-80GB".
+std::string gpus_text(const Scenario& s) {
+  if (s.cluster.pools.empty()) return fmt::format("{} x {}", s.cluster.world_size(), s.cluster.gpu);
+  std::vector<std::string> parts;
+  for (const network::NodePool& pool : s.cluster.pools) {
+    parts.push_back(fmt::format("{} x {}", pool.nodes * s.cluster.gpus_per_node, pool.gpu));
+  }
+  return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// The report's "pools" (docs/scenario.md, "Mixed GPU types").
+core::Json pools_json(const Scenario& s, const Prediction& p) {
+  const std::vector<PoolFigures> figures = pool_figures(s, p.built.workload, p.iteration_time_s());
+  const int binding = s.cluster.pool_of(p.result.critical_rank);
+  core::Json list = core::Json::array();
+  for (const PoolFigures& f : figures) {
+    core::Json j = {{"name", f.name},           {"gpu", f.gpu},         {"gpus", f.gpus},
+                    {"first_rank", f.first_rank}, {"compute_s", f.compute_s}, {"idle_fraction", f.idle_fraction}};
+    if (s.parallelism.pipeline > 1) {
+      j["stages"] = f.stages;
+      j["layers"] = f.layers;
+    } else {
+      j["samples"] = f.samples;
+      j["micro_batches_per_replica"] = f.micro_batches;
+    }
+    list.push_back(std::move(j));
+  }
+  return {{"binding", figures[static_cast<size_t>(binding)].name},
+          {"summary", binding_sentence(s, figures, p.result.critical_rank)},
+          {"by_pool", std::move(list)}};
+}
+
+std::string pools_table(const Scenario& s, const Prediction& p) {
+  const core::Json j = pools_json(s, p);
+  std::string out = fmt::format("\n  pools: {}\n", j["summary"].get<std::string>());
+  for (const core::Json& f : j["by_pool"]) {
+    const std::string share =
+        s.parallelism.pipeline > 1
+            ? fmt::format("stages {}, {} layers", fmt::join(f["stages"].get<std::vector<int>>(), ","), f["layers"].get<int>())
+            : fmt::format("{} samples, {} micro-batches per replica", f["samples"].get<int64_t>(),
+                          f["micro_batches_per_replica"].get<int64_t>());
+    out += fmt::format("    {:<10}{:>5} x {:<18}{:<40} compute {:.4f} s, idle {:.0f}%\n", f["name"].get<std::string>(),
+                       f["gpus"].get<int>(), f["gpu"].get<std::string>(), share, f["compute_s"].get<double>(),
+                       100 * f["idle_fraction"].get<double>());
+  }
+  return out;
+}
+
 }  // namespace
 
 void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed) {
@@ -538,10 +621,10 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   j["breakdown_s"] = breakdown;
   j["communication_s"] = comm;
 
-  const size_t stage = worst_stage(p);
+  const size_t stage = worst_stage(s, p);
   const models::MemoryBreakdown& mem = p.built.memory[stage];
   const double peak = p.result.peak_memory_by_program[stage].value();
-  const double capacity = s.cluster.gpu_spec.hbm_capacity.value();
+  const double capacity = program_capacity(s, p, stage);
   core::Json memory;
   memory["peak_bytes_per_gpu"] = static_cast<int64_t>(peak);
   memory["capacity_bytes"] = static_cast<int64_t>(capacity);
@@ -654,6 +737,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
   }
 
   if (s.compression.enabled()) j["gradient_compression"] = compression_json(s, p, stage);
+  if (!s.cluster.pools.empty()) j["pools"] = pools_json(s, p);
 
   j["pipeline"] = {{"schedule", models::to_string(s.parallelism.schedule)},
                    {"micro_batches", p.built.micro_batches},
@@ -760,7 +844,7 @@ void offload_table(const Scenario& s, const Prediction& p, size_t stage, Line li
   }
   line(fmt::format("    {:<26}{}", "moved per iteration", moved.empty() ? "nothing" : moved));
   line(fmt::format("    {:<26}{}", "bought",
-                   offload_summary(p.result.peak_memory_by_program[stage].value(), s.cluster.gpu_spec.hbm_capacity.value(),
+                   offload_summary(p.result.peak_memory_by_program[stage].value(), program_capacity(s, p, stage),
                                    f.without_offload)));
 }
 
@@ -808,8 +892,8 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
 
-  line(fmt::format("{}: {} x {} ({} nodes x {}), {}", s.name, s.cluster.world_size(), s.cluster.gpu,
-                   s.cluster.nodes, s.cluster.gpus_per_node, s.model.name));
+  line(fmt::format("{}: {} ({} nodes x {}), {}", s.name, gpus_text(s), s.cluster.nodes, s.cluster.gpus_per_node,
+                   s.model.name));
   line(fmt::format("strategy: TP{} PP{} DP{} CP{} EP{}{}{}, {}{}, recompute {}, ZeRO {}, {} micro-batches of {}",
                    par.tensor, par.pipeline, par.data, par.context, par.expert,
                    (par.spatial > 1 ? fmt::format(" SPATIAL{}", par.spatial) : std::string()) +
@@ -855,9 +939,12 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   }
   if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) {
     out += energy_table(*e, s);
+  } else if (!s.cluster.pools.empty()) {
+    line(fmt::format("  {:<28}{:>14}   (not modelled for several GPU types: docs/scenario.md)", "energy", "not known"));
   } else {
     line(fmt::format("  {:<28}{:>14}   (the GPU object gives no \"tdp\": docs/energy.md)", "energy", "not known"));
   }
+  if (!s.cluster.pools.empty()) out += pools_table(s, p);
   line("");
   line(fmt::format("  {:<28}{:>14}{:>9}", "breakdown (critical rank " + std::to_string(p.result.critical_rank) + ")",
                    "time_s", "share"));
@@ -877,10 +964,10 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   row("optimizer", optimizer_s(b));
   if (s.offload.active()) row("offload (exposed)", b.other.value());
   line("");
-  const size_t stage = worst_stage(p);
+  const size_t stage = worst_stage(s, p);
   const models::MemoryBreakdown& mem = p.built.memory[stage];
   const double peak = p.result.peak_memory_by_program[stage].value();
-  const double capacity = s.cluster.gpu_spec.hbm_capacity.value();
+  const double capacity = program_capacity(s, p, stage);
   line(fmt::format("  {:<28}{:>14} of {} per GPU (stage {}): {}{}", "peak memory", bytes_text(core::Bytes(peak)),
                    bytes_text(core::Bytes(capacity)), stage,
                    peak <= capacity ? "fits" : fmt::format("OUT OF MEMORY by {}", bytes_text(core::Bytes(peak - capacity))),

@@ -7,6 +7,7 @@
 
 #include "models/workload_builder.hpp"
 #include "network/feasibility.hpp"
+#include "sim/plan/pool_placement.hpp"
 #include "sim/core/variability.hpp"
 #include "sim/plan/calibration_run.hpp"
 
@@ -280,7 +281,7 @@ core::Json Scenario::to_json(ProfileOut profile_out) const {
   j["name"] = name;
   j["cluster"] = cluster.to_json();
   j["cluster"]["power"] = power.to_json();
-  if (cluster.gpu_described) gpu_power_to_json(gpu_power, core::catalog_gpu_power(cluster.gpu_base), j["cluster"]["gpu"]);
+  if (cluster.gpu_described && cluster.pools.empty()) gpu_power_to_json(gpu_power, core::catalog_gpu_power(cluster.gpu_base), j["cluster"]["gpu"]);
   // The failure figures use the default reliability: show it where it is used.
   if (training.checkpoint && !cluster.reliability) j["cluster"]["reliability"] = network::to_json(network::ReliabilitySpec{});
   j["model"] = model.to_json();
@@ -291,7 +292,9 @@ core::Json Scenario::to_json(ProfileOut profile_out) const {
   if (offload.active() || offload.preset != "none") j["optimizations"]["offload"] = offload.to_json();
   if (compression.enabled()) j["optimizations"]["gradient_compression"] = compression.to_json();
   j["simulation"] = simulation.to_json();
-  if (profile_out == ProfileOut::RESOLVED) {
+  // Several GPU types: each pool's GPU gets its built-in profile, which reading the scenario back
+  // rebuilds; there is no one profile to embed.
+  if (profile_out == ProfileOut::RESOLVED && cluster.pools.empty()) {
     j["profile"] = profile.to_json();
     j["profile"]["source"] = profile.device.source;  // read back as the embedded profile's origin
   } else if (!inline_profile.is_null()) {
@@ -464,10 +467,16 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
 
   // Cross-section checks only make sense once every section parsed.
   core::Diagnostics impossible;
+  const bool pools_ok = check_pools(s, impossible);
   if (auto_data_problem) {
     impossible.add(*auto_data_problem);  // the strategy's world size is meaningless without a data degree
   } else if (strategy == StrategyCheck::CHECK) {
-    models::check_strategy(s.model, s.training, s.parallelism, s.cluster.world_size(), file, impossible);
+    models::check_strategy(s.model, strategy_training(s), s.parallelism, s.cluster.world_size(), file, impossible);
+  }
+  if (strategy == StrategyCheck::SKIP && !s.cluster.pools.empty()) {
+    impossible.add(file, "/cluster/pools",
+                   "search does not place a job on several GPU types yet: give a cluster of one GPU type (`trainsim "
+                   "check` prints the balanced split of a given layout on the pools)");
   }
   if (strategy == StrategyCheck::CHECK) {
     network::check_feasibility(s.cluster, file, "/cluster", impossible);
@@ -475,7 +484,7 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
     if (impossible.empty()) check_offload_capacity(s, impossible);
     check_compression(s, impossible);
   }
-  if (s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
+  if (s.cluster.pools.empty() && s.cluster.gpu_spec.peak(s.training.precision).value() <= 0) {
     impossible.add(file, "/training/precision",
                    fmt::format("{} has no {} tensor-core rate {}", s.cluster.gpu,
                                core::to_string(s.training.precision),
@@ -501,6 +510,11 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
   if (impossible.empty()) check_checkpoint(s, impossible);
   if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
   models::resolve_defaults(s.model, s.parallelism);
+  if (pools_ok && !s.cluster.pools.empty()) {
+    // The balanced splits build a workload of the resolved layout (pool_placement.hpp).
+    resolve_pools(s, impossible, strategy == StrategyCheck::CHECK);
+    if (!impossible.empty()) throw ImpossibleScenario(impossible.problems());
+  }
   for (std::string& w : models::compression_warnings(s.compression, s.training, s.parallelism)) {
     s.warnings.push_back(std::move(w));
   }
@@ -545,14 +559,16 @@ OffloadFootprint offload_footprint(const models::ModelSpec& m, const models::Tra
 }
 
 void check_task_budget(const Scenario& s) {
-  if (within_task_budget(s.model, s.training, s.parallelism, s.simulation.max_tasks, s.offload, s.compression)) return;
-  const double tasks = models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression);
+  // A batch split over GPU types: the uniform job whose replicas all run the most micro-batches.
+  const models::TrainingConfig training = strategy_training(s);
+  if (within_task_budget(s.model, training, s.parallelism, s.simulation.max_tasks, s.offload, s.compression)) return;
+  const double tasks = models::estimate_task_count(s.model, training, s.parallelism, s.offload, s.compression);
   throw ImpossibleScenario(
       s.file, "/simulation/max_tasks",
       fmt::format("the workload would have about {:.3g} tasks ({} micro-batches of {} layers; about {:.3g} GB of "
                   "memory), above the budget of {} tasks (simulation.max_tasks): raise training.micro_batch, "
                   "lower training.global_batch, or raise simulation.max_tasks",
-                  tasks, models::micro_batch_count(s.training, s.parallelism), s.model.layers,
+                  tasks, models::micro_batch_count(training, s.parallelism), s.model.layers,
                   tasks * TASK_BYTES / 1e9, s.simulation.max_tasks));
 }
 

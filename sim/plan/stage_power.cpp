@@ -113,6 +113,10 @@ StagePowerPlan plan_stage_power(const Scenario& s, double tolerance, int curve_p
   if (s.gpu_power.tdp_w <= 0) {
     throw core::InputError(s.file, "/cluster/gpu/tdp", "per-stage power planning needs the GPU's power: give \"tdp\"");
   }
+  if (!s.cluster.pools.empty()) {
+    throw core::InputError(s.file, "/cluster/pools", "per-stage power planning knows one GPU's power: give a cluster of "
+                                                      "one GPU type");
+  }
   if (s.gpu_power.power_cap_w) {
     throw core::InputError(s.file, "/cluster/gpu/power_cap",
                            "per-stage power planning starts from uncapped GPUs: remove the cluster-wide cap");
