@@ -30,6 +30,7 @@ class RouteTableZone final : public sgr::NetZoneImpl {
  public:
   struct Route {
     std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
+    std::vector<uint32_t> ids;  // the same links as topology link ids
     double latency = 0;
   };
 
@@ -288,6 +289,7 @@ void SimgridPlatform::set_route(int from, int to, const std::vector<uint32_t>& l
   RouteTableZone::Route route;
   route.latency = extra_latency.value();
   route.links.reserve(links.size());
+  route.ids = links;
   for (uint32_t l : links) {
     route.links.push_back(impl_->links.at(l)->get_impl());
     route.latency += impl_->latency[l];
@@ -297,6 +299,12 @@ void SimgridPlatform::set_route(int from, int to, const std::vector<uint32_t>& l
 
 bool SimgridPlatform::has_route(int from, int to) const {
   return impl_->zone->find(static_cast<uint64_t>(from), static_cast<uint64_t>(to)) != nullptr;
+}
+
+const std::vector<uint32_t>& SimgridPlatform::route_links(int from, int to) const {
+  const RouteTableZone::Route* route = impl_->zone->find(static_cast<uint64_t>(from), static_cast<uint64_t>(to));
+  TRAINSIM_CHECK(route != nullptr, fmt::format("no route declared from host {} to host {}", from, to));
+  return route->ids;
 }
 
 Seconds SimgridPlatform::route_latency(int from, int to) const {

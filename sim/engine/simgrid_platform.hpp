@@ -111,6 +111,8 @@ class SimgridPlatform {
   // a batch needs one. REQUIRES: from != to, both hosts of the platform.
   void set_route(int from, int to, const std::vector<uint32_t>& links, core::Seconds extra_latency);
   bool has_route(int from, int to) const;
+  // The topology links of a declared route, in order. REQUIRES: has_route(from, to).
+  const std::vector<uint32_t>& route_links(int from, int to) const;
   // Latency of a declared route: its links' latencies plus its extra latency.
   core::Seconds route_latency(int from, int to) const;
 
