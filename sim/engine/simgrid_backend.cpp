@@ -473,6 +473,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     for (size_t c = 0; c < classes.size(); ++c) {
       if (isolated[c]) isolated_.insert(classes[c]);
     }
+    // Every call's flows are built, so every route this run crosses is declared.
+    platform_.declare_routes_complete();
   }
 
   // A fat-tree or rail-optimized fabric without oversubscription: where APPROXIMATE folds. The links
@@ -710,5 +712,9 @@ SimulationResult SimgridBackend::run(const core::Workload& workload, const netwo
 }
 
 std::unique_ptr<Backend> make_simgrid_backend() { return std::make_unique<SimgridBackend>(); }
+
+bool simgrid_platform_built() { return SimgridPlatform::built(); }
+
+void simgrid_links_on_demand() { SimgridPlatform::create_links_on_demand(); }
 
 }  // namespace trainsim::engine
