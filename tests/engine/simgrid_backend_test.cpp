@@ -13,6 +13,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/collective_simulation.hpp"
+#include "sim/engine/simgrid_backend.hpp"
 #include "tests/engine/fixtures.hpp"
 
 namespace trainsim::engine {
@@ -689,6 +690,35 @@ TEST(SimgridBackend, CallsThatMayOverlapOnTheirLinksAreNotReplayed) {
   EXPECT_EQ(b.replayed_calls, 0U);
   EXPECT_EQ(b.network_flows, a.network_flows);
   expect_same_times(a, b);
+}
+
+// Links on demand (simgrid_links_on_demand, for processes that simulate once): a run that declares
+// its routes before it starts (replays on) gets a platform with only the links they cross, and the
+// same figures (here the analytic backend's: TP8 rings in one node, no link shared). A later run in
+// the process whose routes cross a link that was not created (a copy to host memory) is refused.
+TEST(SimgridBackend, LinksOnDemandGiveTheSameRunAndRefuseALaterOneThatNeedsOthers) {
+  simgrid_links_on_demand();
+  const network::ClusterConfig cluster = testing::make_cluster(1, 8, 300e9, 25e9, 1e-6);
+  SimulationOptions o = ring_options(Fidelity::FLOW);
+  o.replay_calls_alone = true;
+  const SimulationResult r = run_both(testing::hybrid_workload(8, 1, 1, 4), cluster, core::Profile{}, o, 1e-9);
+  EXPECT_EQ(r.network_flows, 8U);  // one ring of 8; the other 7 calls replayed
+  core::Program p;
+  p.name = "copy";
+  core::Task copy;
+  copy.kind = TaskKind::COPY;
+  copy.stream = Stream::COPY_OUT;
+  copy.copy = core::CopyDirection::DEVICE_TO_HOST;
+  copy.bytes = 1e9;
+  p.add(copy);
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
+  w.validate();
+  try {
+    make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
+    ADD_FAILURE() << "a run that needs a link not created was not refused";
+  } catch (const core::InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("adds no link once it has run"), std::string::npos) << e.what();
+  }
 }
 
 // A stop request (Ctrl-C in `run`) ends the run with what it knew: 200 compute + all_gather rounds,
