@@ -5,10 +5,12 @@
 # backend") says why. Prints one row per case: both iteration times and SimGrid / analytic - 1, and
 # flags rows below -0.5%. A case SimGrid refuses (simulation.max_flows) or that does not finish in
 # TRAINSIM_BENCH_TIMEOUT seconds (default 600) says so.
+# TRAINSIM_BIN replaces this build's binary (build/sim/cli/trainsim), e.g. a wrapper that adds --set
+# options to every run (scripts/approximate-folding-check.sh).
 # Usage: scripts/backend-check.sh [PATH...]   (default: scenarios/ validation/)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bin=$repo/build/sim/cli/trainsim
+bin=${TRAINSIM_BIN:-$repo/build/sim/cli/trainsim}
 limit=${TRAINSIM_BENCH_TIMEOUT:-600}
 paths=("$@")
 [ ${#paths[@]} -eq 0 ] && paths=("$repo/scenarios" "$repo/validation")

@@ -10,6 +10,7 @@
 #include "sim/plan/report_figures.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
+#include "sim/engine/simgrid_backend.hpp"
 #include "sim/engine/timeline.hpp"
 
 namespace trainsim::cli {
@@ -90,6 +91,8 @@ int run_command(const RunArgs& args, std::ostream& out, std::ostream& err) {
                              fmt::format("rank {} is outside the cluster's 0..{}", r, scenario.cluster.world_size() - 1));
     }
   }
+  // `run` simulates once per process: SimGrid's platform needs only the links that run crosses.
+  engine::simgrid_links_on_demand();
   Prediction prediction;
   try {
     // A long SimGrid run says where it is on stderr, and Ctrl-C stops it with what it knew.

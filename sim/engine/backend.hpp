@@ -71,8 +71,10 @@ struct SimulationOptions {
   bool timeline_flows = true;
   // SimGrid backend: a call whose flows already ran alone on the idle network, and that starts alone
   // again and ends before anything else can start, takes the time of that run without simulating its
-  // flows again (the FSDP gathers of a forward pass, repeated iterations). Exact by construction;
-  // off only to check that (the same results).
+  // flows again (the FSDP gathers of a forward pass, repeated iterations). And, whatever else is in
+  // flight, a call of a class whose links no other call can cross while it runs (sim/engine/
+  // isolated_calls.hpp: tensor-parallel rings inside NVSwitch nodes) takes its class's first run's
+  // time. Exact by construction; off only to check that (the same results).
   bool replay_calls_alone = true;
   // SimGrid backend, with use_symmetry at flow fidelity: a flow between GPUs is simulated once per
   // orbit of the node permutations that symmetry mirrors ranks along (shifts by multiples of
@@ -83,8 +85,9 @@ struct SimulationOptions {
   // flows become the 16 of one node. Exact (EXACT) where the fabric has no switch-to-switch links
   // (an ideal switch, one switch per rail or tree); APPROXIMATE also folds on fat-tree and
   // rail-optimized fabrics without oversubscription, whose switch-to-switch links then carry only
-  // the folded flows (less contention there, never more: static-route collisions with other nodes'
-  // flows are lost). Not with a timeline that records flows (its ranks would lose the flows they receive
+  // the folded flows (static-route collisions with other nodes' flows are lost, and the
+  // representatives' leaf uplinks carry flows that leave other leaves in full: from -47% to +68%
+  // off the full simulation on pipelines across two-level trees, docs/network.md). Not with a timeline that records flows (its ranks would lose the flows they receive
   // from other nodes; timeline_flows false keeps it on), in-network
   // aggregation, NVLS or checkpoint storage (flows to hosts that are not GPUs). Default EXACT.
   NodeSymmetry node_symmetry = NodeSymmetry::EXACT;

@@ -103,6 +103,30 @@ class Executor::Impl final : public ReadyPools::Host {
   }
 
   const RankTable& table() const { return table_; }
+
+  void for_each_call_site(const std::function<void(const CallSite&)>& visit) const {
+    for (uint32_t slot = 0; slot < ranks_.size(); ++slot) {
+      const SimulatedRank& sr = info(slot);
+      const ProgramPlan& plan = plans_[sr.program];
+      const std::vector<Task>& tasks = w_.programs[sr.program].tasks;
+      for (uint32_t ti = 0; ti < tasks.size(); ++ti) {
+        const Task& t = tasks[ti];
+        uint32_t meeting = NO_INDEX;
+        switch (t.kind) {
+          case TaskKind::COLLECTIVE: meeting = table_.group_meeting(sr.group_base + t.group); break;
+          case TaskKind::SEND:
+          case TaskKind::RECV: meeting = table_.port_meeting(sr.port_base + plan.port[ti]); break;
+          case TaskKind::COPY:
+            if (t.seconds > 0) continue;  // a measured duration: not launched
+            break;
+          case TaskKind::COMPUTE:
+          case TaskKind::MEMORY: continue;
+        }
+        visit({slot, plan.lane[ti], meeting, &t});
+      }
+    }
+  }
+
   bool finished() const { return unfinished_ == 0; }
   size_t unfinished() const { return unfinished_; }
   size_t total_tasks() const { return total_tasks_; }
@@ -609,6 +633,9 @@ size_t Executor::total_tasks() const { return impl_->total_tasks(); }
 void Executor::report_deadlock() const { impl_->report_deadlock(); }
 SimulationResult Executor::result() { return impl_->result(); }
 const RankTable& Executor::table() const { return impl_->table(); }
+void Executor::for_each_call_site(const std::function<void(const CallSite&)>& visit) const {
+  impl_->for_each_call_site(visit);
+}
 
 SimulationResult execute(const core::Workload& workload, const network::ClusterConfig& cluster,
                          const core::Profile& profile, const SimulationOptions& options, CommunicationModel& model) {

@@ -76,6 +76,7 @@
 // stuck rank. So do members of one call that disagree on its op or size.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "network/cluster.hpp"
@@ -98,6 +99,17 @@ class CommunicationLauncher {
   // COPY task `task` of rank `rank` starts at `start` (its stream and dependencies allow it); the
   // launcher calls Executor::complete(call, end) as for launch().
   virtual void launch_copy(uint32_t call, int rank, const core::Task& task, double start) = 0;
+};
+
+// A communication task of a simulated rank as a launcher will be handed it: its rank's slot in
+// RankTable::ranks(), the lane that runs it (a rank runs one task per lane at a time: the lane's
+// next task starts when this one's call has ended), and its meeting (RankTable::meetings(); NO_INDEX
+// for a copy, a call of its rank alone).
+struct CallSite {
+  uint32_t slot = 0;
+  uint8_t lane = 0;
+  uint32_t meeting = 0;
+  const core::Task* task = nullptr;
 };
 
 // The execution semantics above as a state machine that an event loop can drive.
@@ -132,6 +144,10 @@ class Executor {
   // The result (iteration time, breakdown, memory, events, timeline). REQUIRES: finished().
   SimulationResult result();
   const RankTable& table() const;
+  // Calls `visit` with every task of the simulated ranks that a launcher would be handed (collectives,
+  // sends, receives, and copies without a measured duration), slot by slot in program order,
+  // before or during a run.
+  void for_each_call_site(const std::function<void(const CallSite&)>& visit) const;
 
  private:
   class Impl;

@@ -15,6 +15,7 @@
 #include "network/topology.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/engine/isolated_calls.hpp"
 #include "sim/engine/schedule_flows.hpp"
 #include "sim/engine/simgrid_platform.hpp"
 
@@ -48,6 +49,7 @@ struct InFlight {
   double start = 0;
   const ScheduleFlows* flows = nullptr;
   bool alone = false;  // started on an idle network, and nothing else started before it ended (so far)
+  bool isolated = false;  // a call of an isolated class (SimgridRun::choose_isolated_calls)
 };
 
 // A call replayed from an earlier run of its flows alone (SimgridRun::replay_if_alone): it ends at
@@ -57,6 +59,7 @@ struct Replayed {
   uint32_t call = 0;
   double start = 0;
   const ScheduleFlows* flows = nullptr;
+  bool isolated = false;  // a call of an isolated class
   bool operator>(const Replayed& o) const { return end > o.end; }
 };
 
@@ -92,6 +95,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       }
     }
     choose_folding();
+    choose_isolated_calls();
   }
 
   SimulationResult run() {
@@ -122,6 +126,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     while (!replayed_.empty() && replayed_.top().end <= now) {
       const Replayed r = replayed_.top();
       replayed_.pop();
+      if (!r.isolated) --shared_replays_;
       const std::vector<core::Seconds>& done = alone_done_.at(r.flows);
       if (!traced_.empty()) record_flows({r.call, r.start, r.flows, false}, done);
       executor_.complete(r.call, r.end);
@@ -144,10 +149,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
 
   void batch_done(uint32_t id, const std::vector<core::Seconds>& done) override {
     const InFlight& f = in_flight_.at(id);
-    --active_;
+    --(f.isolated ? isolated_active_ : active_);
     if (!traced_.empty()) record_flows(f, done);
-    // Its flows ran alone from start to end: any later run of them alone takes the same time.
-    if (f.alone && options_.replay_calls_alone) alone_done_.try_emplace(f.flows, done);
+    // Its flows ran alone from start to end (an isolated call's always do, on its links): any later
+    // run of them alone takes the same time.
+    if ((f.alone || f.isolated) && options_.replay_calls_alone) alone_done_.try_emplace(f.flows, done);
     executor_.complete(f.call, f.start + schedule_time(*f.flows, done).value());
   }
 
@@ -155,38 +161,60 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // Starts a call's flows, or completes it at once when it has none; true in the latter case.
   bool start(const Launch& l, double now) {
     const Task& t = *l.task;
-    const ScheduleFlows* flows = nullptr;
-    if (l.copy_rank >= 0) {
-      flows = &copy_flows(l.copy_rank, t);
-    } else if (t.kind == TaskKind::COLLECTIVE) {
+    const ScheduleFlows* flows = call_flows(t, l.meeting, l.copy_rank);
+    if (flows == nullptr) {
       const Meeting& m = executor_.table().meetings()[l.meeting];
-      const std::vector<int>& members = members_of(l.meeting, t);
-      const bool closed_form = options_.closed_form(t.group);
-      if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC || closed_form) {
-        if (closed_form && members.size() > 1) ++closed_form_calls_;
-        const core::Seconds cost =
-            members.size() <= 1 ? core::Seconds(0)
-                                : network::collective_cost(t.collective, core::Bytes(t.bytes),
-                                                           executor_.table().placements()[m.placement], cluster_, net_,
-                                                           options_.algorithm)
-                                      .time;
-        executor_.complete(l.call, l.start + cost.value());
-        return true;
-      }
-      flows = &collective_flows(l.meeting, t, members);
-    } else {
-      const Meeting& m = executor_.table().meetings()[l.meeting];
-      flows = &p2p_flows(m.first_rank, m.second_rank, t.bytes);
+      const bool one = members_of(l.meeting, t).size() <= 1;
+      if (options_.closed_form(t.group) && !one) ++closed_form_calls_;
+      const core::Seconds cost =
+          one ? core::Seconds(0)
+              : network::collective_cost(t.collective, core::Bytes(t.bytes), executor_.table().placements()[m.placement],
+                                         cluster_, net_, options_.algorithm)
+                    .time;
+      executor_.complete(l.call, l.start + cost.value());
+      return true;
     }
     loads_.add(*flows);
     // Flows start now; the call's start may be a rounding error earlier.
     const InFlight call{l.call, std::max(now, l.start), flows, false};
-    if (options_.replay_calls_alone) {
+    if (isolated_.count(flows) != 0) {
+      start_isolated(call);
+    } else if (options_.replay_calls_alone) {
       held_.push_back(call);  // replay_if_alone decides once every call of this instant is known
     } else {
       start_flows(call);
     }
     return false;
+  }
+
+  // The flows a call runs (a copy's when copy_rank >= 0), or nullptr when it runs none: a collective
+  // of one member, at the analytic fidelity, or of a group priced in closed form.
+  const ScheduleFlows* call_flows(const Task& t, uint32_t meeting, int copy_rank) {
+    if (copy_rank >= 0) return &copy_flows(copy_rank, t);
+    if (t.kind != TaskKind::COLLECTIVE) {
+      const Meeting& m = executor_.table().meetings()[meeting];
+      return &p2p_flows(m.first_rank, m.second_rank, t.bytes);
+    }
+    const std::vector<int>& members = members_of(meeting, t);
+    if (members.size() <= 1 || options_.fidelity == Fidelity::ANALYTIC || options_.closed_form(t.group)) return nullptr;
+    return &collective_flows(meeting, t, members);
+  }
+
+  // A call of an isolated class: replayed from its class's first run, or that first run. Either way
+  // it leaves the other calls' bookkeeping of runs alone untouched: it shares no link with them.
+  void start_isolated(InFlight call) {
+    const auto memo = alone_done_.find(call.flows);
+    if (memo != alone_done_.end()) {
+      replayed_.push({call.start + schedule_time(*call.flows, memo->second).value(), call.call, call.start, call.flows,
+                      true});
+      ++replayed_calls_;
+      return;
+    }
+    call.isolated = true;
+    const uint32_t id = platform_.start(call.flows->batch);
+    ++isolated_active_;
+    if (in_flight_.size() <= id) in_flight_.resize(id + 1);
+    in_flight_[id] = call;
   }
 
   // Every 64 calls: a stop request turned into Interrupted; and about once a second of wall time
@@ -212,7 +240,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // Starts a call's flows on the platform. A call that finds the network idle may be running alone;
   // one that does not ends that for every call in flight.
   void start_flows(InFlight call) {
-    call.alone = active_ == 0 && replayed_.empty();
+    call.alone = active_ == 0 && shared_replays_ == 0;
     if (!call.alone) {
       for (InFlight& f : in_flight_) f.alone = false;
     }
@@ -233,13 +261,16 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // the calls of this instant start their flows, in the order they were launched.
   void replay_if_alone() {
     if (held_.empty()) return;
-    if (held_.size() == 1 && active_ == 0 && replayed_.empty()) {
+    // Isolated calls share no link with it, but their ends may start calls that do: it must end
+    // before the first of them that is known, and none may be in flight (its end is not known).
+    if (held_.size() == 1 && active_ == 0 && shared_replays_ == 0 && isolated_active_ == 0) {
       const InFlight& c = held_.front();
       const auto memo = alone_done_.find(c.flows);
       if (memo != alone_done_.end()) {
         const double end = c.start + schedule_time(*c.flows, memo->second).value();
-        if (end <= next_event()) {
-          replayed_.push({end, c.call, c.start, c.flows});
+        if (end <= next_event() && (replayed_.empty() || end <= replayed_.top().end)) {
+          replayed_.push({end, c.call, c.start, c.flows, false});
+          ++shared_replays_;
           ++replayed_calls_;
           held_.clear();
           return;
@@ -404,6 +435,46 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       }
     }
     fold_ = index_node_links();
+  }
+
+  // The classes of calls that run alone on their links whenever they run (sim/engine/
+  // isolated_calls.hpp), which start_isolated replays from their first run. Every call's flows are
+  // built here, before the run (they would be on its first call), so that every class and the links
+  // of its (folded) routes are known. Not with in-network aggregation, NVLS or checkpoint storage:
+  // their routes to the switch or the file system are declared again per group or GPU, so a class
+  // does not keep its links.
+  void choose_isolated_calls() {
+    if (!options_.replay_calls_alone || options_.fidelity == Fidelity::ANALYTIC) return;
+    if (cluster_.intra_node.nvls || cluster_.network.in_network_reduction || cluster_.storage.has_value()) return;
+    const RankTable& table = executor_.table();
+    std::unordered_map<const ScheduleFlows*, uint32_t> index;
+    std::vector<const ScheduleFlows*> classes;
+    std::vector<ClassSite> sites;
+    executor_.for_each_call_site([&](const CallSite& site) {
+      const bool copy = site.task->kind == TaskKind::COPY;
+      const ScheduleFlows* flows = call_flows(*site.task, site.meeting, copy ? table.ranks()[site.slot].rank : -1);
+      if (flows == nullptr) return;
+      const auto [it, added] = index.try_emplace(flows, static_cast<uint32_t>(classes.size()));
+      if (added) classes.push_back(flows);
+      // A copy is a call of its rank alone: a meeting of its own per rank, after the table's.
+      const uint64_t meeting = copy ? table.meetings().size() + site.slot : site.meeting;
+      sites.push_back({it->second, site.slot, site.lane, meeting});
+    });
+    std::vector<std::vector<uint32_t>> links(classes.size());
+    for (size_t c = 0; c < classes.size(); ++c) {
+      for (const FlowSpec& f : classes[c]->batch.flows) {
+        const std::vector<uint32_t>& route = platform_.route_links(f.src, f.dst);
+        links[c].insert(links[c].end(), route.begin(), route.end());
+      }
+      std::sort(links[c].begin(), links[c].end());
+      links[c].erase(std::unique(links[c].begin(), links[c].end()), links[c].end());
+    }
+    const std::vector<bool> isolated = isolated_classes(links, sites, topology_.links().size());
+    for (size_t c = 0; c < classes.size(); ++c) {
+      if (isolated[c]) isolated_.insert(classes[c]);
+    }
+    // Every call's flows are built, so every route this run crosses is declared.
+    platform_.declare_routes_complete();
   }
 
   // A fat-tree or rail-optimized fabric without oversubscription: where APPROXIMATE folds. The links
@@ -611,6 +682,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   size_t active_ = 0;                 // batches in flight on the platform
   std::vector<InFlight> held_;        // calls of this instant that may be replayed (replay_if_alone)
   std::priority_queue<Replayed, std::vector<Replayed>, std::greater<>> replayed_;  // by end
+  size_t shared_replays_ = 0;   // replayed_ entries that are not of isolated classes
+  size_t isolated_active_ = 0;  // batches of isolated classes in flight
+  std::unordered_set<const ScheduleFlows*> isolated_;  // the classes choose_isolated_calls found
   std::unordered_map<const ScheduleFlows*, std::vector<core::Seconds>> alone_done_;  // a run alone: done per flow
   uint64_t replayed_calls_ = 0;
   uint64_t closed_form_calls_ = 0;
@@ -638,5 +712,9 @@ SimulationResult SimgridBackend::run(const core::Workload& workload, const netwo
 }
 
 std::unique_ptr<Backend> make_simgrid_backend() { return std::make_unique<SimgridBackend>(); }
+
+bool simgrid_platform_built() { return SimgridPlatform::built(); }
+
+void simgrid_links_on_demand() { SimgridPlatform::create_links_on_demand(); }
 
 }  // namespace trainsim::engine

@@ -30,6 +30,7 @@ class RouteTableZone final : public sgr::NetZoneImpl {
  public:
   struct Route {
     std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
+    std::vector<uint32_t> ids;  // the same links as topology link ids
     double latency = 0;
   };
 
@@ -167,9 +168,16 @@ struct SimgridPlatform::Impl {
   uint64_t flows_run = 0;
   int gpus = 0;
   int nodes = 0;
+  bool sealed = false;           // the zone is sealed: no link can be added any more
+  bool routes_complete = false;  // the next simulation declared every route it uses (declare_routes_complete)
   int hosts_total() const { return gpus + 2 + 2 * nodes; }  // GPUs, the switch, host memories, NVMe, storage
 
   void configure(const network::Topology& topology, const core::NetworkProfile& profile, bool build);
+  // The SimGrid link of topology link `l`, created now when links are created on demand.
+  simgrid::kernel::resource::StandardLinkImpl* link(uint32_t l);
+  // Before the first simulation: creates the links not created yet unless the routes are complete,
+  // and seals the zone.
+  void seal();
   void drive(Simulation& sim);
   void serve_host(Simulation& sim, int host);
   void hand(Simulation& sim, int host);
@@ -183,6 +191,7 @@ namespace {
 // The process's Engine and platform: SimGrid 3.32 allows one Engine per process and cannot
 // re-create it, so both live until the process exits.
 SimgridPlatform* process_platform = nullptr;
+bool links_on_demand = false;  // SimgridPlatform::create_links_on_demand
 
 void start_engine() {
   // Constructing the Engine installs SimGrid's SIGINT handler; the process keeps its own (simulate()).
@@ -233,21 +242,42 @@ void SimgridPlatform::Impl::configure(const network::Topology& topology, const c
     control_link->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
     control_link->seal();
     zone->set_control_link(control_link->get_impl());
-    for (size_t i = 0; i < topo_links.size(); ++i) {
-      sg4::Link* link = zone->get_iface()->create_link(topo_links[i].name, capacity[i]);
-      link->set_latency(latency[i]);
-      link->seal();
-      links.push_back(link);
-      link_names.push_back(topo_links[i].name);
-    }
-    zone->get_iface()->seal();
+    links.assign(topo_links.size(), nullptr);
+    for (const network::Link& l : topo_links) link_names.push_back(l.name);
+    if (links_on_demand) return;
+    for (uint32_t i = 0; i < topo_links.size(); ++i) link(i);
+    seal();
     return;
   }
   for (size_t i = 0; i < links.size(); ++i) {
+    if (links[i] == nullptr) continue;  // created on demand, with the capacity of its time
     links[i]->set_bandwidth(capacity[i]);
     links[i]->set_latency(latency[i]);
   }
   zone->clear();
+}
+
+simgrid::kernel::resource::StandardLinkImpl* SimgridPlatform::Impl::link(uint32_t l) {
+  if (links.at(l) == nullptr) {
+    TRAINSIM_CHECK(!sealed, fmt::format("SimGrid 3.32 adds no link once it has run, and link {} was not created for the "
+                                        "first simulation of this process (links on demand: run one simulation per "
+                                        "process)",
+                                        link_names[l]));
+    sg4::Link* created = zone->get_iface()->create_link(link_names[l], capacity[l]);
+    created->set_latency(latency[l]);
+    created->seal();
+    links[l] = created;
+  }
+  return links[l]->get_impl();
+}
+
+void SimgridPlatform::Impl::seal() {
+  if (sealed) return;
+  if (!routes_complete) {
+    for (uint32_t i = 0; i < links.size(); ++i) link(i);
+  }
+  zone->get_iface()->seal();
+  sealed = true;
 }
 
 SimgridPlatform& SimgridPlatform::bind(const network::Topology& topology, const core::NetworkProfile& profile) {
@@ -267,6 +297,14 @@ SimgridPlatform& SimgridPlatform::bind(const network::Topology& topology, const 
   impl.configure(topology, profile, false);
   return *process_platform;
 }
+
+bool SimgridPlatform::built() { return process_platform != nullptr; }
+
+void SimgridPlatform::create_links_on_demand() {
+  if (process_platform == nullptr) links_on_demand = true;
+}
+
+void SimgridPlatform::declare_routes_complete() { impl_->routes_complete = true; }
 
 SimgridPlatform::SimgridPlatform(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SimgridPlatform::~SimgridPlatform() = default;
@@ -288,8 +326,9 @@ void SimgridPlatform::set_route(int from, int to, const std::vector<uint32_t>& l
   RouteTableZone::Route route;
   route.latency = extra_latency.value();
   route.links.reserve(links.size());
+  route.ids = links;
   for (uint32_t l : links) {
-    route.links.push_back(impl_->links.at(l)->get_impl());
+    route.links.push_back(impl_->link(l));
     route.latency += impl_->latency[l];
   }
   impl_->zone->set(static_cast<uint64_t>(from), static_cast<uint64_t>(to), std::move(route));
@@ -297,6 +336,12 @@ void SimgridPlatform::set_route(int from, int to, const std::vector<uint32_t>& l
 
 bool SimgridPlatform::has_route(int from, int to) const {
   return impl_->zone->find(static_cast<uint64_t>(from), static_cast<uint64_t>(to)) != nullptr;
+}
+
+const std::vector<uint32_t>& SimgridPlatform::route_links(int from, int to) const {
+  const RouteTableZone::Route* route = impl_->zone->find(static_cast<uint64_t>(from), static_cast<uint64_t>(to));
+  TRAINSIM_CHECK(route != nullptr, fmt::format("no route declared from host {} to host {}", from, to));
+  return route->ids;
 }
 
 Seconds SimgridPlatform::route_latency(int from, int to) const {
@@ -502,6 +547,7 @@ void SimgridPlatform::simulate(FlowDriver& driver) {
   while (impl_->relays.size() < sim.dispatchers.size()) {
     impl_->relays.push_back(sg4::Mailbox::by_name(fmt::format("dispatcher{}", impl_->relays.size())));
   }
+  impl_->seal();
   impl_->simulation = &sim;
   // SimGrid installs its own SIGINT handler (print the actors' status, exit 1) when the Engine is
   // built and may again when it runs: the driver puts the process's back once the engine runs, so

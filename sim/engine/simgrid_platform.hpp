@@ -90,6 +90,19 @@ class SimgridPlatform {
   // routes of the previous binding. Throws core::InternalError for a topology whose structure
   // differs from the one the platform was built for (see above).
   static SimgridPlatform& bind(const network::Topology& topology, const core::NetworkProfile& profile);
+  // Whether bind() has built the process's platform.
+  static bool built();
+  // For a process that runs one simulation (the CLI's `run`, a child of plan::predict_report): the
+  // platform creates a SimGrid link when a route first crosses it, and the first simulation seals
+  // the zone with only those when its driver has declared every route before it started
+  // (declare_routes_complete); otherwise that simulation creates the rest first. Creating the
+  // 200,000 links of a 16,384-GPU platform took half the CPU time of a folded run that crosses a
+  // few hundred of them. A later simulation in the process whose routes cross a link that was not
+  // created is refused (core::InternalError): SimGrid 3.32 adds nothing once it has run.
+  // No effect once the platform is built.
+  static void create_links_on_demand();
+  // The driver of the next simulate() has declared every route it will use.
+  void declare_routes_complete();
 
   SimgridPlatform(const SimgridPlatform&) = delete;
   SimgridPlatform& operator=(const SimgridPlatform&) = delete;
@@ -111,6 +124,8 @@ class SimgridPlatform {
   // a batch needs one. REQUIRES: from != to, both hosts of the platform.
   void set_route(int from, int to, const std::vector<uint32_t>& links, core::Seconds extra_latency);
   bool has_route(int from, int to) const;
+  // The topology links of a declared route, in order. REQUIRES: has_route(from, to).
+  const std::vector<uint32_t>& route_links(int from, int to) const;
   // Latency of a declared route: its links' latencies plus its extra latency.
   core::Seconds route_latency(int from, int to) const;
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/core/error.hpp"
+#include "sim/engine/simgrid_backend.hpp"
 #include "sim/plan/prediction.hpp"
 
 namespace trainsim::plan {
@@ -37,6 +38,7 @@ core::Json predict_report(const Scenario& s, const std::string& backend) {
     // has; below: a child ended by SIGINT is an interruption, not a bug).
     std::signal(SIGINT, SIG_DFL);
     close(pipe_fd[0]);
+    engine::simgrid_links_on_demand();  // one simulation in this process: only the links it crosses
     core::Json message;
     try {
       message["report"] = report_json(s, predict(s, backend));

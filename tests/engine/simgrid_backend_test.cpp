@@ -13,6 +13,7 @@
 #include "sim/core/json_reader.hpp"
 #include "sim/engine/backend.hpp"
 #include "sim/engine/collective_simulation.hpp"
+#include "sim/engine/simgrid_backend.hpp"
 #include "tests/engine/fixtures.hpp"
 
 namespace trainsim::engine {
@@ -632,6 +633,104 @@ TEST(SimgridBackend, CallsThatOverlapOthersAreNotReplayed) {
   const SimulationResult alone = make_simgrid_backend()->run(solo, cluster, core::Profile{}, on);
   EXPECT_EQ(alone.replayed_calls, 3U);
   EXPECT_GT(b.iteration_time.value(), alone.iteration_time.value() * 1.1);
+}
+
+// TP8 DP2 on 2 nodes of 8 GPUs, every rank simulated: a data-parallel all_reduce of 2 GB across
+// the nodes (80 ms on the 25 GB/s NICs) starts at once on the DATA stream, and meanwhile each rank
+// runs `rounds` compute tasks of 0.1 ms, each followed by a 64 MB tensor all_reduce inside its node.
+// With `second_stream`, every other tensor call goes on the CONTEXT stream instead, so that two
+// tensor calls of a node may overlap.
+core::Workload tensor_rounds_beside_a_data_ring(int rounds, bool second_stream) {
+  core::Program p;
+  p.name = "rank";
+  p.add(testing::collective(CollectiveOp::ALL_REDUCE, 1, 2e9, Stream::DATA_COMM));
+  for (int i = 0; i < rounds; ++i) {
+    const uint32_t c = p.add(compute(1e-4));
+    const Stream stream = second_stream && i % 2 == 1 ? Stream::CONTEXT_COMM : Stream::TENSOR_COMM;
+    p.add(testing::collective(CollectiveOp::ALL_REDUCE, 0, 64e6, stream), {c});
+  }
+  core::Workload w = testing::make_workload({8, 1, 1, 2, 1}, {p}, std::vector<uint32_t>(16, 0));
+  w.groups = {{"tensor", Axis::TENSOR, {}, {}}, {"data", Axis::DATA, {}, {}}};
+  w.validate();
+  return w;
+}
+
+// Isolated classes (sim/engine/isolated_calls.hpp): a call whose links no other call can cross
+// while it runs is replayed from its class's first run, even while other calls are in flight. The
+// tensor rings cross only their node's NVLink ports, which nothing else uses (the data rings leave
+// through PCIe and the NICs), and each node's calls follow each other on the TENSOR stream: each
+// node's first call runs its 8 flows (a ring of 8), the other 5 are replayed. Replays alone could
+// replay none of them (the data ring is always in flight). Flows: 2 nodes x 6 calls x 8 = 96
+// tensor flows and 8 rings of 2 = 16 data flows without replays; 2 x 8 + 16 = 32 with them. The
+// times are the full simulation's.
+TEST(SimgridBackend, CallsAloneOnTheirLinksAreReplayedBesideOthers) {
+  const network::ClusterConfig cluster = testing::make_cluster(2, 8, 300e9, 25e9, 2e-6);
+  const core::Workload w = tensor_rounds_beside_a_data_ring(6, false);
+  for (Fidelity f : {Fidelity::FLOW, Fidelity::STEP}) {
+    SCOPED_TRACE(std::string(to_string(f)));
+    SimulationOptions off = ring_options(f);
+    off.timeline_ranks = {0, 8};
+    SimulationOptions on = off;
+    on.replay_calls_alone = true;
+    const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, off);
+    const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, on);
+    EXPECT_EQ(b.replayed_calls, 2U * 5);
+    if (f == Fidelity::FLOW) {
+      EXPECT_EQ(a.network_flows, 2U * 6 * 8 + 16);
+      EXPECT_EQ(b.network_flows, 2U * 8 + 16);
+    }
+    expect_same_times(a, b);
+    ASSERT_EQ(a.timeline.size(), b.timeline.size());
+    for (size_t i = 0; i < a.timeline.size(); ++i) {
+      EXPECT_NEAR(a.timeline[i].start_s, b.timeline[i].start_s, 1e-9 * a.iteration_time.value());
+      EXPECT_NEAR(a.timeline[i].end_s, b.timeline[i].end_s, 1e-9 * a.iteration_time.value());
+    }
+    EXPECT_EQ(a.flows.size(), b.flows.size());
+  }
+}
+
+// The tensor calls of a node on two streams may overlap, and then share the NVLink ports: no class
+// is isolated, and with the data ring always in flight nothing is replayed. The same times.
+TEST(SimgridBackend, CallsThatMayOverlapOnTheirLinksAreNotReplayed) {
+  const network::ClusterConfig cluster = testing::make_cluster(2, 8, 300e9, 25e9, 2e-6);
+  const core::Workload w = tensor_rounds_beside_a_data_ring(6, true);
+  SimulationOptions off = ring_options(Fidelity::FLOW);
+  SimulationOptions on = off;
+  on.replay_calls_alone = true;
+  const SimulationResult a = make_simgrid_backend()->run(w, cluster, core::Profile{}, off);
+  const SimulationResult b = make_simgrid_backend()->run(w, cluster, core::Profile{}, on);
+  EXPECT_EQ(b.replayed_calls, 0U);
+  EXPECT_EQ(b.network_flows, a.network_flows);
+  expect_same_times(a, b);
+}
+
+// Links on demand (simgrid_links_on_demand, for processes that simulate once): a run that declares
+// its routes before it starts (replays on) gets a platform with only the links they cross, and the
+// same figures (here the analytic backend's: TP8 rings in one node, no link shared). A later run in
+// the process whose routes cross a link that was not created (a copy to host memory) is refused.
+TEST(SimgridBackend, LinksOnDemandGiveTheSameRunAndRefuseALaterOneThatNeedsOthers) {
+  simgrid_links_on_demand();
+  const network::ClusterConfig cluster = testing::make_cluster(1, 8, 300e9, 25e9, 1e-6);
+  SimulationOptions o = ring_options(Fidelity::FLOW);
+  o.replay_calls_alone = true;
+  const SimulationResult r = run_both(testing::hybrid_workload(8, 1, 1, 4), cluster, core::Profile{}, o, 1e-9);
+  EXPECT_EQ(r.network_flows, 8U);  // one ring of 8; the other 7 calls replayed
+  core::Program p;
+  p.name = "copy";
+  core::Task copy;
+  copy.kind = TaskKind::COPY;
+  copy.stream = Stream::COPY_OUT;
+  copy.copy = core::CopyDirection::DEVICE_TO_HOST;
+  copy.bytes = 1e9;
+  p.add(copy);
+  core::Workload w = testing::make_workload({1, 1, 1, 8, 1}, {p}, std::vector<uint32_t>(8, 0));
+  w.validate();
+  try {
+    make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
+    ADD_FAILURE() << "a run that needs a link not created was not refused";
+  } catch (const core::InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("adds no link once it has run"), std::string::npos) << e.what();
+  }
 }
 
 // A stop request (Ctrl-C in `run`) ends the run with what it knew: 200 compute + all_gather rounds,
