@@ -79,6 +79,26 @@ def buckets(params, limit_bytes=25 * 2**20):
     return out
 
 
+def shard(model, version):
+    """The model sharded as the stacks do: every Block its own FSDP unit, then the root."""
+    if version == 1:
+        from torch.distributed.fsdp import (BackwardPrefetch, FullyShardedDataParallel, MixedPrecision,
+                                            ShardingStrategy)
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        return FullyShardedDataParallel(
+            model, auto_wrap_policy=ModuleWrapPolicy({Block}), sharding_strategy=ShardingStrategy.FULL_SHARD,
+            mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32,
+                                           buffer_dtype=torch.float32),
+            backward_prefetch=BackwardPrefetch.BACKWARD_PRE, limit_all_gathers=True, use_orig_params=True,
+            device_id=torch.cuda.current_device())
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for blk in model.blocks:
+        fully_shard(blk, mp_policy=mp, reshard_after_forward=True)
+    fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_model_args(ap)
@@ -89,6 +109,10 @@ def main():
     ap.add_argument("--ddp", action="store_true",
                     help="torch DistributedDataParallel instead of the hand-written bucketed all-reduce")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (default mode)")
+    ap.add_argument("--fsdp", type=int, choices=(1, 2), default=0,
+                    help="shard with FSDP1 (FullyShardedDataParallel, FULL_SHARD, BACKWARD_PRE, "
+                         "limit_all_gathers, as llm-foundry configures it) or FSDP2 (fully_shard per block, "
+                         "reshard_after_forward, as torchtitan does); bf16 parameters, fp32 gradient reduce")
     args = ap.parse_args()
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -101,13 +125,17 @@ def main():
     torch.manual_seed(0)
 
     model = GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq).cuda()
+    if args.fsdp:
+        model = shard(model, args.fsdp)
     params = [p for p in model.parameters() if p.requires_grad]
     if args.ddp:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
     if args.compile:
         model = torch.compile(model)
     n_params = sum(p.numel() for p in params)
-    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    # FSDP's flat (FSDP1) or DTensor (FSDP2) parameters take the foreach AdamW, as Composer and
+    # torchtitan's defaults run it on sharded parameters
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=not args.fsdp, foreach=bool(args.fsdp))
     groups = buckets(params)
     world = dist.get_world_size()
 
@@ -118,7 +146,7 @@ def main():
                 logits = model(ids)
             loss = F.cross_entropy(logits.float().view(-1, args.vocab), ids.view(-1))
             (loss / args.accum).backward()
-        for g in ([] if args.ddp else groups):  # DDP-like bucketed all-reduce of the fp32 gradients
+        for g in ([] if args.ddp or args.fsdp else groups):  # DDP-like bucketed all-reduce of the fp32 gradients
             flat = torch.cat([p.grad.view(-1) for p in g])
             dist.all_reduce(flat)
             flat /= world
@@ -161,7 +189,7 @@ def main():
     print(json.dumps({
         "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "vocab": args.vocab,
         "seq": args.seq, "micro_batch": args.micro_batch, "accum": args.accum, "world": world,
-        "ddp": args.ddp, "compile": args.compile,
+        "ddp": args.ddp, "compile": args.compile, "fsdp": args.fsdp,
         "params": n_params, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
         "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         "step_s": times, "median_s": statistics.median(times),
