@@ -18,6 +18,8 @@
 #include "network/feasibility.hpp"
 #include "sim/cli/cli_options.hpp"
 #include "sim/plan/calibration_run.hpp"
+#include "sim/plan/stack_fit.hpp"
+#include "calibrate/traced_work.hpp"
 #include "sim/plan/report_figures.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -116,12 +118,25 @@ std::string fit_csv(const calibrate::ProfileFit& fit) {
   return s;
 }
 
+void write_profile(const std::string& path, const core::Json& json) {
+  core::write_output_file(path, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
+}
+
+// What checking the profile on the traced job gives: the stack fit that closed the gap, and the
+// run's prediction with the fitted profile beside each measured iteration.
+struct TracedJobCheck {
+  StackFit stack;
+  CalibrationRun run;
+  Scenario job;  // with the fitted profile
+};
+
 // With a full scenario of the traced job (it has a "model") and traces that mark their iterations:
-// the fitted profile (already written to args.output) predicts the job, and the prediction is set
-// beside each measured iteration (sim/plan/calibration_run.hpp). nullopt otherwise, with a note on
-// `err` when only the markers are missing.
-std::optional<CalibrationRun> check_on_traced_run(const CalibrateArgs& args, const calibrate::TraceSet& traces,
-                                                  std::ostream& err) {
+// fits the user's stack on the job (sim/plan/stack_fit.hpp: `fit`'s device profile amended, the
+// profile at args.output rewritten), then predicts the job with it and sets the prediction beside each
+// measured iteration (sim/plan/calibration_run.hpp). nullopt otherwise, with a note on `err` when
+// only the markers are missing.
+std::optional<TracedJobCheck> check_on_traced_run(const CalibrateArgs& args, const calibrate::TraceSet& traces,
+                                                  calibrate::ProfileFit& fit, core::Json& json, std::ostream& err) {
   if (args.scenario.empty()) return std::nullopt;
   const core::Json doc = core::load_scenario_file(args.scenario);
   if (!doc.is_object() || !doc.contains("model")) return std::nullopt;
@@ -135,23 +150,38 @@ std::optional<CalibrationRun> check_on_traced_run(const CalibrateArgs& args, con
   }
   std::vector<std::string> overrides = args.overrides;
   overrides.push_back("simulation.profile=" + std::filesystem::absolute(args.output).string());
-  const Scenario job = load_scenario(args.scenario, overrides);
   std::vector<double> measured;
   for (const calibrate::MeasuredIteration& it : iterations) measured.push_back(it.time.value());
-  return make_calibration_run(job, args.scenario, args.paths, measured);
+  std::vector<double> sorted = measured;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+
+  const Scenario kernel_fit_job = load_scenario(args.scenario, overrides);
+  const bool fused = kernel_fit_job.training.attention == models::Attention::FLASH;
+  StackFit stack = fit_stack(kernel_fit_job, calibrate::traced_work(traces, fused), median, kernel_fit_job.name);
+  fit.profile.device = stack.device;
+  json = calibrate::profile_fit_json(fit);
+  json["stack_fit"] = stack.to_json();
+  json["fit"]["stack_fit"] = json["stack_fit"];
+  write_profile(args.output, json);
+  Scenario job = load_scenario(args.scenario, overrides);
+  CalibrationRun run = make_calibration_run(job, args.scenario, args.paths, measured);
+  return TracedJobCheck{std::move(stack), std::move(run), std::move(job)};
 }
 
 // "traced run: ..." lines of the table.
-std::string calibration_run_text(const CalibrationRun& run) {
+std::string calibration_run_text(const CalibrationRun& run, const Scenario& job) {
   const auto [lo, hi] = std::minmax_element(run.measured_s.begin(), run.measured_s.end());
   const double median = run.median_measured_s();
   std::string s = fmt::format(
       "traced run {}: {} iterations measured, median {:.4g} s ({:.4g}-{:.4g}); predicted with this profile {:.4g} s "
       "({:+.1f}%, analytic)\n",
       run.name, run.measured_s.size(), median, *lo, *hi, run.predicted_s, 100 * (run.predicted_s / median - 1));
-  const std::optional<Band> band = calibrated_time_band(run, run.traits, BAND_COVERAGE);
-  s += band ? fmt::format("  predictions like it that use this profile get an {:g}% time band of +/-{:.1f}% (the fit's "
-                          "residuals on these iterations; docs/validation.md)\n",
+  const std::optional<Band> band = calibrated_time_band(run, job, BAND_COVERAGE);
+  s += band ? fmt::format("  predictions of this job that use this profile get an {:g}% time band of +/-{:.1f}% (its "
+                          "residuals on these iterations); other jobs with it keep the validation cases' band, the run "
+                          "one more case (docs/validation.md)\n",
                           100 * BAND_COVERAGE, band->percent())
             : fmt::format("  too few iterations for an {:g}% band of its own (at least 4): predictions with this profile "
                           "count the run as one validation case\n",
@@ -200,22 +230,23 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   const bool fitted = std::any_of(fit.categories.begin(), fit.categories.end(),
                                   [](const calibrate::FitCategory& c) { return c.in_profile; });
 
-  std::optional<CalibrationRun> run;
+  std::optional<TracedJobCheck> check;
+  const std::string kernel_table = calibrate::format_fit_table(fit);
   if (fitted) {
-    core::write_output_file(args.output, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
-    if (traces) run = check_on_traced_run(args, *traces, std::cerr);
+    write_profile(args.output, json);
+    if (traces) check = check_on_traced_run(args, *traces, fit, json, std::cerr);
   }
-  if (run) {
-    json["calibration_run"] = run->to_json();
+  if (check) {
+    json["calibration_run"] = check->run.to_json();
     json["fit"]["calibration_run"] = json["calibration_run"];
-    core::write_output_file(args.output, json.dump(2, ' ', false, core::Json::error_handler_t::replace) + "\n", "-o");
+    write_profile(args.output, json);
   }
   if (args.format == Format::JSON) {
     out << json["fit"].dump(2, ' ', false, core::Json::error_handler_t::replace) << "\n";
   } else if (args.format == Format::CSV) {
     out << fit_csv(fit);
   } else {
-    out << calibrate::format_fit_table(fit) << (run ? calibration_run_text(*run) : std::string())
+    out << kernel_table << (check ? check->stack.text() + calibration_run_text(check->run, check->job) : std::string())
         << (fitted ? fmt::format("profile written to {}\n", args.output) : std::string());
   }
   if (fitted) return 0;

@@ -447,6 +447,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
     }
     p.device.kernel_overhead = dev->duration("kernel_overhead", p.device.kernel_overhead);
     p.device.host_overhead_per_kernel = dev->duration("host_overhead_per_kernel", p.device.host_overhead_per_kernel);
+    p.device.step_host_latency = dev->duration("step_host_latency", p.device.step_host_latency);
     if (auto scale = dev->object("gemm_precision_scale")) {
       for (int i = 0; i < PRECISION_COUNT; ++i) {
         double& v = p.device.gemm_precision_scale[static_cast<size_t>(i)];
@@ -478,7 +479,7 @@ Profile Profile::from_json(ObjectReader& r, const Profile& base) {
     if (auto l = net->object("inter_node")) read_link(*l, p.network.inter_node);
     net->finish();
   }
-  r.finish({"source", "fit", "calibration_run"});  // calibration_run: sim/plan/calibration_run.hpp
+  r.finish({"source", "fit", "calibration_run", "stack_fit"});  // sim/plan/calibration_run.hpp, stack_fit.hpp
   return p;
 }
 
@@ -495,6 +496,9 @@ Json Profile::to_json() const {
   j["device"] = {{"ops", ops}, {"kernel_overhead", format_duration(device.kernel_overhead)}};
   if (device.host_overhead_per_kernel.value() > 0) {
     j["device"]["host_overhead_per_kernel"] = format_duration(device.host_overhead_per_kernel);
+  }
+  if (device.step_host_latency.value() > 0) {
+    j["device"]["step_host_latency"] = format_duration(device.step_host_latency);
   }
   Json scale = Json::object();
   for (int i = 0; i < PRECISION_COUNT; ++i) {

@@ -134,6 +134,12 @@ struct DeviceProfile {
   // accumulation) and takes at least that many times this: the GPU cannot run ahead of the host that
   // feeds it. 0 (the built-in profiles, fitted on Megatron runs): never binds.
   Seconds host_overhead_per_kernel;
+  // Host time at the start of every iteration before the GPU gets its first kernel: a synchronous
+  // training loop (a loss.item(), a clip-norm or timing synchronize) drains the GPU each step, and
+  // the next step's first launches wait for Python (input batch, zero_grad, autocast setup). Every
+  // program starts with a host task this long (plan::build_for). 0 (built-in profiles): none; set
+  // by `calibrate --scenario` from a traced run (sim/plan/stack_fit.hpp).
+  Seconds step_host_latency;
   // The job's compute runs at the pace of its slowest rank (core/variability.hpp): device time of
   // every compute task x this (>= 1). Set from cluster.gpu_speed_spread and the job's world size when
   // a scenario is read, not part of a profile file. 1: identical GPUs.

@@ -39,7 +39,8 @@ core::Json CalibrationRun::to_json() const {
           {"backend", "analytic"},
           {"predicted_iteration_s", predicted_s},
           {"measured_iteration_s", measured_s},
-          {"residuals", residuals()}};
+          {"residuals", residuals()},
+          {"job", job}};
 }
 
 CalibrationRun CalibrationRun::from_json(core::ObjectReader& r) {
@@ -72,7 +73,8 @@ CalibrationRun CalibrationRun::from_json(core::ObjectReader& r) {
       run.measured_s.push_back(m.get<double>());
     }
   }
-  r.finish({"residuals"});
+  if (const core::Json* j = r.raw("job"); j != nullptr && j->is_object()) run.job = *j;
+  r.finish({"residuals", "job"});
   return run;
 }
 
@@ -85,17 +87,30 @@ CalibrationRun make_calibration_run(const Scenario& job, const std::string& scen
   run.traits = traits_of(job);
   run.predicted_s = predict(job, "analytic").iteration_time_s();
   run.measured_s = measured_s;
+  run.job = job_of(job);
   return run;
 }
 
-std::optional<Band> calibrated_time_band(const CalibrationRun& run, const CaseTraits& target, double coverage) {
-  if (!in_similarity_group(run.traits, target, 1)) return std::nullopt;
+core::Json job_of(const Scenario& s) {
+  const core::Json all = s.to_json(Scenario::ProfileOut::AS_GIVEN);
+  core::Json j = core::Json::object();
+  for (const char* key : {"cluster", "model", "training", "parallelism", "optimizations"}) {
+    if (all.contains(key)) j[key] = all[key];
+  }
+  return j;
+}
+
+std::optional<Band> calibrated_time_band(const CalibrationRun& run, const Scenario& target, double coverage) {
+  const bool near = run.job.is_null() ? in_similarity_group(run.traits, traits_of(target), 1) : run.job == job_of(target);
+  if (!near) return std::nullopt;
   Band b;
   b.relative = conformal_quantile(run.residuals(), coverage);
   if (!b.finite()) return std::nullopt;
   b.level = 0;
-  b.group = fmt::format("the calibrated run {} ({} measured iterations; {})", run.name, run.measured_s.size(),
-                        similarity_group_text(run.traits, 1));
+  b.group = run.job.is_null() ? fmt::format("the calibrated run {} ({} measured iterations; {})", run.name,
+                                             run.measured_s.size(), similarity_group_text(run.traits, 1))
+                              : fmt::format("the calibrated run {} of this job ({} measured iterations)", run.name,
+                                            run.measured_s.size());
   for (size_t i = 0; i < run.measured_s.size(); ++i) b.cases.push_back(fmt::format("{} iteration {}", run.name, i + 1));
   return b;
 }

@@ -6,13 +6,14 @@
 // --nvtx` of a loop that names its steps, or torch.profiler), predicts JOB with the fitted profile P
 // (analytic backend) and records in P's "calibration_run" every measured iteration beside that
 // prediction. A later prediction that uses P (simulation.profile) gets:
-//   - near the traced job (in its group at similarity level 1 of bands.hpp: same stack, GPU
-//     generation and parallelism mix, GPU count within SIMILAR_SCALE of it): the time band of the
-//     run's own residuals r_i = ln(predicted / measured_i), split-conformal over them as bands.hpp
-//     does over cases (at least 4 iterations at 80%). It says how far the fitted profile is from the
-//     user's job; the validation cases' residuals were predicted with the built-in profiles, not P.
-//     Iterations of one run share their systematic error, so the band is about as wide as that
-//     error plus the run's jitter: it is the fit's residual, not a spread over jobs.
+//   - the traced job itself (the same cluster, model, training, parallelism and optimizations:
+//     `job`): the time band of the run's own residuals r_i = ln(predicted / measured_i),
+//     split-conformal over them as bands.hpp does over cases (at least 4 iterations at 80%). Since
+//     the stack fit (stack_fit.hpp) makes the prediction the median measured iteration, the band is
+//     the run's jitter: how well the profile reproduces this job, not how it carries to others.
+//     Runs recorded before `job` existed (kernel fit only) gave it to the traced job's whole level-1
+//     group of bands.hpp (same stack, GPU generation and parallelism mix, GPU count within
+//     SIMILAR_SCALE), and still do.
 //   - elsewhere: the validation cases' band, with the run added as one more case (its median
 //     residual; merge_band_sets), as a user's own validation case would be.
 //
@@ -40,6 +41,7 @@ struct CalibrationRun {
   CaseTraits traits;                // traits_of the job
   double predicted_s = 0;           // the iteration time predicted with the fitted profile (analytic)
   std::vector<double> measured_s;   // each traced iteration's time, in the traces' order of numbers
+  core::Json job;                   // job_of the traced job; null in runs recorded before it
 
   // ln(predicted_s / measured_i) for each iteration.
   std::vector<double> residuals() const;
@@ -55,14 +57,19 @@ struct CalibrationRun {
   static CalibrationRun from_json(core::ObjectReader& r);
 };
 
+// What makes two scenarios the same job for the run's band: their cluster, model, training,
+// parallelism and optimizations as given (Scenario::to_json AS_GIVEN), less the simulation settings.
+core::Json job_of(const Scenario& s);
+
 // The run of `job` (loaded with the fitted profile as its simulation.profile) against the measured
 // iterations. REQUIRES: measured_s non-empty, each > 0.
 CalibrationRun make_calibration_run(const Scenario& job, const std::string& scenario_file,
                                     const std::vector<std::string>& traces, const std::vector<double>& measured_s);
 
-// The time band the run gives a prediction like `target` (see the top of this file): nullopt when
-// `target` is not in the run's level-1 group or the run has too few iterations for `coverage`.
-std::optional<Band> calibrated_time_band(const CalibrationRun& run, const CaseTraits& target, double coverage);
+// The time band the run gives `target` (see the top of this file): nullopt when `target` is not the
+// traced job (or, for a run without `job`, not in its level-1 group) or the run has too few
+// iterations for `coverage`.
+std::optional<Band> calibrated_time_band(const CalibrationRun& run, const Scenario& target, double coverage);
 
 // The run as one case of a bands file: its median residual as the time residual.
 BandCase as_band_case(const CalibrationRun& run);

@@ -218,16 +218,52 @@ EnergyFigures energy_of_run(const Scenario& s, const Prediction& p) {
                           s.power, s.cluster.nodes, s.cluster.network.nics_per_node);
 }
 
-// The scenario's workload; on a cluster of several GPU types with its programs on their pools
-// (pool_placement.hpp).
-models::BuiltWorkload build_for(const Scenario& s) {
-  if (splits_batch(s)) {
-    return models::build_pool_split_workload(s.model, s.training, s.parallelism, replica_shares(s), s.pruning, s.offload,
-                                             s.compression);
+// Puts a host task of `seconds` before everything `program` does: it becomes task 0, and every task
+// that waited on nothing waits on it (DeviceProfile::step_host_latency). Indices, dependencies and
+// the ready pool's range move up by one.
+void start_after_host(core::Program& program, double seconds, uint32_t name) {
+  core::Program out;
+  out.name = program.name;
+  out.static_memory = program.static_memory;
+  out.static_host_memory = program.static_host_memory;
+  out.node_pool = program.node_pool;
+  core::Task host;
+  host.kind = core::TaskKind::COMPUTE;
+  host.stream = core::Stream::HOST;
+  host.phase = core::Phase::FORWARD;
+  host.seconds = seconds;
+  host.name = name;
+  out.add(host);
+  std::vector<uint32_t> deps;
+  for (const core::Task& t : program.tasks) {
+    deps.assign(program.deps_of(t), program.deps_of(t) + t.dep_count);
+    for (uint32_t& d : deps) ++d;
+    if (deps.empty()) deps.push_back(0);
+    out.add(t, deps);
   }
+  out.pool = std::move(program.pool);
+  if (!out.pool.empty()) {
+    ++out.pool.begin;
+    ++out.pool.end;
+    for (core::PoolBlock& b : out.pool.blocks) {
+      if (b.trigger != core::NO_TASK) ++b.trigger;
+    }
+  }
+  program = std::move(out);
+}
+
+// The scenario's workload; on a cluster of several GPU types with its programs on their pools
+// (pool_placement.hpp); after the profile's host latency at the start of each iteration.
+models::BuiltWorkload build_for(const Scenario& s) {
   models::BuiltWorkload built =
-      models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
-  if (!s.cluster.pools.empty()) models::place_stages_on_pools(built, stage_pools(s));
+      splits_batch(s) ? models::build_pool_split_workload(s.model, s.training, s.parallelism, replica_shares(s), s.pruning,
+                                                          s.offload, s.compression)
+                      : models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
+  if (!splits_batch(s) && !s.cluster.pools.empty()) models::place_stages_on_pools(built, stage_pools(s));
+  if (const double latency = s.profile.device.step_host_latency.value(); latency > 0) {
+    const uint32_t name = built.workload.intern("host: step start");
+    for (core::Program& program : built.workload.programs) start_after_host(program, latency, name);
+  }
   return built;
 }
 

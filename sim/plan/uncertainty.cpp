@@ -48,7 +48,7 @@ Uncertainty assess(const Scenario& s, const BandSet& set) {
                 band_for(with_run, t, Residual::TIME),
                 band_for(with_run, t, Residual::MEMORY),
                 envelope_of(with_run, t)};
-  if (std::optional<Band> own = calibrated_time_band(run, t, set.coverage)) u.time = std::move(*own);
+  if (std::optional<Band> own = calibrated_time_band(run, s, set.coverage)) u.time = std::move(*own);
   return u;
 }
 

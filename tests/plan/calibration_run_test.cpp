@@ -15,19 +15,19 @@
 namespace trainsim::plan {
 namespace {
 
-CaseTraits one_h200_ddp() {
-  CaseTraits t;
-  t.stack = "ddp";
-  t.generation = "hopper";
-  t.mix = "1 GPU";
-  t.gpus = 1;
-  return t;
+const std::string FIXTURE = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/h200-fixture/";
+
+// The fixture's job: one H200, ddp stack.
+const Scenario& fixture_job() {
+  static const Scenario job = load_scenario(FIXTURE + "scenario.json");
+  return job;
 }
 
+// A run recorded before `job` existed: its band goes to the traced job's level-1 group.
 CalibrationRun five_iterations() {
   CalibrationRun run;
   run.name = "job";
-  run.traits = one_h200_ddp();
+  run.traits = traits_of(fixture_job());
   run.predicted_s = 1.0;
   run.measured_s = {1.0, 1.25, 0.8, 1.1, 0.9};
   return run;
@@ -39,7 +39,7 @@ TEST(CalibrationRun, TheBandIsTheConformalQuantileOfTheIterationsResiduals) {
   EXPECT_NEAR(run.median_residual(), 0, 1e-15);
   EXPECT_DOUBLE_EQ(run.median_measured_s(), 1.0);
   // n = 5: the ceil(6 x 0.8) = 5th smallest |r| = ln 1.25
-  const std::optional<Band> b = calibrated_time_band(run, one_h200_ddp(), 0.8);
+  const std::optional<Band> b = calibrated_time_band(run, fixture_job(), 0.8);
   ASSERT_TRUE(b.has_value());
   EXPECT_NEAR(b->relative, std::log(1.25), 1e-12);
   EXPECT_NEAR(b->percent(), 25, 1e-9);
@@ -49,18 +49,34 @@ TEST(CalibrationRun, TheBandIsTheConformalQuantileOfTheIterationsResiduals) {
 }
 
 TEST(CalibrationRun, OnlyJobsLikeTheTracedOneAndEnoughIterationsGetTheRunsBand) {
-  CaseTraits eight = one_h200_ddp();
-  eight.gpus = 8;  // more than SIMILAR_SCALE x 1 GPU
-  EXPECT_FALSE(calibrated_time_band(five_iterations(), eight, 0.8).has_value());
-  CaseTraits other_stack = one_h200_ddp();
-  other_stack.stack = "megatron";
-  EXPECT_FALSE(calibrated_time_band(five_iterations(), other_stack, 0.8).has_value());
+  // 16 GPUs: more than SIMILAR_SCALE x 1 GPU
+  const Scenario sixteen = load_scenario(FIXTURE + "scenario.json", {"cluster.gpus_per_node=8", "cluster.nodes=2",
+                                                                     "parallelism.data=16", "training.global_batch=128"});
+  EXPECT_FALSE(calibrated_time_band(five_iterations(), sixteen, 0.8).has_value());
+  const Scenario megatron = load_scenario(FIXTURE + "scenario.json", {"training.stack=megatron"});
+  EXPECT_FALSE(calibrated_time_band(five_iterations(), megatron, 0.8).has_value());
   CalibrationRun three = five_iterations();
   three.measured_s.resize(3);  // the ceil(4 x 0.8) = 4th of 3: no band
-  EXPECT_FALSE(calibrated_time_band(three, one_h200_ddp(), 0.8).has_value());
+  EXPECT_FALSE(calibrated_time_band(three, fixture_job(), 0.8).has_value());
   const BandCase c = as_band_case(five_iterations());
   EXPECT_EQ(c.name, "calibrated run job");
   EXPECT_NEAR(*c.time_residual, 0, 1e-15);
+}
+
+// A run that names its job (every run calibrate records now): the band is that job's alone; its
+// neighbour with 8 layers, in the same level-1 group, keeps the validation cases' band.
+TEST(CalibrationRun, ARunThatNamesItsJobGivesItsBandToThatJobOnly) {
+  CalibrationRun run = five_iterations();
+  run.job = job_of(fixture_job());
+  ASSERT_TRUE(run.job.contains("model"));
+  const std::optional<Band> own = calibrated_time_band(run, fixture_job(), 0.8);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_NEAR(own->relative, std::log(1.25), 1e-12);
+  EXPECT_NE(own->group.find("the calibrated run job of this job (5 measured iterations)"), std::string::npos) << own->group;
+  EXPECT_FALSE(calibrated_time_band(run, load_scenario(FIXTURE + "near-8-layers.json"), 0.8).has_value());
+  // The same job with another simulation setting is still the job.
+  EXPECT_TRUE(calibrated_time_band(run, load_scenario(FIXTURE + "scenario.json", {"simulation.backend=simgrid"}), 0.8)
+                  .has_value());
 }
 
 TEST(CalibrationRun, ReadsBackWhatItWritesAndRefusesABadTime) {
@@ -72,7 +88,8 @@ TEST(CalibrationRun, ReadsBackWhatItWritesAndRefusesABadTime) {
   EXPECT_EQ(back.name, "job");
   EXPECT_EQ(back.measured_s, five_iterations().measured_s);
   EXPECT_DOUBLE_EQ(back.predicted_s, 1.0);
-  EXPECT_EQ(back.traits.mix, "1 GPU");
+  EXPECT_EQ(back.traits.mix, five_iterations().traits.mix);
+  EXPECT_TRUE(back.job.is_null());
 
   core::Json bad = written;
   bad["measured_iteration_s"][2] = -0.8;
@@ -90,10 +107,8 @@ TEST(CalibrationRun, ReadsBackWhatItWritesAndRefusesABadTime) {
 // scenario) and a near one (8 layers) take the run's band; the same job on 16 GPUs takes the
 // validation cases' band, with the run merged in as one more case.
 TEST(CalibrationRun, AScenarioWithACalibratedProfileTakesItsBandNearTheTracedJob) {
-  const std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/h200-fixture/";
-  const Scenario job = load_scenario(dir + "scenario.json");
+  const std::string& dir = FIXTURE;
   CalibrationRun run = five_iterations();
-  run.traits = traits_of(job);
   const std::filesystem::path profile = std::filesystem::temp_directory_path() / "trainsim_calibration_run_profile.json";
   std::ofstream(profile) << core::Json{{"schema", "trainsim.profile/1"}, {"calibration_run", run.to_json()}}.dump();
   const std::string use = "simulation.profile=" + profile.string();
