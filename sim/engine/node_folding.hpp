@@ -20,14 +20,14 @@
 // acts on each base-p digit of the endpoint numbers alone maps routes onto routes. A cyclic shift of
 // a field does so only when the field lies inside one digit (or in the top one): whole leaves
 // permuted, or places inside every leaf; a shift by one node across leaf boundaries carries into the
-// leaf's digit and is not an automorphism of the tree's static routes (folding by it, the
-// "approximate" mode of before, put flows whose sources sit under other leaves onto the
-// representatives' leaf uplinks: up to +68% or -47% off the full simulation). So EXACT folds each
-// axis by the least multiple of its period whose field is such (TP1 CP4 DP256 on 128 nodes of 8
-// under 32-port leaves: shifts by 4 nodes, whole leaves: 4 nodes simulated, not 1) and drops an axis
-// for which none is; on an ideal switch (no switch-to-switch links) every shift folds. APPROXIMATE
-// folds by the period itself on fat-tree and rail-optimized fabrics and maps their links as if it
-// were exact: fewer flows, not the full simulation's times where it is not (docs/network.md).
+// leaf's digit and is not an automorphism of the tree's static routes (a ring's edge from a leaf's
+// last node to the next leaf crosses the spines, its neighbours' do not). So EXACT folds each axis
+// by the least multiple of its period whose field is such (TP1 CP4 DP256 on 128 nodes under 32-port
+// rail leaves: shifts by whole leaves, 32 nodes per representative) and drops an axis for which none
+// is; on an ideal switch (no switch-to-switch links) every shift folds. APPROXIMATE folds by the
+// period itself on fat-tree and rail-optimized fabrics and maps their links as if it were exact:
+// fewer flows, and the full simulation's times only where the route asymmetry it maps away does
+// not bind (docs/network.md, "Approximate folding").
 // Torus and dragonfly fabrics never fold.
 
 #include <cstdint>
