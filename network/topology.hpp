@@ -131,6 +131,29 @@ class Topology {
   // direction involving NVMe only with cluster.nvme, to storage only with cluster.storage.parallel_fs.
   void copy_route(int gpu, core::CopyDirection d, std::vector<uint32_t>& out) const;
 
+  // Fat-tree and rail-optimized fabrics (tree_levels() > 1): a switch-to-switch link by its
+  // position. Endpoints are numbered per tree (fat-tree: NIC k of node n is n * nics_per_node + k;
+  // rail-optimized: node n in every rail's tree) and read as digits base tree_arity(). The link
+  // between level `level` and level + 1 (up, or its down twin) whose lower switch serves the
+  // endpoints of `digits`' digits from `level` upward and whose port is digit level - 1 is named by
+  // `digits`: its digits below `level` - 1 and its digits from `level` (the lower switch) and digit
+  // level - 1 (the up port). A route from endpoint a to b crosses, below their lowest common level,
+  // the up link of digits (a's digits from `level`, b's below it) and the down link of digits b: so
+  // a permutation of the endpoints that acts on each digit alone (digit i of the image a function
+  // of digit i) maps every route onto the route of the images, link by link.
+  struct TreeLink {
+    int tree = 0;         // rail, for rail-optimized; 0 for a fat-tree
+    int level = 1;        // 1 .. tree_levels() - 1: the link's lower switch's level
+    bool up = true;
+    int64_t digits = 0;
+  };
+  int64_t tree_arity() const { return shape_.arity; }
+  int tree_levels() const { return shape_.levels; }
+  // Whether `link` is a tree's switch-to-switch link, and which (into `out`).
+  bool tree_link(uint32_t link, TreeLink& out) const;
+  // The id of the tree link at `l`. REQUIRES: l names a link of this topology's trees.
+  uint32_t tree_link_id(const TreeLink& l) const;
+
   // Links of a class and their total bandwidth, for `trainsim describe` and reports.
   size_t count(LinkClass c) const;
   core::BytesPerSecond total_bandwidth(LinkClass c) const;

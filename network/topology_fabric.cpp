@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "network/topology.hpp"
@@ -80,6 +81,32 @@ void Topology::fat_tree_route(int64_t from, int64_t to, int tree, std::vector<ui
     const int64_t s = (to / (below * p)) * below + to % below;
     out.push_back(index_[level_index + static_cast<size_t>(j - 1)] + static_cast<uint32_t>(2 * (s * p + q)) + 1);
   }
+}
+
+bool Topology::tree_link(uint32_t link, TreeLink& out) const {
+  if (index_.empty() || link < index_.front() || link >= shape_.gpu_host_first) return false;
+  const size_t block = static_cast<size_t>(std::upper_bound(index_.begin(), index_.end(), link) - index_.begin()) - 1;
+  const int per_tree = shape_.levels - 1;
+  out.tree = static_cast<int>(block / static_cast<size_t>(per_tree));
+  out.level = static_cast<int>(block % static_cast<size_t>(per_tree)) + 1;
+  const int64_t offset = link - index_[block];
+  out.up = offset % 2 == 0;
+  const int64_t p = shape_.arity;
+  const int64_t below = power(p, out.level - 1);
+  const int64_t s = offset / 2 / p;
+  const int64_t q = offset / 2 % p;
+  out.digits = (s / below) * below * p + q * below + s % below;
+  return true;
+}
+
+uint32_t Topology::tree_link_id(const TreeLink& l) const {
+  const int64_t p = shape_.arity;
+  const int64_t below = power(p, l.level - 1);
+  const int64_t s = (l.digits / (below * p)) * below + l.digits % below;
+  const int64_t q = (l.digits / below) % p;
+  const size_t block = static_cast<size_t>(l.tree) * static_cast<size_t>(shape_.levels - 1) + static_cast<size_t>(l.level - 1);
+  TRAINSIM_CHECK(block < index_.size(), fmt::format("no tree link at level {} of tree {}", l.level, l.tree));
+  return index_[block] + static_cast<uint32_t>(2 * (s * p + q)) + (l.up ? 0 : 1);
 }
 
 void Topology::build_dragonfly() {

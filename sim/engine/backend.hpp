@@ -78,17 +78,17 @@ struct SimulationOptions {
   bool replay_calls_alone = true;
   // SimGrid backend, with use_symmetry at flow fidelity: a flow between GPUs is simulated once per
   // orbit of the node permutations that symmetry mirrors ranks along (shifts by multiples of
-  // RankTable::period), as the flow of that orbit leaving a representative rank, and its links in
-  // another node are replaced by the same links of that node's image among the representatives'
-  // nodes. Every node's NVLink, PCIe, NIC and host links carry the same flows as their images, so
-  // each image of a representatives' link carries exactly its full load: a 1,024-rank ring's 2,048
-  // flows become the 16 of one node. Exact (EXACT) where the fabric has no switch-to-switch links
-  // (an ideal switch, one switch per rail or tree); APPROXIMATE also folds on fat-tree and
-  // rail-optimized fabrics without oversubscription, whose switch-to-switch links then carry only
-  // the folded flows (static-route collisions with other nodes' flows are lost, and the
-  // representatives' leaf uplinks carry flows that leave other leaves in full: from -47% to +68%
-  // off the full simulation on pipelines across two-level trees, docs/network.md). Not with a timeline that records flows (its ranks would lose the flows they receive
-  // from other nodes; timeline_flows false keeps it on), in-network
+  // RankTable::period), as the flow of that orbit leaving a representative's node, with every link
+  // of its route replaced by its orbit's representative: a node's own links (NVLink, PCIe, NIC,
+  // host) by the same links of its representative node, a fat-tree's or rail-optimized fabric's
+  // switch-to-switch links by the link the shifts map them to (sim/engine/node_folding.hpp). Each
+  // representative link then carries exactly its full load: a 1,024-rank ring's 2,048 flows become
+  // those of one leaf's nodes. EXACT folds by the shifts that are automorphisms of the tree's static
+  // routes (whole leaves, or places inside a leaf: the least multiple of the period that is), so the
+  // times are the full simulation's; APPROXIMATE by the period itself, mapping the links as if
+  // those shifts were automorphisms where they are not (fewer flows, not the full times there).
+  // Torus and dragonfly fabrics do not fold. Not with a timeline that records flows (its ranks would
+  // lose the flows they receive from other nodes; timeline_flows false keeps it on), in-network
   // aggregation, NVLS or checkpoint storage (flows to hosts that are not GPUs). Default EXACT.
   NodeSymmetry node_symmetry = NodeSymmetry::EXACT;
   // SimGrid backend, for long runs: called about once a second of wall time with where the run is

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <queue>
 #include <cstdio>
 #include <set>
@@ -16,6 +18,7 @@
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/engine/isolated_calls.hpp"
+#include "sim/engine/node_folding.hpp"
 #include "sim/engine/schedule_flows.hpp"
 #include "sim/engine/simgrid_platform.hpp"
 
@@ -95,6 +98,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       }
     }
     choose_folding();
+    check_folding();
     choose_isolated_calls();
   }
 
@@ -384,12 +388,27 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   // node's (GPT-3 175B with TP2 CP2 over DP256: the same iteration time to 15 digits, 4x fewer CPU
   // seconds). What symmetry leaves out either way: the mirrors of a cross-node call along a
   // node-leaving axis run in other nodes too, without those nodes' local calls.
+  // With node folding, a call inside one node keeps its mirrors on every representative node of the
+  // folding (NodeFolding::representative_node): those nodes' links stand for their orbits', which
+  // carry their local calls in the full run (where a fold must keep several nodes of a tree, the
+  // others are not simulated ranks' nodes).
   std::vector<std::vector<int>> mirrored_calls(const std::vector<int>& ranks, std::vector<core::Axis> own_axes) const {
     const int node = topology_.node_of(ranks.front());
     auto in_node = [&](const std::vector<int>& call) {
       return std::all_of(call.begin(), call.end(), [&](int r) { return topology_.node_of(r) == node; });
     };
     const bool local = in_node(ranks);
+    if (local && folding_) {
+      std::vector<std::vector<int>> images = executor_.table().images(ranks, own_axes);
+      images.erase(std::remove_if(images.begin() + 1, images.end(),
+                                  [&](const std::vector<int>& c) {
+                                    const int n = topology_.node_of(c.front());
+                                    return folding_->representative_node(n) != n ||
+                                           std::any_of(c.begin(), c.end(), [&](int r) { return topology_.node_of(r) != n; });
+                                  }),
+                   images.end());
+      return images;
+    }
     // Rails only separate inter-node traffic: a call inside the node keeps its same-node mirrors,
     // which may share NVLink ports with it.
     const std::vector<core::Axis>& skipped = local ? node_leaving_axes_ : rail_axes_;
@@ -402,11 +421,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return images;
   }
 
-  // Node folding (SimulationOptions::node_symmetry). It needs: flow fidelity with symmetry and no
-  // flows recorded for a timeline (task intervals alone fold exactly); no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage);
-  // symmetric axes whose period shifts move whole nodes and keep a GPU's place in its node (the
-  // folding axes: data parallelism across nodes; shifts inside a node are left to the mirror images);
-  // the same links in every node, in the same order; and for EXACT, no switch-to-switch links.
+  // Node folding (SimulationOptions::node_symmetry, sim/engine/node_folding.hpp). It needs: flow
+  // fidelity with symmetry and no flows recorded for a timeline (task intervals alone fold exactly);
+  // no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage); for
+  // APPROXIMATE on switch-to-switch links, no oversubscription (a switch's uplinks carry all its
+  // nodes' flows, which a fold that is not exact would hide).
   void choose_folding() {
     const NodeSymmetry mode = options_.node_symmetry;
     if (mode == NodeSymmetry::OFF || !options_.use_symmetry || options_.fidelity != Fidelity::FLOW) return;
@@ -414,27 +433,12 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
         cluster_.storage.has_value()) {
       return;
     }
-    if (topology_.count(network::LinkClass::FABRIC) > 0 && (mode == NodeSymmetry::EXACT || !non_blocking_tree())) return;
-    const int g = topology_.gpus_per_node();
-    const RankTable& table = executor_.table();
-    for (size_t a = 0; a < core::AXIS_COUNT; ++a) {
-      const core::Axis axis = static_cast<core::Axis>(a);
-      if (!table.symmetric(axis) || table.period(axis) >= w_.layout.size(axis)) continue;
-      const int step = w_.layout.peer(0, axis, table.period(axis));  // the period's shift, in ranks
-      if (step % g == 0) fold_axes_.push_back(axis);
+    if (mode == NodeSymmetry::APPROXIMATE && topology_.count(network::LinkClass::FABRIC) > 0 &&
+        cluster_.network.oversubscription > 1.0) {
+      return;
     }
-    if (fold_axes_.empty()) return;
-    for (int node = 0; node * g < topology_.gpu_count(); ++node) {
-      const int home = topology_.node_of(shifted(node * g, node * g));
-      for (int r = node * g; r < (node + 1) * g; ++r) {
-        const int image = shifted(r, r);
-        if (topology_.node_of(image) != home || image % g != r % g) {
-          fold_axes_.clear();
-          return;
-        }
-      }
-    }
-    fold_ = index_node_links();
+    folding_.emplace(w_, executor_.table(), topology_, mode);
+    if (!folding_->active()) folding_.reset();
   }
 
   // The classes of calls that run alone on their links whenever they run (sim/engine/
@@ -477,94 +481,91 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     platform_.declare_routes_complete();
   }
 
-  // A fat-tree or rail-optimized fabric without oversubscription: where APPROXIMATE folds. The links
-  // that leave a switch toward the spines carry the flows of all its nodes, of which folding keeps
-  // only the representatives': with oversubscribed uplinks that hides the bottleneck (a sharded ring
-  // over two nodes per rail switch at 4:1 came out 3x faster folded), and a torus's or a
-  // dragonfly's inter-node links are the bottleneck by design.
-  bool non_blocking_tree() const {
-    const network::TopologyKind kind = cluster_.network.topology;
-    return (kind == network::TopologyKind::FAT_TREE || kind == network::TopologyKind::RAIL_OPTIMIZED) &&
-           cluster_.network.oversubscription <= 1.0;
-  }
-
-  // Numbers every node's own links (NVLink, PCIe, NIC, host) in link order, so that the k-th link of
-  // one node is the k-th of any other; false when nodes differ in them.
-  bool index_node_links() {
-    const std::vector<network::Link>& links = topology_.links();
-    const int nodes = topology_.gpu_count() / topology_.gpus_per_node();
-    link_node_.assign(links.size(), -1);
-    link_slot_.assign(links.size(), 0);
-    std::vector<uint32_t> count(static_cast<size_t>(nodes), 0);
-    for (size_t l = 0; l < links.size(); ++l) {
-      const network::LinkClass c = links[l].link_class;
-      if (c == network::LinkClass::FABRIC || c == network::LinkClass::STORAGE) continue;
-      const std::string& name = links[l].name;
-      int node = -1;
-      if (std::sscanf(name.c_str(), "node%d.", &node) != 1 || node < 0 || node >= nodes) return false;
-      link_node_[l] = node;
-      link_slot_[l] = count[static_cast<size_t>(node)]++;
-    }
-    links_per_node_ = count.front();
-    if (std::any_of(count.begin(), count.end(), [&](uint32_t c) { return c != links_per_node_; })) return false;
-    node_links_.assign(static_cast<size_t>(nodes) * links_per_node_, 0);
-    for (size_t l = 0; l < links.size(); ++l) {
-      if (link_node_[l] < 0) continue;
-      node_links_[static_cast<size_t>(link_node_[l]) * links_per_node_ + link_slot_[l]] = static_cast<uint32_t>(l);
-    }
-    return true;
-  }
-
-  // `rank` moved by the shift along the folding axes that takes `by`'s coordinates on them below
-  // their periods (to its representative's node).
-  int shifted(int rank, int by) const {
-    const RankTable& table = executor_.table();
-    for (core::Axis axis : fold_axes_) {
-      const int coord = w_.layout.coord(by, axis);
-      rank = w_.layout.peer(rank, axis, coord % table.period(axis) - coord);
-    }
-    return rank;
-  }
-
-  // One flow per orbit: each flow moved so that its source is a representative, the copies of one
-  // flow merged (tails kept apart), each on its folded route.
+  // One flow per orbit: the flows that leave a representative's node, each on its folded route. The
+  // call's flows with their mirror images are invariant under the folding shifts (a ring along the
+  // axis maps onto itself, a send onto its image), so each orbit has as many flows leaving the
+  // representatives' nodes as it has in the full run from any node: parallel flows between two GPUs
+  // (NCCL's ring channels crossing one NVLink port) stay apart. A call whose flows are not
+  // invariant (a schedule rooted at one node) cannot fold: it is kept whole and the run unfolds
+  // (check_folding).
   ScheduleFlows fold(const ScheduleFlows& flows) {
+    if (!closed_under_folding(flows)) {
+      fold_broken_ = true;
+      return flows;
+    }
     ScheduleFlows out;
     out.link_bytes = flows.link_bytes;
-    std::set<std::tuple<int, int, double, double>> seen;
     for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
       const FlowSpec& f = flows.batch.flows[i];
       TRAINSIM_CHECK(f.dep_count == 0 && f.src < topology_.gpu_count() && f.dst < topology_.gpu_count(),
                      "only flows between GPUs without dependencies fold");
-      const int src = shifted(f.src, f.src);
-      const int dst = shifted(f.dst, f.src);
-      if (!seen.emplace(src, dst, f.bytes, flows.tail_s[i]).second) continue;
-      declare_folded_route(src, dst);
-      out.batch.flows.push_back({src, dst, f.bytes, 0, 0});
+      const int node = topology_.node_of(f.src);
+      if (folding_->representative_node(node) != node) continue;
+      declare_folded_route(f.src, f.dst);
+      out.batch.flows.push_back(f);
       out.tail_s.push_back(flows.tail_s[i]);
     }
     return out;
   }
 
-  // The route from a representative's GPU `src` to `dst`: the real one, with its links in dst's
-  // node (when that is not src's) replaced by the same links of the node dst's representative is on.
-  // The same software latency.
+  // Builds every call's flows before the run, folded; when one call's cannot fold, the run does not
+  // fold: the folded routes get their real links back and the calls' flows are built again.
+  void check_folding() {
+    if (!folding_) return;
+    executor_.for_each_call_site([&](const CallSite& site) {
+      if (site.task->kind != TaskKind::COPY) call_flows(*site.task, site.meeting, -1);
+    });
+    if (!fold_broken_) return;
+    folding_.reset();
+    collectives_.clear();
+    p2p_.clear();
+    for (const auto& [pair, software] : folded_pairs_) {
+      const int src = static_cast<int>(pair / static_cast<uint64_t>(topology_.gpu_count()));
+      const int dst = static_cast<int>(pair % static_cast<uint64_t>(topology_.gpu_count()));
+      platform_.set_route(src, dst, planner_.links(src, dst, false), software);
+    }
+    folded_pairs_.clear();
+  }
+
+  // Whether the multiset of a call's flows (with their mirror images) is mapped onto itself by every
+  // generator of the folding, or leaves no representative's node (nothing to fold).
+  bool closed_under_folding(const ScheduleFlows& flows) const {
+    // Tails are sums of latencies, which images may add in another order: compared to 1e-15 s.
+    using Key = std::tuple<int, int, double, int64_t>;
+    std::map<Key, int> count;
+    bool leaves = false;
+    for (size_t i = 0; i < flows.batch.flows.size(); ++i) {
+      const FlowSpec& f = flows.batch.flows[i];
+      ++count[Key{f.src, f.dst, f.bytes, std::llround(flows.tail_s[i] * 1e15)}];
+      const int node = topology_.node_of(f.src);
+      leaves |= folding_->representative_node(node) != node;
+    }
+    if (!leaves) return true;
+    for (const NodeFolding::Axis& a : folding_->axes()) {
+      for (const auto& [key, n] : count) {
+        const Key image{w_.layout.peer(std::get<0>(key), a.axis, a.period), w_.layout.peer(std::get<1>(key), a.axis, a.period),
+                        std::get<2>(key), std::get<3>(key)};
+        const auto it = count.find(image);
+        if (it == count.end() || it->second != n) return false;
+      }
+    }
+    return true;
+  }
+
+  // The route from a representative's GPU `src` to `dst`: the real one with every link replaced by
+  // its orbit's representative (NodeFolding::link). The same software latency.
   void declare_folded_route(int src, int dst) {
     const uint64_t pair = static_cast<uint64_t>(src) * static_cast<uint64_t>(topology_.gpu_count()) +
                           static_cast<uint64_t>(dst);
-    if (!folded_pairs_.insert(pair).second) return;
+    if (folded_pairs_.count(pair) != 0) return;
     const std::vector<uint32_t>& real = planner_.links(src, dst, false);  // declares it, once
     double link_latency = 0;
     for (uint32_t l : real) link_latency += topology_.links()[l].latency.value();
     const core::Seconds software = platform_.route_latency(src, dst) - core::Seconds(link_latency);
-    const int there = topology_.node_of(dst);
-    const int image = topology_.node_of(shifted(dst, dst));
+    folded_pairs_.emplace(pair, software);
     std::vector<uint32_t> route;
     route.reserve(real.size());
-    for (uint32_t l : real) {
-      const bool move = there != topology_.node_of(src) && link_node_[l] == there;
-      route.push_back(move ? node_links_[static_cast<size_t>(image) * links_per_node_ + link_slot_[l]] : l);
-    }
+    for (uint32_t l : real) route.push_back(folding_->link(l));
     std::vector<uint32_t> sorted = route;
     std::sort(sorted.begin(), sorted.end());
     TRAINSIM_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
@@ -597,7 +598,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
                                    platform_, &link_bytes));
     }
     flows.link_bytes = nonzero_links(link_bytes);
-    if (fold_) flows = fold(flows);
+    if (folding_) flows = fold(flows);
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
 
@@ -654,7 +655,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       flows.tail_s.push_back(0.0);
     }
     flows.link_bytes = nonzero_links(link_bytes);
-    if (fold_) flows = fold(flows);
+    if (folding_) flows = fold(flows);
     return p2p_.emplace(key, std::move(flows)).first->second;
   }
 
@@ -669,13 +670,9 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::vector<std::vector<int>> members_;  // by meeting: the group's ranks (collectives)
   std::vector<core::Axis> rail_axes_;      // symmetric axes whose images run on rails of their own
   std::vector<core::Axis> node_leaving_axes_;  // symmetric, period 1, shifts leave the node
-  bool fold_ = false;                  // node folding (choose_folding)
-  std::vector<core::Axis> fold_axes_;  // symmetric axes whose period shifts move whole nodes
-  std::vector<int32_t> link_node_;     // per topology link: the node it belongs to, or -1 (fabric, storage)
-  std::vector<uint32_t> link_slot_;    // per topology link: its index among its node's links
-  uint32_t links_per_node_ = 0;
-  std::vector<uint32_t> node_links_;   // node * links_per_node_ + slot -> link
-  std::unordered_set<uint64_t> folded_pairs_;  // (src, dst) whose folded route is declared
+  std::optional<NodeFolding> folding_;  // node folding (choose_folding), when it folds
+  bool fold_broken_ = false;            // a call's flows could not fold (fold, check_folding)
+  std::unordered_map<uint64_t, core::Seconds> folded_pairs_;  // (src, dst) with a folded route: its software latency
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;
   uint64_t next_order_ = 0;
   std::vector<InFlight> in_flight_;  // by platform batch id

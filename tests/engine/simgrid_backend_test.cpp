@@ -474,20 +474,8 @@ TEST(SimgridBackend, NodeFoldingRunsOneNodeOfAShardedRingWithTheFullTimes) {
   EXPECT_EQ(c.network_flows, 9U * 16 + 24);
 }
 
-// EXACT does not fold where the fabric has switch-to-switch links: two nodes per rail switch (radix
-// 4), two levels. The same run as with folding off.
-TEST(SimgridBackend, ExactNodeFoldingIsOffWithSwitchToSwitchLinks) {
-  network::ClusterConfig cluster = rail_optimized_cluster(4, 8);
-  cluster.network.radix = 4;
-  const core::Workload w = testing::sharded_workload(1, 4, 8, 3);
-  SimulationOptions o = ring_options(Fidelity::FLOW);
-  o.use_symmetry = true;
-  const SimulationResult unfolded = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
-  o.node_symmetry = NodeSymmetry::EXACT;
-  const SimulationResult exact = make_simgrid_backend()->run(w, cluster, core::Profile{}, o);
-  EXPECT_EQ(exact.network_flows, unfolded.network_flows);
-  EXPECT_NEAR(exact.iteration_time.value(), unfolded.iteration_time.value(), 1e-9);
-}
+// EXACT on fabrics with switch-to-switch links (two- to four-level fat-trees and rails, pipelines
+// across leaves, oversubscribed uplinks): tests/engine/node_folding_simgrid_test.cpp.
 
 // APPROXIMATE folding on fabrics with switch-to-switch links, held to the full simulation. The
 // folded switch-to-switch links carry only the representatives' flows, so a folded run can only be
