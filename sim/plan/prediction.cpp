@@ -818,6 +818,14 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                      {"events", p.result.events},
                      {"simulated_ranks", p.result.simulated_ranks},
                      {"profile", s.profile.device.source}};
+  // The figures a stack fit set from the user's traced run (stack_fit.hpp), each with its source.
+  core::Json stack_fit = core::Json::object();
+  for (const auto& [key, source] : s.profile.device.sources) {
+    if (key.rfind("stack_fit.", 0) == 0 || (key == "step_host_latency" && s.profile.device.step_host_latency.value() > 0)) {
+      stack_fit[key] = source;
+    }
+  }
+  if (!stack_fit.empty()) j["simulation"]["profile_stack_fit"] = stack_fit;
   // The training stack that priced the job (training.stack, or the one the layout implies).
   j["stack"] = {{"name", core::to_string(models::resolved_stack(s.training, s.parallelism))},
                 {"given", s.training.stack.has_value()},
@@ -917,6 +925,27 @@ void resilience_table(const Scenario& s, const ResilienceFigures& f, Line line) 
                    duration_text(f.node_mtbf_s), duration_text(f.job_mtbf_s), duration_text(f.recovery_s),
                    duration_text(f.relaunch_s), duration_text(f.load_s), duration_text(f.warmup_s)));
   line(fmt::format("    {:<26}{:>13.1f}%", "goodput", 100 * f.goodput));
+}
+
+}  // namespace
+
+namespace {
+
+// "calibrated on your traced run: ..." when the profile's stack fit (stack_fit.hpp) set figures: what
+// came from the user's run; every other figure is the profile's kernel fit or a default.
+std::string stack_fit_text(const core::DeviceProfile& d) {
+  std::vector<std::string> fitted;
+  for (const auto& [key, source] : d.sources) {
+    if (key.rfind("stack_fit.", 0) == 0) {
+      const size_t x = source.find(' ');
+      fitted.push_back(fmt::format("{} {}", key.substr(10), source.substr(0, x)));
+    }
+  }
+  if (d.step_host_latency.value() > 0) fitted.push_back(fmt::format("step host latency {:.3f} ms", 1e3 * d.step_host_latency.value()));
+  if (fitted.empty()) return "";
+  return fmt::format("stack fitted on a traced run of this stack (calibrate --scenario): {}; the other figures are the "
+                     "profile's kernel fit or defaults",
+                     fmt::join(fitted, ", "));
 }
 
 }  // namespace
@@ -1091,6 +1120,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   line(fmt::format("simulated by {} backend in {:.3f} s ({} events{}, {} of {} ranks simulated, profile: {})",
                    p.backend, p.wall_s, p.result.events, flows, p.result.simulated_ranks, s.cluster.world_size(),
                    s.profile.device.source));
+  if (const std::string fitted = stack_fit_text(s.profile.device); !fitted.empty()) line(fitted);
   if (!p.closed_form.empty()) {
     const std::string classes = describe_classes(p.closed_form);
     line(fmt::format("approximated: {} collective calls of the {} groups priced in closed form, without contention "
