@@ -140,6 +140,21 @@ std::vector<double> failure_draws(uint64_t seed, size_t j, int n) {
   return out;
 }
 
+// One job of 60 iterations at 1 it/s on a pool of one 1-GPU node of the given MTBF (2 $/GPU-hour).
+ScheduleInput failing_job(double node_mtbf_s) {
+  ScheduleInput in;
+  in.pools = {{"p", 1, 2.0, node_mtbf_s, 1}};
+  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0}}}};
+  return in;
+}
+
+// FIFO, rounds of 100 s, 10 s restarts, checkpoints every 30 s of training, failures seeded.
+SchedulerConfig failing_config(uint64_t seed) {
+  SchedulerConfig c = config(Policy::FIFO);
+  c.failures = FailureConfig{30, seed};
+  return c;
+}
+
 // One job of 60 iterations at 1 it/s on a 1-GPU node, FIFO, rounds of 100 s, 10 s restarts,
 // checkpoints every 30 s of training. The node's MTBF is set so that the first failure comes after
 // 50 s held (exposure e1 = 50 / MTBF): restart [0, 10), training [10, 40) (checkpoint at 30 s of
@@ -150,11 +165,8 @@ TEST(ClusterScheduleFailures, OneFailureByHand) {
   const uint64_t seed = 7;
   const std::vector<double> e = failure_draws(seed, 0, 2);
   ASSERT_GT(50 * (e[0] + e[1]) / e[0], 90.0) << "the seed's second failure must come after the job's end";
-  ScheduleInput in;
-  in.pools = {{"p", 1, 2.0, 50 / e[0], 1}};
-  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0}}}};
-  SchedulerConfig c = config(Policy::FIFO);
-  c.failures = FailureConfig{30, seed};
+  const ScheduleInput in = failing_job(50 / e[0]);
+  SchedulerConfig c = failing_config(seed);
   const ScheduleResult r = simulate_schedule(in, c);
   EXPECT_TRUE(r.failures);
   EXPECT_EQ(r.jobs[0].failures, 1);
@@ -184,12 +196,7 @@ TEST(ClusterScheduleFailures, FailureDuringARestartStartsItOver) {
   }
   ASSERT_LT(seed, 10000u);
   const double second = 50 * (e[0] + e[1]) / e[0];  // during the restart [50, 60)
-  ScheduleInput in;
-  in.pools = {{"p", 1, 0, 50 / e[0], 1}};
-  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0}}}};
-  SchedulerConfig c = config(Policy::FIFO);
-  c.failures = FailureConfig{30, seed};
-  const ScheduleResult r = simulate_schedule(in, c);
+  const ScheduleResult r = simulate_schedule(failing_job(50 / e[0]), failing_config(seed));
   EXPECT_EQ(r.jobs[0].failures, 2);
   // Restart until second + 10, then the 30 iterations left (10 of 40 were lost).
   EXPECT_NEAR(r.jobs[0].completion_s, second + 10 + 30, 1e-9);
