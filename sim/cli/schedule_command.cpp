@@ -91,6 +91,12 @@ void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, 
     out << fmt::format("average JCT over {}'s: {}\n", plan::to_string(last.policy), fmt::join(ratios, ", "));
   }
   for (const plan::ScheduleResult& r : results) {
+    if (r.failures) {
+      out << fmt::format("{}: {} failure(s), {:.1f} GPU-hours lost (work since the last checkpoint and restarts)\n",
+                         plan::to_string(r.policy), r.summary.failures, r.summary.lost_gpu_hours);
+    }
+  }
+  for (const plan::ScheduleResult& r : results) {
     if (r.summary.deadlines_missed > 0) {
       out << fmt::format("{}: {} deadline(s) missed\n", plan::to_string(r.policy), r.summary.deadlines_missed);
     }
@@ -187,15 +193,6 @@ std::vector<plan::Policy> policies_of(const ScheduleArgs& args, const plan::Clus
   return policies;
 }
 
-// One cluster file's runs of the trace: the cluster (with the command's overrides), the trace as
-// read against it, its throughput matrix and simulation input, and one result per policy.
-struct ClusterRuns {
-  std::string file;
-  plan::ClusterSpec cluster;
-  plan::ScheduleInput input;
-  std::vector<plan::ScheduleResult> results;
-};
-
 plan::ClusterSpec load_cluster(const std::string& file, const ScheduleArgs& args) {
   plan::ClusterSpec cluster = plan::load_cluster_spec(file);
   if (args.round_s) cluster.scheduler.round_s = *args.round_s;
@@ -207,19 +204,8 @@ plan::ClusterSpec load_cluster(const std::string& file, const ScheduleArgs& args
   return cluster;
 }
 
-ClusterRuns run_cluster(const std::string& file, plan::ClusterSpec cluster, const plan::JobTrace& trace,
-                        const plan::ThroughputMatrix& matrix, const std::vector<plan::Policy>& policies, std::ostream& err) {
-  ClusterRuns runs{file, std::move(cluster), {}, {}};
-  runs.input = plan::schedule_input(runs.cluster, trace, matrix);
-  for (plan::Policy p : policies) {
-    plan::SchedulerConfig config = runs.cluster.scheduler;
-    config.policy = p;
-    runs.results.push_back(plan::simulate_schedule(runs.input, config));
-    err << fmt::format("schedule: {}: {}: {} rounds, {} allocations, {:.2f} s\n", file, plan::to_string(p),
-                       runs.results.back().summary.rounds, runs.results.back().summary.allocations,
-                       runs.results.back().summary.wall_s);
-  }
-  return runs;
+void log_matrix(const std::string& file, size_t jobs, size_t classes, size_t entries, std::ostream& err) {
+  err << fmt::format("schedule: {}: {} jobs, {} job classes, {} matrix entries\n", file, jobs, classes, entries);
 }
 
 bool priced(const plan::ClusterSpec& cluster) {
@@ -228,26 +214,26 @@ bool priced(const plan::ClusterSpec& cluster) {
 }
 
 // "cluster-3types.json: 3 pools, 10000 GPUs (h100 2000, a100 4000, v100 4000)"
-std::string cluster_line(const ClusterRuns& c) {
+std::string cluster_line(const plan::ClusterRuns& c) {
   std::vector<std::string> pools;
   int gpus = 0;
   for (const plan::SchedulePool& p : c.input.pools) {
     pools.push_back(fmt::format("{} {}", p.name, p.gpus));
     gpus += p.gpus;
   }
-  return fmt::format("{}: {} pools, {} GPUs ({})", c.file, pools.size(), gpus, fmt::join(pools, ", "));
+  return fmt::format("{}: {} pools, {} GPUs ({})", c.cluster.file, pools.size(), gpus, fmt::join(pools, ", "));
 }
 
 // --vs: each other cluster's figures over the first's, policy by policy.
-void print_side_by_side(const std::vector<ClusterRuns>& clusters, std::ostream& out) {
-  const ClusterRuns& base = clusters.front();
-  out << fmt::format("side by side, over {}'s:\n", base.file);
+void print_side_by_side(const std::vector<plan::ClusterRuns>& clusters, std::ostream& out) {
+  const plan::ClusterRuns& base = clusters.front();
+  out << fmt::format("side by side, over {}'s:\n", base.cluster.file);
   for (size_t c = 1; c < clusters.size(); ++c) {
     for (size_t i = 0; i < base.results.size(); ++i) {
       const plan::ScheduleSummary& a = base.results[i].summary;
       const plan::ScheduleSummary& b = clusters[c].results[i].summary;
       auto ratio = [](double x, double y) { return y > 0 ? fmt::format("{:.2f}x", x / y) : std::string("-"); };
-      out << fmt::format("  {} {}: average JCT {}, p95 JCT {}, makespan {}, GPU-hours {}{}\n", clusters[c].file,
+      out << fmt::format("  {} {}: average JCT {}, p95 JCT {}, makespan {}, GPU-hours {}{}\n", clusters[c].cluster.file,
                          plan::to_string(base.results[i].policy), ratio(b.average_jct_s, a.average_jct_s),
                          ratio(b.p95_jct_s, a.p95_jct_s), ratio(b.makespan_s, a.makespan_s), ratio(b.gpu_hours, a.gpu_hours),
                          priced(base.cluster) && priced(clusters[c].cluster)
@@ -274,22 +260,24 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
   if (!args.write_trace.empty()) core::write_output_file(args.write_trace, plan::job_trace_json(trace).dump(1) + "\n", "--write-trace");
   plan::MatrixOptions mo;
   mo.refine = args.refine;
-  std::vector<ClusterRuns> clusters;
-  for (size_t c = 0; c <= args.vs.size(); ++c) {
-    const std::string& file = c == 0 ? args.cluster : args.vs[c - 1];
-    plan::ClusterSpec spec = c == 0 ? cluster : load_cluster(file, args);
-    if (c > 0) policies_of(args, spec);  // min-cost needs a price on every pool of each cluster too
-    // The same jobs on every cluster: the trace as read for the first one (a synthetic trace is
-    // generated once), checked against this one's pools.
-    const plan::JobTrace on_this = c == 0 ? trace : plan::load_job_trace(args.jobs, spec);
-    const plan::ThroughputMatrix matrix(spec, on_this, mo);
-    err << fmt::format("schedule: {}: {} jobs, {} job classes, {} matrix entries\n", file, on_this.jobs.size(),
-                       matrix.classes().size(), matrix.entries().size());
-    if (args.matrix) {
-      print_matrix(spec, matrix, args.format, out);
-      return 0;
+  if (args.matrix) {
+    const plan::ThroughputMatrix matrix(cluster, trace, mo);
+    log_matrix(args.cluster, trace.jobs.size(), matrix.classes().size(), matrix.entries().size(), err);
+    print_matrix(cluster, matrix, args.format, out);
+    return 0;
+  }
+  std::vector<plan::ClusterSpec> specs{cluster};
+  for (const std::string& file : args.vs) {
+    specs.push_back(load_cluster(file, args));
+    policies_of(args, specs.back());  // min-cost needs a price on every pool of each cluster too
+  }
+  const std::vector<plan::ClusterRuns> clusters = plan::schedule_clusters(std::move(specs), trace, mo, policies);
+  for (const plan::ClusterRuns& c : clusters) {
+    log_matrix(c.cluster.file, c.jobs, c.job_classes, c.matrix_entries, err);
+    for (const plan::ScheduleResult& r : c.results) {
+      err << fmt::format("schedule: {}: {}: {} rounds, {} allocations, {:.2f} s\n", c.cluster.file, plan::to_string(r.policy),
+                         r.summary.rounds, r.summary.allocations, r.summary.wall_s);
     }
-    clusters.push_back(run_cluster(file, std::move(spec), on_this, matrix, policies, err));
   }
   const bool several = clusters.size() > 1;
   if (args.format == Format::JSON) {
@@ -297,20 +285,20 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
       out << plan::schedule_json(clusters[0].input, clusters[0].cluster.scheduler, clusters[0].results).dump(2) << "\n";
     } else {
       core::Json doc = {{"schema", "trainsim.schedule-clusters/1"}, {"clusters", core::Json::array()}};
-      for (const ClusterRuns& c : clusters) {
+      for (const plan::ClusterRuns& c : clusters) {
         core::Json one = plan::schedule_json(c.input, c.cluster.scheduler, c.results);
-        one["cluster_file"] = c.file;
+        one["cluster_file"] = c.cluster.file;
         doc["clusters"].push_back(std::move(one));
       }
       out << doc.dump(2) << "\n";
     }
   } else if (args.format == Format::CSV) {
     bool header = true;
-    for (const ClusterRuns& c : clusters) {
+    for (const plan::ClusterRuns& c : clusters) {
       const core::Json doc = plan::schedule_json(c.input, c.cluster.scheduler, c.results);
       for (const core::Json& run : doc["policies"]) {
         std::vector<std::pair<std::string, core::Json>> lead;
-        if (several) lead.emplace_back("cluster", c.file);
+        if (several) lead.emplace_back("cluster", c.cluster.file);
         lead.emplace_back("policy", run["policy"]);
         std::string rows = csv_rows(run["jobs"], lead);
         if (!header) rows.erase(0, rows.find('\n') + 1);
@@ -319,17 +307,17 @@ int schedule_command(const ScheduleArgs& args, std::ostream& out, std::ostream& 
       }
     }
   } else {
-    for (const ClusterRuns& c : clusters) {
+    for (const plan::ClusterRuns& c : clusters) {
       if (several) out << cluster_line(c) << "\n";
       print_table(c.results, priced(c.cluster), out);
     }
     if (several) print_side_by_side(clusters, out);
   }
   std::vector<NamedResult> named;
-  for (const ClusterRuns& c : clusters) {
+  for (const plan::ClusterRuns& c : clusters) {
     for (const plan::ScheduleResult& r : c.results) {
       const std::string policy(plan::to_string(r.policy));
-      named.push_back({several ? fmt::format("{} {}", std::filesystem::path(c.file).stem().string(), policy) : policy, &r});
+      named.push_back({several ? fmt::format("{} {}", std::filesystem::path(c.cluster.file).stem().string(), policy) : policy, &r});
     }
   }
   if (!args.plot.empty()) write_plot(args.plot, named);

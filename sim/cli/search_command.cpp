@@ -93,7 +93,10 @@ std::string result_csv(const Search& s, const SearchResult& r) {
   std::string out =
       "rank,gpu,gpus,tensor,pipeline,data,context,expert,virtual_stages,micro_batch,sequence_parallel,recompute,"
       "zero_stage,zero_impl,estimate_s,analytic_s,simgrid_s,tokens_per_s,mfu,peak_bytes_per_gpu,fits,objective,goodput,"
-      "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first,equivalent\n";
+      "spatial,samples_per_s,stack,stack_runs,objective_low,objective_high,inside_envelope,tied_with_first,equivalent";
+  // A cluster of several GPU types: the pools each layout uses and the one that binds, last.
+  const bool pools = std::any_of(r.ranked.begin(), r.ranked.end(), [](const Evaluated& e) { return !e.layout.pools.empty(); });
+  out += pools ? ",pools,binding_pool\n" : "\n";
   const RankingAccuracy accuracy = search_accuracy(s, r, r.ranked.size(), s.band_set());
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const Evaluated& e = r.ranked[i];
@@ -114,6 +117,10 @@ std::string result_csv(const Search& s, const SearchResult& r) {
                        a.band.finite() ? fmt::format("{}", a.band.low(a.value)) : "",
                        a.band.finite() ? fmt::format("{}", a.band.high(a.value)) : "", a.envelope.inside() ? "true" : "false",
                        i < accuracy.tied ? "true" : "false", equivalent);
+    if (pools) {
+      out.back() = ',';
+      out += fmt::format("{},{}\n", l.pools, f ? f->binding_pool : "");
+    }
   }
   return out;
 }
@@ -165,13 +172,26 @@ std::string result_table(const Search& s, const SearchResult& r) {
   for (size_t i = 0; i < shown; ++i) goodputs = goodputs || (r.ranked[i].best_figures() && r.ranked[i].best_figures()->goodput);
   // The layout and GPU columns as wide as their longest entry (suffixes such as " offload:none" or
   // "[fsdp]" vary in length), at least as wide as they always were.
-  size_t layout_width = 60, gpu_width = 16;
+  size_t layout_width = 60, gpu_width = 16, pools_width = 5, binds_width = 5;
+  bool pools = false;  // a cluster of several GPU types: which pools each layout uses, and which binds
   for (size_t i = 0; i < shown; ++i) {
     layout_width = std::max(layout_width, r.ranked[i].layout.describe().size());
     gpu_width = std::max(gpu_width, r.ranked[i].layout.gpu.size());
+    pools_width = std::max(pools_width, r.ranked[i].layout.pools.size());
+    if (const Figures* f = r.ranked[i].best_figures()) binds_width = std::max(binds_width, f->binding_pool.size());
+    pools = pools || !r.ranked[i].layout.pools.empty();
   }
-  line(fmt::format("{:>4} {:>6}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
-                   many_types ? fmt::format(" {:<{}}", "gpu", gpu_width) : "", "layout", layout_width, "analytic_s",
+  // "h100+a100 a100": the pools it runs on, and the pool whose ranks finish last ("-" on one pool).
+  const auto pool_columns = [&](const Evaluated& e) {
+    if (!pools) return std::string();
+    const Figures* f = e.best_figures();
+    return fmt::format(" {:<{}} {:<{}}", e.layout.pools, pools_width,
+                       f && !f->binding_pool.empty() ? f->binding_pool : "-", binds_width);
+  };
+  line(fmt::format("{:>4} {:>6}{}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9}{} {:>12}", "rank", "gpus",
+                   many_types ? fmt::format(" {:<{}}", "gpu", gpu_width) : "",
+                   pools ? fmt::format(" {:<{}} {:<{}}", "pools", pools_width, "binds", binds_width) : "", "layout",
+                   layout_width, "analytic_s",
                    "simgrid_s", s.layer_graph() ? "samples/s" : "tokens/s", "MFU", "mem_GiB",
                    goodputs ? fmt::format(" {:>8}", "goodput") : "", to_string(o.objective)));
   for (size_t i = 0; i < shown; ++i) {
@@ -180,8 +200,9 @@ std::string result_table(const Search& s, const SearchResult& r) {
     const std::string goodput = !goodputs ? ""
                                 : f && f->goodput ? fmt::format(" {:>7.2f}%", 100 * *f->goodput)
                                                   : fmt::format(" {:>8}", "-");
-    line(fmt::format("{:>4} {:>6}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9.1f}{} {:>12}", i + 1, e.layout.gpus,
-                     many_types ? fmt::format(" {:<{}}", e.layout.gpu, gpu_width) : "", e.layout.describe(), layout_width,
+    line(fmt::format("{:>4} {:>6}{}{} {:<{}} {:>11} {:>11} {:>10} {:>6} {:>9.1f}{} {:>12}", i + 1, e.layout.gpus,
+                     many_types ? fmt::format(" {:<{}}", e.layout.gpu, gpu_width) : "", pool_columns(e),
+                     e.layout.describe(), layout_width,
                      e.analytic ? fmt::format("{:.4f}", e.analytic->iteration_time_s)
                                 : fmt::format("~{:.4f}", e.estimate.iteration_time_s),
                      e.simgrid ? fmt::format("{}{:.4f}", e.simgrid->closed_form.empty() ? "" : "~",

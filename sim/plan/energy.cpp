@@ -67,10 +67,14 @@ std::array<double, core::POWER_ACTIVITY_COUNT> draws(const core::GpuPower& gpu) 
 
 // The highest total GPU draw over [0, period): every rank's pieces tile it, so the running sum of
 // their edges is the cluster's GPU power at each instant.
-double peak_gpu_w(const std::vector<std::pair<std::vector<ActivityPiece>, int>>& pieces,
-                  const std::array<double, core::POWER_ACTIVITY_COUNT>& draw) {
+struct RankPieces {
+  std::vector<ActivityPiece> pieces;
+  int ranks = 1;
+  std::array<double, core::POWER_ACTIVITY_COUNT> draw{};  // its GPU's
+};
+double peak_gpu_w(const std::vector<RankPieces>& all) {
   std::vector<std::pair<double, double>> edges;  // (time, change in watts)
-  for (const auto& [rank_pieces, ranks] : pieces) {
+  for (const auto& [rank_pieces, ranks, draw] : all) {
     for (const ActivityPiece& p : rank_pieces) {
       const double w = ranks * draw[static_cast<size_t>(p.activity)];
       edges.emplace_back(p.start_s, w);
@@ -125,25 +129,29 @@ EnergyFigures iteration_energy(const std::vector<RankPowerTimeline>& ranks, doub
   e.iteration_time_s = iteration_time_s;
   e.pue = cluster.pue;
   e.gpu_power_cap_w = gpu.power_cap_w.value_or(0);
-  const std::array<double, core::POWER_ACTIVITY_COUNT> draw = draws(gpu);
-  std::vector<std::pair<std::vector<ActivityPiece>, int>> all;
+  // Joules piece by piece when ranks draw differently (several GPU types); else the seconds summed
+  // over ranks times the one GPU's draw.
+  const bool per_rank = std::any_of(ranks.begin(), ranks.end(), [](const RankPowerTimeline& r) { return r.gpu.has_value(); });
+  std::vector<RankPieces> all;
   for (const RankPowerTimeline& r : ranks) {
-    std::vector<ActivityPiece> pieces = activity_pieces(r, iteration_time_s);
-    for (const ActivityPiece& p : pieces) {
+    RankPieces rp{activity_pieces(r, iteration_time_s), r.ranks, draws(r.gpu ? *r.gpu : gpu)};
+    for (const ActivityPiece& p : rp.pieces) {
       const auto a = static_cast<size_t>(p.activity);
       e.gpu_s[a] += r.ranks * (p.end_s - p.start_s);
+      if (per_rank) e.gpu_j[a] += r.ranks * (p.end_s - p.start_s) * rp.draw[a];
     }
-    all.emplace_back(std::move(pieces), r.ranks);
+    all.push_back(std::move(rp));
   }
+  const std::array<double, core::POWER_ACTIVITY_COUNT> draw = draws(gpu);
   for (size_t a = 0; a < e.gpu_s.size(); ++a) {
-    e.gpu_j[a] = e.gpu_s[a] * draw[a];
+    if (!per_rank) e.gpu_j[a] = e.gpu_s[a] * draw[a];
     e.gpu_j_total += e.gpu_j[a];
   }
   const double non_gpu_w = cluster.non_gpu_w(nodes, nics_per_node);
   e.non_gpu_j = non_gpu_w * iteration_time_s;
   e.per_iteration_j = (e.gpu_j_total + e.non_gpu_j) * cluster.pue;
   e.average_power_w = e.per_iteration_j / iteration_time_s;
-  e.peak_power_w = (peak_gpu_w(all, draw) + non_gpu_w) * cluster.pue;
+  e.peak_power_w = (peak_gpu_w(all) + non_gpu_w) * cluster.pue;
   return e;
 }
 

@@ -13,7 +13,8 @@
 //   communicating  no compute task runs, a collective, send or receive does
 //   waiting        none of them (bubble, waiting for a peer, host copies or CPU work only)
 // Per iteration:
-//   gpu_j        sum over ranks of sum over activities of seconds x GpuPower::draw_w
+//   gpu_j        sum over ranks of sum over activities of seconds x GpuPower::draw_w (each rank's
+//                GPU's: on several GPU types its pool's, RankPowerTimeline::gpu)
 //   non_gpu_j    T x ClusterPower::non_gpu_w (hosts, NICs, switches: constant while the job runs)
 //   per_iteration_j = (gpu_j + non_gpu_j) x PUE          average_power_w = per_iteration_j / T
 //   peak_power_w = (max over the iteration of the sum of the GPUs' draws + non_gpu_w) x PUE, each
@@ -55,6 +56,9 @@ struct RankPowerTimeline {
   int ranks = 1;
   double window_start_s = 0;
   std::vector<ActivitySpan> spans;  // any order, may overlap
+  // The ranks' GPU when it is not the cluster's: on a cluster of several GPU types, its pool's
+  // (cluster.pools); absent, iteration_energy's `gpu`.
+  std::optional<core::GpuPower> gpu;
 };
 
 struct EnergyFigures {

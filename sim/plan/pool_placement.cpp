@@ -26,13 +26,15 @@ std::string pool_names(const Scenario& s) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-int pool_gpus(const Scenario& s, const network::NodePool& p) { return p.nodes * s.cluster.gpus_per_node; }
+int pool_gpus(const network::ClusterConfig& c, const network::NodePool& p) { return p.nodes * c.gpus_per_node; }
+int pool_gpus(const Scenario& s, const network::NodePool& p) { return pool_gpus(s.cluster, p); }
 
 // GPUs of one unit the pools must not cut: a pipeline stage (pipeline > 1) or a data-parallel replica.
-int placement_unit(const Scenario& s) {
-  const int world = s.cluster.world_size();
-  return s.parallelism.pipeline > 1 ? world / s.parallelism.pipeline : world / std::max(1, s.parallelism.data);
+int placement_unit(const network::ClusterConfig& c, const models::ParallelismConfig& par) {
+  const int world = c.world_size();
+  return par.pipeline > 1 ? world / par.pipeline : world / std::max(1, par.data);
 }
+int placement_unit(const Scenario& s) { return placement_unit(s.cluster, s.parallelism); }
 
 // The built-in device profile of a pool's GPU with the job's stack costs and straggler slowdown (what
 // a single-GPU scenario gets without a profile of its own).
@@ -56,15 +58,16 @@ double program_compute_s(const core::Program& program, core::Precision precision
   return seconds;
 }
 
-void check_boundaries(const Scenario& s, core::Diagnostics& problems) {
-  const int unit = placement_unit(s);
+void check_boundaries(const network::ClusterConfig& c, const models::ParallelismConfig& par, const std::string& file,
+                      core::Diagnostics& problems) {
+  const int unit = placement_unit(c, par);
   if (unit <= 0) return;
-  const bool stages = s.parallelism.pipeline > 1;
-  for (size_t i = 0; i < pools_of(s).size(); ++i) {
-    const network::NodePool& p = pools_of(s)[i];
-    const int gpus = pool_gpus(s, p);
+  const bool stages = par.pipeline > 1;
+  for (size_t i = 0; i < c.pools.size(); ++i) {
+    const network::NodePool& p = c.pools[i];
+    const int gpus = pool_gpus(c, p);
     if (p.first_rank % unit == 0 && gpus % unit == 0) continue;
-    problems.add(s.file, pool_pointer(i, "nodes"),
+    problems.add(file, pool_pointer(i, "nodes"),
                  fmt::format("pool \"{}\" holds ranks {}-{}, which cuts a {} of {} GPUs: {} (ranks go to the pools in "
                              "list order)",
                              p.name, p.first_rank, p.first_rank + gpus - 1, stages ? "pipeline stage" : "data-parallel replica",
@@ -72,6 +75,35 @@ void check_boundaries(const Scenario& s, core::Diagnostics& problems) {
                              stages ? "with pipeline > 1 every pool holds whole stages"
                                     : "with pipeline 1 every pool holds whole replicas (tensor x context x expert GPUs)"));
   }
+}
+
+// What a batch split over the pools (pipeline 1) does not model.
+void check_replica_layout(const models::ParallelismConfig& par, const std::string& file, core::Diagnostics& problems) {
+  if (par.pipeline > 1) return;
+  if (par.expert > 1) {
+    problems.add(file, "/parallelism/expert",
+                 "expert parallelism with a batch split (pipeline 1) is not modelled on a cluster of several GPU types "
+                 "(cluster.pools)");
+  }
+  if (par.zero_stage == 3) {
+    problems.add(file, "/parallelism/zero_stage",
+                 "ZeRO-3 gathers weights in every micro-batch, so replicas running different micro-batch counts would "
+                 "call different collectives: use zero_stage 0-2 with a batch split (pipeline 1)");
+  } else if (par.gathers_parameters()) {
+    problems.add(file, "/parallelism/zero_impl",
+                 fmt::format("{} at zero_stage 2 (SHARD_GRAD_OP) gathers weights in every micro-batch, so replicas running "
+                             "different micro-batch counts would call different collectives: use megatron-distributed-"
+                             "optimizer or deepspeed at zero_stage 1-2 with a batch split (pipeline 1)",
+                             models::to_string(par.zero_impl)));
+  }
+}
+
+// Data-parallel replicas per pool (pipeline 1).
+std::vector<int> pool_replicas(const network::ClusterConfig& c, const models::ParallelismConfig& par) {
+  const int unit = placement_unit(c, par);
+  std::vector<int> replicas;
+  for (const network::NodePool& p : c.pools) replicas.push_back(pool_gpus(c, p) / std::max(1, unit));
+  return replicas;
 }
 
 // training.batch_split checked against the pools (sum, multiples) and put in pool order.
@@ -101,22 +133,32 @@ void check_batch_split(Scenario& s, const std::vector<int>& replicas, core::Diag
   s.training.batch_split = std::move(ordered);
 }
 
-void balance_batch(Scenario& s, const std::vector<int>& replicas, core::Diagnostics& problems) {
-  if (s.training.global_batch % s.training.micro_batch != 0) {
-    problems.add(s.file, "/training/global_batch",
-                 fmt::format("a multiple of micro_batch ({}) to split over the pools, found {}", s.training.micro_batch,
-                             s.training.global_batch));
-    return;
+// The micro-batches per replica of each pool that minimize the slowest replica's compute at
+// `seconds` per micro-batch (equal speeds: whether any split exists); a problem and {} when the
+// batch cannot be split into whole micro-batches per replica.
+std::vector<int64_t> split_micro_batches(const models::TrainingConfig& training, const std::vector<int>& replicas,
+                                         const std::vector<double>& seconds, const std::string& file,
+                                         core::Diagnostics& problems) {
+  if (training.global_batch % training.micro_batch != 0) {
+    problems.add(file, "/training/global_batch",
+                 fmt::format("a multiple of micro_batch ({}) to split over the pools, found {}", training.micro_batch,
+                             training.global_batch));
+    return {};
   }
-  const int64_t total = s.training.global_batch / s.training.micro_batch;
-  const std::vector<int64_t> m = balanced_micro_batches(total, replicas, micro_batch_seconds(s));
+  const int64_t total = training.global_batch / training.micro_batch;
+  std::vector<int64_t> m = balanced_micro_batches(total, replicas, seconds);
   if (m.empty()) {
-    problems.add(s.file, "/training/batch_split",
+    problems.add(file, "/training/batch_split",
                  fmt::format("a split of the {} micro-batches that gives every replica a whole number of them (pools of "
                              "{} replicas), found none: give training.batch_split",
                              total, fmt::join(replicas, ", ")));
-    return;
   }
+  return m;
+}
+
+void balance_batch(Scenario& s, const std::vector<int>& replicas, core::Diagnostics& problems) {
+  const std::vector<int64_t> m = split_micro_batches(s.training, replicas, micro_batch_seconds(s), s.file, problems);
+  if (m.empty()) return;
   s.training.batch_split.clear();
   for (size_t i = 0; i < m.size(); ++i) {
     s.training.batch_split.emplace_back(pools_of(s)[i].name, m[i] * replicas[i] * s.training.micro_batch);
@@ -283,12 +325,7 @@ bool check_pools(const Scenario& s, core::Diagnostics& problems) {
     }
     return problems.problems().size() == before;
   }
-  if (s.parallelism.expert > 1) not_modelled("/parallelism/expert", "expert parallelism with a batch split (pipeline 1)");
-  if (s.parallelism.zero_stage == 3) {
-    problems.add(s.file, "/parallelism/zero_stage",
-                 "ZeRO-3 gathers weights in every micro-batch, so replicas running different micro-batch counts would "
-                 "call different collectives: use zero_stage 0-2 with a batch split (pipeline 1)");
-  }
+  check_replica_layout(s.parallelism, s.file, problems);
   for (const auto& [name, samples] : s.training.batch_split) {
     if (std::none_of(pools_of(s).begin(), pools_of(s).end(), [&](const network::NodePool& p) { return p.name == name; })) {
       problems.add(s.file, core::append_pointer("/training/batch_split", name),
@@ -309,12 +346,22 @@ bool check_pools(const Scenario& s, core::Diagnostics& problems) {
   return problems.problems().size() == before;
 }
 
+bool check_pool_layout(const network::ClusterConfig& cluster, const models::ParallelismConfig& parallelism,
+                       const models::TrainingConfig& training, const std::string& file, core::Diagnostics& problems) {
+  const size_t before = problems.problems().size();
+  check_replica_layout(parallelism, file, problems);
+  check_boundaries(cluster, parallelism, file, problems);
+  if (problems.problems().size() != before || parallelism.pipeline > 1) return problems.problems().size() == before;
+  const std::vector<int> replicas = pool_replicas(cluster, parallelism);
+  return !split_micro_batches(training, replicas, std::vector<double>(replicas.size(), 1.0), file, problems).empty();
+}
+
 void resolve_pools(Scenario& s, core::Diagnostics& problems, bool place) {
   if (pools_of(s).empty()) return;
   for (network::NodePool& p : s.cluster.pools) p.device = pool_device(s, p);
   if (!place) return;
   const size_t before = problems.problems().size();
-  check_boundaries(s, problems);
+  check_boundaries(s.cluster, s.parallelism, s.file, problems);
   if (problems.problems().size() != before) return;
   if (s.parallelism.pipeline > 1) {
     if (s.parallelism.stage_layers.empty() && pools_of(s).size() > 1) balance_layers(s);

@@ -48,6 +48,14 @@ void resolve_pools(Scenario& s, core::Diagnostics& problems, bool place = true);
 // names. Returns false when a problem was added.
 bool check_pools(const Scenario& s, core::Diagnostics& problems);
 
+// The checks of check_pools and resolve_pools that depend on the layout alone, for `search`'s
+// validation of a layout on the pools of `cluster` (before any split is chosen): what a batch split
+// does not model (expert parallelism, ZeRO-3), a pool that cuts a stage or replica, and (pipeline 1)
+// a global batch that no split into whole micro-batches per replica gives. Problems name `file`, as
+// run's do. Returns false when one was added.
+bool check_pool_layout(const network::ClusterConfig& cluster, const models::ParallelismConfig& parallelism,
+                       const models::TrainingConfig& training, const std::string& file, core::Diagnostics& problems);
+
 // Whether the job splits data-parallel replicas over the pools (pools and pipeline 1).
 bool splits_batch(const Scenario& s);
 // The training section check_strategy and the task budget see: with a batch split, the uniform job

@@ -212,10 +212,39 @@ void keep_timeline_ranks(engine::SimulationResult& r, const std::vector<int>& ra
   std::erase_if(r.flows, [&](const engine::FlowEvent& f) { return !kept(f.src) && !kept(f.dst); });
 }
 
-// The prediction's energy per iteration from the timelines of one rank per program (energy.hpp).
+// Each pool's GPU power (its catalog figures, a described GPU's base's), or nothing when one of
+// them is not known (a GPU described from scratch).
+std::optional<std::vector<core::GpuPower>> pool_gpu_powers(const Scenario& s) {
+  std::vector<core::GpuPower> powers;
+  for (const network::NodePool& pool : s.cluster.pools) {
+    powers.push_back(core::catalog_gpu_power(pool.gpu_described ? pool.gpu_base : pool.gpu));
+    if (powers.back().tdp_w <= 0) return std::nullopt;
+  }
+  return powers;
+}
+
+// Whether the power of every GPU of the scenario is known (energy figures can be given).
+bool gpu_power_known(const Scenario& s) {
+  return s.cluster.pools.empty() ? s.gpu_power.tdp_w > 0 : pool_gpu_powers(s).has_value();
+}
+
+// The prediction's energy per iteration from the timelines of one rank per program (energy.hpp); on
+// several GPU types each program's ranks draw as their pool's GPU.
 EnergyFigures energy_of_run(const Scenario& s, const Prediction& p) {
-  return iteration_energy(power_timelines(p.built.workload, p.result), p.iteration_time_s(), s.gpu_power,
-                          s.power, s.cluster.nodes, s.cluster.network.nics_per_node);
+  const core::Workload& w = p.built.workload;
+  std::vector<RankPowerTimeline> timelines = power_timelines(w, p.result);
+  if (!s.cluster.pools.empty()) {
+    const std::vector<core::GpuPower> powers = *pool_gpu_powers(s);
+    std::vector<int> ranks = energy_ranks(w);
+    std::sort(ranks.begin(), ranks.end());  // power_timelines' order
+    TRAINSIM_CHECK(ranks.size() == timelines.size(), "one power timeline per program");
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const core::Program& program = w.programs[w.program_of_rank[static_cast<size_t>(ranks[i])]];
+      timelines[i].gpu = powers.at(static_cast<size_t>(program.node_pool));
+    }
+  }
+  return iteration_energy(timelines, p.iteration_time_s(), s.gpu_power, s.power, s.cluster.nodes,
+                          s.cluster.network.nics_per_node);
 }
 
 // Puts a host task of `seconds` before everything `program` does: it becomes task 0, and every task
@@ -291,8 +320,7 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
   }
   options.algorithm = scenario.simulation.algorithm;
   options.fidelity = scenario.simulation.fidelity;
-  // Several GPU types: the power model knows one GPU's (docs/scenario.md, "Mixed GPU types").
-  energy = energy && scenario.gpu_power.tdp_w > 0 && scenario.cluster.pools.empty();
+  energy = energy && gpu_power_known(scenario);
   options.timeline_ranks = energy ? with_ranks(timeline_ranks, energy_ranks(p.built.workload)) : timeline_ranks;
   // Flows only for a timeline asked for (run --timeline): the energy model reads task intervals,
   // and recording no flows keeps node folding on (backend.hpp).
@@ -1005,7 +1033,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   if (const std::optional<EnergyFigures> e = energy_with_run(s, p)) {
     out += energy_table(*e, s);
   } else if (!s.cluster.pools.empty()) {
-    line(fmt::format("  {:<28}{:>14}   (not modelled for several GPU types: docs/scenario.md)", "energy", "not known"));
+    line(fmt::format("  {:<28}{:>14}   (a pool's GPU has no known power: docs/energy.md)", "energy", "not known"));
   } else {
     line(fmt::format("  {:<28}{:>14}   (the GPU object gives no \"tdp\": docs/energy.md)", "energy", "not known"));
   }

@@ -473,11 +473,6 @@ Scenario read_scenario(const core::Json& given, const std::string& file, Strateg
   } else if (strategy == StrategyCheck::CHECK) {
     models::check_strategy(s.model, strategy_training(s), s.parallelism, s.cluster.world_size(), file, impossible);
   }
-  if (strategy == StrategyCheck::SKIP && !s.cluster.pools.empty()) {
-    impossible.add(file, "/cluster/pools",
-                   "search does not place a job on several GPU types yet: give a cluster of one GPU type (`trainsim "
-                   "check` prints the balanced split of a given layout on the pools)");
-  }
   if (strategy == StrategyCheck::CHECK) {
     network::check_feasibility(s.cluster, file, "/cluster", impossible);
     models::check_offload(s.offload, s.parallelism, s.cluster.nvme.has_value(), file, impossible);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
 #include "sim/plan/scenario.hpp"
 
 namespace trainsim::plan {
@@ -260,6 +261,28 @@ int ClusterSpec::total_gpus() const {
   return n;
 }
 
+namespace {
+
+// "scheduler.failures": the checkpoint interval (a duration, up to 100 years) and the seed.
+FailureConfig read_failures(core::ObjectReader& r) {
+  FailureConfig f;
+  if (const core::Json* v = r.raw("checkpoint_interval")) {
+    core::Seconds s;
+    if (!v->is_string() || !core::parse_duration(v->get<std::string>(), s) || !(s.value() > 0 && s.value() <= 3.2e9)) {
+      r.problem("checkpoint_interval", fmt::format("expected a positive duration such as \"30 min\" or \"1 h\" (at most "
+                                                   "100 years), found {}",
+                                                   core::describe_json(*v)));
+    } else {
+      f.checkpoint_interval_s = s.value();
+    }
+  }
+  f.seed = static_cast<uint64_t>(r.integer("seed", 1, 0));
+  r.finish();
+  return f;
+}
+
+}  // namespace
+
 ClusterSpec read_cluster_spec(const core::Json& doc, const std::string& file) {
   core::Diagnostics diag;
   core::ObjectReader r(doc, file, "", diag);
@@ -306,6 +329,7 @@ ClusterSpec read_cluster_spec(const core::Json& doc, const std::string& file) {
       s->problem("restart_s", fmt::format("expected less than round_s ({} s): a moved job would never progress, found {}",
                                           c.scheduler.round_s, c.scheduler.restart_s));
     }
+    if (std::optional<core::ObjectReader> f = s->object("failures")) c.scheduler.failures = read_failures(*f);
     s->finish();
   }
   r.finish();

@@ -32,11 +32,26 @@ const std::vector<std::pair<std::string, Policy>>& policy_names();
 // InputError naming `origin` (a flag or file) and `pointer` for an unknown name.
 Policy parse_policy(const std::string& name, const std::string& origin, const std::string& pointer);
 
+// Node failures during the trace (the cluster file's "scheduler.failures"; docs/schedule.md,
+// "Failures"). Each pool's nodes fail at its cluster's reliability.node_mtbf (network/storage.hpp,
+// the resilience model's), so a job on n nodes fails at n / MTBF while it holds them (restarts
+// included); a failure loses the job's work since its last checkpoint and costs it a restart
+// (SchedulerConfig::restart_s) on the same GPUs.
+struct FailureConfig {
+  // Training time between a job's checkpoints while it holds one lease; each start, resume or move
+  // begins from a checkpoint (the preempted job saved one at its round's end, as in Gavel).
+  double checkpoint_interval_s = 3600;
+  // Each job's failure times come from its own std::mt19937_64 seeded with seed + its index in the
+  // trace: the same seed gives the same failures under every policy (each job's exposure decides).
+  uint64_t seed = 1;
+};
+
 // The "scheduler" section of the cluster file.
 struct SchedulerConfig {
   Policy policy = Policy::GAVEL_LAS;
   double round_s = 360;    // allocation round (Gavel: 6 minutes); leases change only at round starts
   double restart_s = 30;   // no progress after each start, resume or move of a job (checkpoint load)
+  std::optional<FailureConfig> failures;  // absent: no failures
 };
 
 // One node pool: GPUs of one type on one network. `cluster` is a scenario's "cluster" object (the

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
 
 #include "sim/core/error.hpp"
 
@@ -14,6 +15,13 @@ namespace trainsim::plan {
 namespace {
 
 constexpr int NO_LEASE = -1;
+
+// An Exp(1) variate by inverse transform on a 53-bit uniform in [0, 1): the same numbers on every
+// platform (the standard library's distributions are the implementation's).
+double exponential_draw(std::mt19937_64& g) {
+  const double u = static_cast<double>(g() >> 11) * 0x1.0p-53;
+  return -std::log1p(-u);
+}
 
 struct JobState {
   double remaining = 0;
@@ -24,6 +32,15 @@ struct JobState {
   double held_s = 0;
   bool started = false;
   int lease_of_last_entry = NO_LEASE;  // the option of JobOutcome::leases.back()
+  // SchedulerConfig::failures: the failure hazard the job has been exposed to (held seconds x its
+  // nodes / MTBF), the exposure of its next failure (cumulative Exp(1) draws), and its training since
+  // the last checkpoint on this lease.
+  double exposure = 0;
+  double next_failure = 0;
+  double since_checkpoint_s = 0;
+  double since_checkpoint_iterations = 0;
+  double failure_restart_left = 0;  // a failure's restart cut by the round's end
+  std::mt19937_64 failure_draws;
 };
 
 // Where each active job runs this round: an option index or NO_LEASE.
@@ -46,7 +63,14 @@ class Simulation {
         s.global.push_back(it->second);
       }
     }
+    if (config.failures) {
+      for (size_t j = 0; j < in.jobs.size(); ++j) {
+        state_[j].failure_draws.seed(config.failures->seed + j);
+        state_[j].next_failure = exponential_draw(state_[j].failure_draws);
+      }
+    }
     result_.policy = config.policy;
+    result_.failures = config.failures.has_value();
     result_.jobs.resize(in.jobs.size());
     for (size_t j = 0; j < in.jobs.size(); ++j) {
       JobOutcome& r = result_.jobs[j];
@@ -224,17 +248,32 @@ class Simulation {
         s.started = true;
         r.start_s = t;
       }
+      if (s.lease != o) {  // a start, resume or move begins from a checkpoint, with its own restart
+        s.since_checkpoint_s = 0;
+        s.since_checkpoint_iterations = 0;
+        s.failure_restart_left = 0;
+      }
       s.lease = o;
       s.time_on[o] += config_.round_s;
-      const double needed = s.remaining / opt.iterations_per_s;
       double held = config_.round_s;
-      if (restart + needed <= config_.round_s) {
-        held = restart + needed;
-        s.remaining = 0;
+      bool completed = false;
+      if (config_.failures) {
+        held = run_with_failures(s, r, opt, restart);
+        completed = s.remaining <= 0;
+      } else {
+        const double needed = s.remaining / opt.iterations_per_s;
+        if (restart + needed <= config_.round_s) {
+          held = restart + needed;
+          s.remaining = 0;
+          completed = true;
+        } else {
+          s.remaining -= (config_.round_s - restart) * opt.iterations_per_s;
+        }
+      }
+      if (completed) {
         r.completion_s = t + held;
         ++finished;
       } else {
-        s.remaining -= (config_.round_s - restart) * opt.iterations_per_s;
         still.push_back(j);
       }
       s.held_s += held;
@@ -252,6 +291,57 @@ class Simulation {
     active_ = std::move(still);
     record_utilization(t, gpu_seconds);
     return finished;
+  }
+
+  // One round of a job on `opt` with failures, after a start's restart of `restart` s (0 when it
+  // keeps its lease): events in time order (a restart's end, a checkpoint, a failure, the job's
+  // completion, the round's end). A failure returns the work since the last checkpoint to the job
+  // and starts a restart of restart_s on the same GPUs (one cut by the round's end goes on in the
+  // next round on the same lease; a failure during a restart starts it over). Lost: the GPU time of
+  // the work since the checkpoint and of the restarts failures cause. Returns the seconds the job
+  // held its GPUs (the round, or until it completed).
+  double run_with_failures(JobState& s, JobOutcome& r, const JobOption& opt, double restart) {
+    const SchedulePool& pool = in_.pools[opt.pool];
+    const double nodes = std::ceil(static_cast<double>(opt.gpus) / pool.gpus_per_node);
+    const double hazard_per_s = pool.node_mtbf_s > 0 ? nodes / pool.node_mtbf_s : 0;
+    const double interval = config_.failures->checkpoint_interval_s;
+    bool after_failure = restart == 0 && s.failure_restart_left > 0;
+    double t = 0, restart_left = after_failure ? s.failure_restart_left : restart, lost_s = 0;
+    while (t < config_.round_s && s.remaining > 0) {
+      const double to_failure = hazard_per_s > 0 ? (s.next_failure - s.exposure) / hazard_per_s
+                                                 : std::numeric_limits<double>::infinity();
+      const double to_done = s.remaining / opt.iterations_per_s;
+      const double to_event = restart_left > 0 ? restart_left : std::min(to_done, interval - s.since_checkpoint_s);
+      const double step = std::min({to_event, to_failure, config_.round_s - t});
+      t += step;
+      s.exposure += step * hazard_per_s;
+      if (restart_left > 0) {
+        restart_left -= step;
+        if (after_failure) lost_s += step;
+      } else {
+        const double done = step == to_done ? s.remaining : step * opt.iterations_per_s;
+        s.remaining -= done;
+        s.since_checkpoint_s += step;
+        s.since_checkpoint_iterations += done;
+        if (s.remaining <= 0) break;
+      }
+      if (step == to_failure) {
+        ++r.failures;
+        lost_s += s.since_checkpoint_s;
+        s.remaining += s.since_checkpoint_iterations;
+        s.since_checkpoint_s = 0;
+        s.since_checkpoint_iterations = 0;
+        s.next_failure += exponential_draw(s.failure_draws);
+        restart_left = config_.restart_s;
+        after_failure = true;
+      } else if (restart_left <= 0 && s.since_checkpoint_s >= interval) {
+        s.since_checkpoint_s = 0;  // a checkpoint (its cost is not modelled)
+        s.since_checkpoint_iterations = 0;
+      }
+    }
+    s.failure_restart_left = after_failure ? std::max(0.0, restart_left) : 0;
+    r.lost_gpu_hours += lost_s * opt.gpus / 3600;
+    return t;
   }
 
   void record_utilization(double t, double gpu_seconds) {
@@ -288,6 +378,8 @@ class Simulation {
       last = std::max(last, r.completion_s);
       m.gpu_hours += r.gpu_hours;
       m.cost_usd += r.cost_usd;
+      m.failures += r.failures;
+      m.lost_gpu_hours += r.lost_gpu_hours;
       gpu_seconds += r.gpu_hours * 3600;
     }
     if (jct.empty()) return;
@@ -354,7 +446,11 @@ core::Json outcome_json(const JobOutcome& r, const std::vector<SchedulePool>& po
 
 ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, const ThroughputMatrix& matrix) {
   ScheduleInput in;
-  for (const Pool& p : cluster.pools) in.pools.push_back({p.name, p.gpus(), p.price_per_gpu_hour().value_or(0)});
+  for (const Pool& p : cluster.pools) {
+    const network::ReliabilitySpec reliability = p.config.reliability.value_or(network::ReliabilitySpec{});
+    in.pools.push_back({p.name, p.gpus(), p.price_per_gpu_hour().value_or(0), reliability.node_mtbf.value(),
+                        p.config.gpus_per_node});
+  }
   for (size_t j = 0; j < trace.jobs.size(); ++j) {
     const Job& job = trace.jobs[j];
     in.jobs.push_back({job.name, job.arrival_s, matrix.work_iterations(j), job.weight, job.deadline_s, matrix.options_of(j)});
@@ -364,6 +460,35 @@ ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, 
 
 ScheduleResult simulate_schedule(const ScheduleInput& input, const SchedulerConfig& config) {
   return Simulation(input, config).run();
+}
+
+ClusterRuns schedule_cluster(ClusterSpec cluster, const JobTrace& trace, const ThroughputMatrix& matrix,
+                             const std::vector<Policy>& policies) {
+  ClusterRuns runs;
+  runs.jobs = trace.jobs.size();
+  runs.job_classes = matrix.classes().size();
+  runs.matrix_entries = matrix.entries().size();
+  runs.input = schedule_input(cluster, trace, matrix);
+  for (Policy p : policies) {
+    SchedulerConfig config = cluster.scheduler;
+    config.policy = p;
+    runs.results.push_back(simulate_schedule(runs.input, config));
+  }
+  runs.cluster = std::move(cluster);
+  return runs;
+}
+
+std::vector<ClusterRuns> schedule_clusters(std::vector<ClusterSpec> clusters, const JobTrace& trace,
+                                           const MatrixOptions& matrix_options, const std::vector<Policy>& policies) {
+  TRAINSIM_CHECK(!clusters.empty(), "schedule_clusters: no cluster");
+  std::vector<ClusterRuns> runs;
+  for (size_t c = 0; c < clusters.size(); ++c) {
+    // The first cluster's trace as given; each other's read again, checked against its own pools.
+    const JobTrace on_this = c == 0 ? trace : load_job_trace(trace.file, clusters[c]);
+    const ThroughputMatrix matrix(clusters[c], on_this, matrix_options);
+    runs.push_back(schedule_cluster(std::move(clusters[c]), on_this, matrix, policies));
+  }
+  return runs;
 }
 
 core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& config, const std::vector<ScheduleResult>& results) {
@@ -376,13 +501,27 @@ core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& conf
   }
   doc["pools"] = std::move(pools);
   doc["scheduler"] = {{"round_s", config.round_s}, {"restart_s", config.restart_s}};
+  if (config.failures) {
+    doc["scheduler"]["failures"] = {{"checkpoint_interval_s", config.failures->checkpoint_interval_s},
+                                    {"seed", config.failures->seed}};
+  }
   core::Json runs = core::Json::array();
   for (const ScheduleResult& r : results) {
     core::Json run = core::Json::object();
     run["policy"] = to_string(r.policy);
     run["summary"] = summary_json(r.summary);
+    if (r.failures) {
+      run["summary"]["failures"] = r.summary.failures;
+      run["summary"]["lost_gpu_hours"] = r.summary.lost_gpu_hours;
+    }
     core::Json jobs = core::Json::array();
-    for (const JobOutcome& o : r.jobs) jobs.push_back(outcome_json(o, input.pools));
+    for (const JobOutcome& o : r.jobs) {
+      jobs.push_back(outcome_json(o, input.pools));
+      if (r.failures) {
+        jobs.back()["failures"] = o.failures;
+        jobs.back()["lost_gpu_hours"] = o.lost_gpu_hours;
+      }
+    }
     run["jobs"] = std::move(jobs);
     run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};
     runs.push_back(std::move(run));

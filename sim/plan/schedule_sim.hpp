@@ -27,6 +27,8 @@ struct SchedulePool {
   std::string name;
   int gpus = 0;
   double price_per_gpu_hour = 0;  // 0: no price
+  double node_mtbf_s = 0;         // SchedulerConfig::failures: a node's MTBF (0: its nodes never fail)
+  int gpus_per_node = 1;          // a job on g GPUs spans ceil(g / gpus_per_node) nodes
 };
 
 struct ScheduleJob {
@@ -62,6 +64,10 @@ struct JobOutcome {
   double gpu_hours = 0;      // GPUs held x time (restarts and the idle end of its last round included)
   double cost_usd = 0;       // gpu_hours x the pools' prices
   int restarts = 0;          // starts, resumes and moves
+  // With SchedulerConfig::failures: the job's failures, and the GPU time they wasted: the work since
+  // the last checkpoint, and the restart after each (GPUs held x seconds, in hours).
+  int failures = 0;
+  double lost_gpu_hours = 0;
   // JCT over the time the job would take alone on its fastest option (work / best throughput):
   // 1 = never waited, never slowed down.
   double slowdown = 0;
@@ -81,6 +87,8 @@ struct ScheduleSummary {
   double average_slowdown = 0;  // fairness: the mean and the largest JobOutcome::slowdown
   double max_slowdown = 0;
   size_t deadlines_missed = 0;
+  int failures = 0;             // with SchedulerConfig::failures: summed over the jobs
+  double lost_gpu_hours = 0;
   size_t rounds = 0;
   size_t allocations = 0;    // LP allocations computed
   double wall_s = 0;         // CPU time of the simulation (logged; not in JSON or CSV)
@@ -96,6 +104,7 @@ struct UtilizationTimeline {
 
 struct ScheduleResult {
   Policy policy = Policy::FIFO;
+  bool failures = false;         // simulated with SchedulerConfig::failures (JSON then has the counts)
   std::vector<JobOutcome> jobs;  // in input order
   ScheduleSummary summary;
   UtilizationTimeline timeline;
@@ -103,6 +112,32 @@ struct ScheduleResult {
 
 // REQUIRES: every job has an option; policy MIN_COST: every pool priced (checked by the command).
 ScheduleResult simulate_schedule(const ScheduleInput& input, const SchedulerConfig& config);
+
+// One cluster file's runs of a trace (`schedule`, and each cluster of `schedule --vs`): the cluster,
+// the trace's job classes and matrix entries on it, the simulation's input and one result per
+// policy, in the order given.
+struct ClusterRuns {
+  ClusterSpec cluster;                    // cluster.file names it
+  size_t jobs = 0;                        // the trace's jobs
+  size_t job_classes = 0;                 // the throughput matrix's classes and entries
+  size_t matrix_entries = 0;
+  ScheduleInput input;
+  std::vector<ScheduleResult> results;    // one per policy
+};
+// The same jobs under the same policies on each cluster: `trace` as read against the first
+// cluster, and its file (trace.file) read again against each other cluster's pools (a synthetic
+// trace generates the same jobs: its seed); each cluster's throughput matrix computed with
+// `matrix_options`, and each policy simulated with the cluster's scheduler settings. Throws
+// InputError as load_job_trace and ThroughputMatrix do. REQUIRES: clusters not empty, `trace` read
+// against clusters[0]; policy MIN_COST: every pool of every cluster priced.
+//
+//   const std::vector<plan::ClusterRuns> runs = plan::schedule_clusters({a, b}, trace, {}, {plan::Policy::GAVEL_LAS});
+//   runs[1].results[0].summary.average_jct_s / runs[0].results[0].summary.average_jct_s   // b over a
+std::vector<ClusterRuns> schedule_clusters(std::vector<ClusterSpec> clusters, const JobTrace& trace,
+                                           const MatrixOptions& matrix_options, const std::vector<Policy>& policies);
+// As above for one cluster whose trace is already read (and its matrix computed).
+ClusterRuns schedule_cluster(ClusterSpec cluster, const JobTrace& trace, const ThroughputMatrix& matrix,
+                             const std::vector<Policy>& policies);
 
 // The document of `schedule --format json` (schema trainsim.schedule/1): the cluster, each policy's
 // summary and per-job outcomes.

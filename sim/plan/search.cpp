@@ -13,6 +13,7 @@
 
 #include "models/accounting.hpp"
 #include "sim/plan/bands.hpp"
+#include "sim/plan/pool_placement.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
 #include "sim/plan/time_to_train.hpp"
@@ -56,6 +57,23 @@ struct Search::Variant {
   std::vector<core::Profile> profiles;
   const core::Profile& profile(const std::string& stack) const {
     return profiles[static_cast<size_t>(core::parse_stack(stack))];
+  }
+  // A scenario with cluster.pools: the pools this variant runs on (Layout::pools), and when that is
+  // several of them, each pool's GPU type as a cluster of the variant's size (the first pass
+  // estimates a layout on each).
+  std::string pools;
+  struct PoolType {
+    double share = 0;  // of the variant's GPUs
+    double capacity_bytes = 0;
+    network::ClusterConfig cluster;
+    std::vector<core::Profile> profiles;  // by core::Stack, as `profiles`
+  };
+  std::vector<PoolType> pool_types;
+  // The GPU memory a layout must fit in: the smallest of the pools' GPUs'.
+  double capacity_bytes() const {
+    double c = base.cluster.gpu_spec.hbm_capacity.value();
+    for (const PoolType& t : pool_types) c = std::min(c, t.capacity_bytes);
+    return c;
   }
 };
 
@@ -212,6 +230,29 @@ void check_energy_options(const SearchOptions& o, const Scenario& s, const std::
   }
 }
 
+// A cluster of several GPU types is searched on its own pools: the options that choose GPUs or price
+// them by type, and the energy figures the power model does not give for several types, are refused.
+void check_pool_search_options(const SearchOptions& o, const Scenario& s) {
+  const auto refuse = [&](bool given, const char* flag, const std::string& why) {
+    if (given) {
+      throw core::InputError(flag, "", fmt::format("{} ({}: a cluster of several GPU types, cluster.pools, is searched on "
+                                                   "its own pools, together and each alone)",
+                                                   why, s.file));
+    }
+  };
+  refuse(!o.gpus.empty(), "--gpus", "the GPU counts are the pools'");
+  refuse(!o.gpu_types.empty(), "--gpu", "the GPU types are the pools'");
+  refuse(!o.prices.empty(), "--price", "give cluster.price_per_gpu_hour instead of prices by GPU type");
+  const bool energy = o.objective == Objective::ENERGY || o.objective == Objective::CO2;
+  refuse(energy, "--objective",
+         fmt::format("{} is not searched on several GPU types: the first pass bounds energy with one GPU's power "
+                     "(`trainsim run` reports each layout's)",
+                     to_string(o.objective)));
+  refuse(o.max_power_w.has_value(), "--max-power",
+         "is not searched on several GPU types: the first pass bounds power with one GPU's (`trainsim run` reports "
+         "each layout's peak)");
+}
+
 // Energy of an iteration of `time` on `gpus` GPUs of `c` with every GPU at its limit (TDP or cap) the
 // whole time, hosts, NICs and switches on, times the PUE: the upper bound a first-pass estimate (which
 // has no timeline) is ranked on (energy.hpp).
@@ -235,6 +276,7 @@ Figures figures_of(const core::Json& report) {
     f.energy_per_iteration_j = report["energy"]["per_iteration_j"].get<double>();
     f.peak_power_w = report["energy"]["peak_power_w"].get<double>();
   }
+  if (report.contains("pools")) f.binding_pool = report["pools"]["binding"].get<std::string>();
   if (report.contains("network") && report["network"].contains("closed_form")) {
     for (const core::Json& g : report["network"]["closed_form"]["groups"]) f.closed_form.push_back(g["group"].get<std::string>());
   }
@@ -416,6 +458,7 @@ core::Json Layout::to_json() const {
   j["index"] = index;
   j["gpu"] = gpu;
   j["gpus"] = gpus;
+  if (!pools.empty()) j["pools"] = pools;
   j["tensor"] = tensor;
   j["pipeline"] = pipeline;
   j["data"] = data;
@@ -444,6 +487,7 @@ Layout Layout::from_json(core::ObjectReader& r) {
   l.index = static_cast<uint64_t>(r.integer("index", 0, 0));
   l.gpu = r.required_string("gpu").value_or("");
   l.gpus = static_cast<int>(r.required_integer("gpus", 1, MAX_DEGREE).value_or(1));
+  l.pools = r.string("pools", "");
   for (auto [key, field] : {std::pair{"tensor", &l.tensor}, std::pair{"pipeline", &l.pipeline}, std::pair{"data", &l.data},
                             std::pair{"context", &l.context}, std::pair{"expert", &l.expert},
                             std::pair{"virtual_stages", &l.virtual_stages}}) {
@@ -483,6 +527,7 @@ core::Json Figures::to_json() const {
   if (goodput) j["goodput"] = *goodput;
   if (energy_per_iteration_j) j["energy_per_iteration_j"] = *energy_per_iteration_j;
   if (peak_power_w) j["peak_power_w"] = *peak_power_w;
+  if (!binding_pool.empty()) j["binding_pool"] = binding_pool;
   if (!fingerprint.empty()) j["workload_fingerprint"] = fingerprint;
   if (!closed_form.empty()) j["closed_form"] = closed_form;
   return j;
@@ -531,6 +576,7 @@ Figures Figures::from_json(core::ObjectReader& r) {
   if (r.has("goodput")) f.goodput = r.number("goodput", 1, 0, 1);
   if (r.has("energy_per_iteration_j")) f.energy_per_iteration_j = r.number("energy_per_iteration_j", 1, 0, 1e18);
   if (r.has("peak_power_w")) f.peak_power_w = r.number("peak_power_w", 1, 0, 1e12);
+  f.binding_pool = r.string("binding_pool", "");
   f.fingerprint = r.string("workload_fingerprint", "");
   if (r.has("closed_form")) f.closed_form = r.string_array("closed_form");
   r.finish();
@@ -640,7 +686,8 @@ Search::Search(SearchOptions options)
                              fmt::format("{} GPUs do not fill whole nodes of {} (cluster.gpus_per_node)", g, per_node));
     }
   }
-  if (options_.max_gpus) {
+  if (!scenario.cluster.pools.empty()) check_pool_search_options(options_, scenario);
+  if (options_.max_gpus && scenario.cluster.pools.empty()) {
     std::erase_if(gpus, [&](int g) { return g > *options_.max_gpus; });
     if (gpus.empty()) {
       throw core::InputError("--max-gpus", "",
@@ -701,48 +748,98 @@ Search::Search(SearchOptions options)
 
   check_energy_options(options_, scenario, types);
 
-  for (const std::string& type : types) {
-    for (int g : gpus) {
-      core::Json d = doc;
-      if (type != scenario.cluster.gpu) {
-        // Another GPU: its NVLink bandwidth and its built-in profile, not the scenario's.
-        d["cluster"]["gpu"] = type;
-        if (d["cluster"].contains("intra_node")) d["cluster"]["intra_node"].erase("bandwidth");
-        if (d.contains("simulation")) d["simulation"].erase("profile");
+  // A variant read from its scenario document `d`: the cluster's feasibility, warnings, FLOPs and
+  // the device profile under each stack. `what` names it in messages ("8 x H100-SXM5-80GB").
+  const auto make_variant = [&](const core::Json& d, const std::string& what) {
+    Variant v;
+    try {
+      v.base = read_scenario(d, options_.scenario, StrategyCheck::SKIP);
+    } catch (const core::InputError& e) {
+      std::vector<core::InputProblem> problems = e.problems();
+      for (auto& p : problems) p.message += fmt::format(" (searching {})", what);
+      throw core::InputError(problems);
+    }
+    v.gpus = v.base.cluster.world_size();
+    v.gpu = v.base.cluster.gpu;
+    core::Diagnostics hardware;
+    network::check_feasibility(v.base.cluster, options_.scenario, "/cluster", hardware);
+    if (!hardware.empty()) v.infeasible = reason_of(hardware.problems().front());
+    for (const std::string& w : v.base.warnings) {
+      if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
+    }
+    v.base.parallelism.stage_layers.clear();
+    v.model_flops = models::iteration_flops(v.base.model, v.base.training, v.base.parallelism).model.value();
+    v.peak_flops = v.base.cluster.gpu_spec.peak(v.base.training.precision).value();
+    for (const std::string& name : core::stack_names()) {
+      v.profiles.push_back(v.base.profile);
+      v.profiles.back().device = device_for_stack(v.base, core::parse_stack(name));
+    }
+    return v;
+  };
+  if (!scenario.cluster.pools.empty()) {
+    // Every pool together (stages or replicas across them, split by speed), then each pool alone.
+    const std::vector<network::NodePool>& pools = scenario.cluster.pools;
+    const core::Json& pools_doc = doc["cluster"]["pools"];
+    core::Json mixed = doc;
+    if (mixed.contains("training")) mixed["training"].erase("batch_split");
+    if (mixed.contains("parallelism")) mixed["parallelism"].erase("stage_layers");
+    // The scenario on one GPU type: pool i's GPU on `nodes` nodes.
+    const auto one_type = [&](size_t i, int nodes) {
+      core::Json d = mixed;
+      d["cluster"].erase("pools");
+      d["cluster"]["gpu"] = pools_doc[i]["gpu"];
+      d["cluster"]["nodes"] = nodes;
+      return d;
+    };
+    if (pools.size() > 1) {
+      Variant v = make_variant(mixed, "every pool");
+      std::vector<std::string> names, gpus_used;
+      v.peak_flops = 0;
+      for (size_t i = 0; i < pools.size(); ++i) {
+        names.push_back(pools[i].name);
+        gpus_used.push_back(pools[i].gpu);
+        Variant u = make_variant(one_type(i, scenario.cluster.nodes), fmt::format("pool {}'s GPU", pools[i].name));
+        // The links the pools share: the mixed cluster's NVLink (the slowest pool's).
+        u.base.cluster.intra_node = v.base.cluster.intra_node;
+        const double share = static_cast<double>(pools[i].nodes) / scenario.cluster.nodes;
+        v.peak_flops += share * u.peak_flops;  // MFU over the GPUs' mean peak, as the report's
+        v.pool_types.push_back({share, pools[i].gpu_spec.hbm_capacity.value(), u.base.cluster, u.profiles});
       }
-      if (const std::optional<double> price = options_.prices.for_gpu(type, "--price")) {
-        d["cluster"]["price_per_gpu_hour"] = *price;
+      v.pools = fmt::format("{}", fmt::join(names, "+"));
+      v.gpu = fmt::format("{}", fmt::join(gpus_used, "+"));
+      if (!options_.max_gpus || v.gpus <= *options_.max_gpus) variants_.push_back(std::move(v));
+    }
+    for (size_t i = 0; i < pools.size(); ++i) {
+      Variant v = make_variant(one_type(i, pools[i].nodes), fmt::format("pool {} alone", pools[i].name));
+      v.pools = pools[i].name;
+      if (!options_.max_gpus || v.gpus <= *options_.max_gpus) variants_.push_back(std::move(v));
+    }
+    if (variants_.empty()) {
+      throw core::InputError("--max-gpus", "", fmt::format("no pool has at most {} GPUs", *options_.max_gpus));
+    }
+  } else {
+    for (const std::string& type : types) {
+      for (int g : gpus) {
+        core::Json d = doc;
+        if (type != scenario.cluster.gpu) {
+          // Another GPU: its NVLink bandwidth and its built-in profile, not the scenario's.
+          d["cluster"]["gpu"] = type;
+          if (d["cluster"].contains("intra_node")) d["cluster"]["intra_node"].erase("bandwidth");
+          if (d.contains("simulation")) d["simulation"].erase("profile");
+        }
+        if (const std::optional<double> price = options_.prices.for_gpu(type, "--price")) {
+          d["cluster"]["price_per_gpu_hour"] = *price;
+        }
+        if (g < per_node) {
+          d["cluster"]["gpus_per_node"] = g;
+          d["cluster"]["nodes"] = 1;
+        } else {
+          d["cluster"]["nodes"] = g / per_node;
+        }
+        Variant v = make_variant(d, fmt::format("{} x {}", g, type));
+        v.gpu = type;
+        variants_.push_back(std::move(v));
       }
-      if (g < per_node) {
-        d["cluster"]["gpus_per_node"] = g;
-        d["cluster"]["nodes"] = 1;
-      } else {
-        d["cluster"]["nodes"] = g / per_node;
-      }
-      Variant v;
-      try {
-        v.base = read_scenario(d, options_.scenario, StrategyCheck::SKIP);
-      } catch (const core::InputError& e) {
-        std::vector<core::InputProblem> problems = e.problems();
-        for (auto& p : problems) p.message += fmt::format(" (searching {} x {})", g, type);
-        throw core::InputError(problems);
-      }
-      v.gpu = type;
-      v.gpus = g;
-      core::Diagnostics hardware;
-      network::check_feasibility(v.base.cluster, options_.scenario, "/cluster", hardware);
-      if (!hardware.empty()) v.infeasible = reason_of(hardware.problems().front());
-      for (const std::string& w : v.base.warnings) {
-        if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
-      }
-      v.base.parallelism.stage_layers.clear();
-      v.model_flops = models::iteration_flops(v.base.model, v.base.training, v.base.parallelism).model.value();
-      v.peak_flops = v.base.cluster.gpu_spec.peak(v.base.training.precision).value();
-      for (const std::string& name : core::stack_names()) {
-        v.profiles.push_back(v.base.profile);
-        v.profiles.back().device = device_for_stack(v.base, core::parse_stack(name));
-      }
-      variants_.push_back(std::move(v));
     }
   }
 
@@ -892,7 +989,7 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
 
 const Search::Variant& Search::variant_of(const Layout& l) const {
   const auto v = std::find_if(variants_.begin(), variants_.end(),
-                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus; });
+                              [&](const Variant& x) { return x.gpu == l.gpu && x.gpus == l.gpus && x.pools == l.pools; });
   TRAINSIM_CHECK(v != variants_.end(), "layout of another search");
   return *v;
 }
@@ -905,6 +1002,13 @@ Scenario Search::scenario_of(const Layout& l) const {
   // Pruning is the scenario's, fixed: layouts are ranked on the pruned steady-state iteration, without
   // predicting the dense iterations before start_iteration (docs/search.md).
   s.pruning.start_iteration = 0;
+  if (!v.pool_types.empty()) {
+    // The layers or the batch split over the pools by speed, as `run` splits them; evaluate()
+    // checked that the layout's placement has one (check_pool_layout).
+    core::Diagnostics problems;
+    resolve_pools(s, problems);
+    TRAINSIM_CHECK(problems.empty(), "a layout on the pools that check_pool_layout let through has no split");
+  }
   return s;
 }
 
@@ -949,7 +1053,7 @@ std::optional<std::string> Search::missed_constraint(const Layout& l, double tim
     return fmt::format("over --max-power {} ({})", core::format_watts(*options_.max_power_w), source);
   }
   if (options_.fits && options_.headroom.given() && peak_bytes >= 0 &&
-      peak_bytes > options_.headroom.usable(v.base.cluster.gpu_spec.hbm_capacity.value())) {
+      peak_bytes > options_.headroom.usable(v.capacity_bytes())) {
     return fmt::format("out of memory with --memory-headroom {} ({})", options_.headroom.describe(), source);
   }
   if (!options_.deadline_days && !options_.budget_usd) return std::nullopt;
@@ -1013,6 +1117,37 @@ void keep_for_refinement(std::vector<Evaluated>& pool, size_t keep, const Search
 
 }  // namespace
 
+namespace {
+
+// The first pass of a layout across the pools (Search::Variant::pool_types): its estimate on a
+// cluster of each pool's GPU type, combined as the split by speed combines them. With the layers or
+// the batch split in proportion to each type's speed, every GPU's work takes about as long, so the
+// iteration runs at the GPUs' summed speed: 1 / T = sum over types of (share of GPUs / T on that
+// type), the GPU-weighted harmonic mean (exact for compute when every pool's share of the work
+// divides evenly; the pools' collectives, priced at each type's, are averaged the same way). Peak
+// memory: the largest type's. std::nullopt when, with `headroom`, some type's estimate is above its
+// GPU's memory.
+std::optional<Estimate> estimate_across_pools(const Search::Variant& v, const models::TrainingConfig& training,
+                                              const models::ParallelismConfig& par, const std::string& stack,
+                                              const models::OffloadConfig& offload,
+                                              const models::CompressionConfig& compression,
+                                              const MemoryHeadroom* headroom) {
+  Estimate across;
+  double speed = 0;
+  for (const Search::Variant::PoolType& t : v.pool_types) {
+    const Estimate e = estimate_layout(v.base.model, training, par, t.cluster,
+                                       t.profiles[static_cast<size_t>(core::parse_stack(stack))], v.base.pruning, offload,
+                                       compression);
+    if (headroom != nullptr && e.peak_memory_bytes > headroom->usable(t.capacity_bytes)) return std::nullopt;
+    speed += t.share / e.iteration_time_s;
+    across.peak_memory_bytes = std::max(across.peak_memory_bytes, e.peak_memory_bytes);
+  }
+  across.iteration_time_s = 1 / speed;
+  return across;
+}
+
+}  // namespace
+
 SearchResult Search::evaluate() const {
   SearchResult result;
   result.capacity_bytes = variants_.front().base.cluster.gpu_spec.hbm_capacity.value();
@@ -1065,6 +1200,7 @@ SearchResult Search::evaluate() const {
               if (diag.empty()) models::check_offload(offload, par, v.base.cluster.nvme.has_value(), "", diag);
               // The scenario's gradient compression may not combine with this layout's ZeRO stage.
               if (diag.empty()) models::check_compression(compression, v.base.model, par, v.base.pruning, "", diag);
+              if (diag.empty() && !v.pool_types.empty()) check_pool_layout(v.base.cluster, par, training, "", diag);
               if (!diag.empty()) {
                 ++out.rejected[diag.problems().front().message];
                 continue;
@@ -1092,11 +1228,19 @@ SearchResult Search::evaluate() const {
                   ++out.rejected[e.problems().front().message];
                   continue;
                 }
+              } else if (!v.pool_types.empty()) {
+                const std::optional<Estimate> across = estimate_across_pools(v, training, par, l.stack, offload, compression,
+                                                                             options_.fits ? &options_.headroom : nullptr);
+                if (!across) {
+                  ++out.rejected[out_of_memory];
+                  continue;
+                }
+                est = *across;
               } else {
                 est = estimate_layout(v.base.model, training, par, v.base.cluster, v.profile(l.stack), v.base.pruning,
                                       offload, compression);
               }
-              if (options_.fits && est.peak_memory_bytes > capacity) {
+              if (options_.fits && v.pool_types.empty() && est.peak_memory_bytes > capacity) {
                 ++out.rejected[out_of_memory];
                 continue;
               }
@@ -1173,6 +1317,7 @@ namespace {
 // Whether two refined layouts differ in no figure a planner reads (Evaluated::equivalent).
 bool same_figures(const Evaluated& a, const Evaluated& b) {
   return a.analytic && b.analytic && a.layout.gpu == b.layout.gpu && a.layout.gpus == b.layout.gpus &&
+         a.layout.pools == b.layout.pools &&
          a.analytic->iteration_time_s == b.analytic->iteration_time_s &&
          a.analytic->peak_memory_bytes == b.analytic->peak_memory_bytes && a.analytic->fits == b.analytic->fits &&
          a.analytic->goodput == b.analytic->goodput;
@@ -1512,6 +1657,7 @@ Layout Search::layout_of(const Shape& s, int vs, int64_t mb, int sp, int rci, in
   l.index = index;
   l.gpu = v.gpu;
   l.gpus = v.gpus;
+  l.pools = v.pools;
   l.tensor = s.tensor;
   l.pipeline = s.pipeline;
   l.data = s.data;

@@ -20,6 +20,12 @@
 //   4. refine     the `refine` best estimates are evaluated with the analytic backend (the real
 //                 workload) and ranked on those figures, after the constraints (fits, min_mfu)
 //   5. recheck    the `top` best are simulated again with SimGrid and re-ordered by its figures
+// A scenario whose cluster gives pools of several GPU types (docs/search.md, "Mixed clusters") is
+// searched on its own pools: every layout on all of them (pipeline stages or data-parallel replicas
+// across the pools, the layers or the batch split by speed as `run` splits them) and on each pool
+// alone. The first pass prices a layout across pools as the GPU-weighted harmonic mean of its
+// estimates on clusters of each type (the split by speed evens the per-GPU work out); the analytic
+// backend then prices the real split.
 // Same inputs, same output, whatever `jobs` (ties are broken by enumeration index).
 
 #include <cstdint>
@@ -130,8 +136,11 @@ inline constexpr uint64_t MAX_CANDIDATES = 10'000'000;
 // One layout of the search space.
 struct Layout {
   uint64_t index = 0;  // enumeration order (sharding, ties)
-  std::string gpu;
+  std::string gpu;     // on several pools their GPUs, "+"-joined in pool order
   int gpus = 0;
+  // A scenario with cluster.pools: the pools the layout runs on, "+"-joined in pool order ("h100+a100":
+  // every pool, its batch or layers split by speed; "h100": that pool alone); "" otherwise.
+  std::string pools;
   int tensor = 1, pipeline = 1, data = 1, context = 1, expert = 1, virtual_stages = 1;
   int spatial = 1;  // layer-graph models: GPUs each sample is split over (parallelism.spatial)
   int64_t micro_batch = 1;
@@ -171,6 +180,8 @@ struct Figures {
   // power is not known.
   std::optional<double> energy_per_iteration_j;
   std::optional<double> peak_power_w;
+  // On several pools: the pool whose ranks finish last (the report's pools.binding); "" otherwise.
+  std::string binding_pool;
   // Analytic figures: the workload's timing fingerprint with the cluster, simulation settings and
   // profile ("" when unknown). Layouts with equal fingerprints simulate to the same time, so the
   // SimGrid re-check runs one of them (ZeRO-1 and ZeRO-2 often differ only in memory).

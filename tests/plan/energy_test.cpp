@@ -28,8 +28,8 @@ core::ClusterPower gpus_only() {
 //   rank 0: GEMM [0, 2), communication [1, 3) (overlaps the GEMM over [1, 2): GEMM wins), waits [3, 4)
 //   rank 1: waits [0, 1), memory-bound [1, 2), communication [2, 4)
 std::vector<RankPowerTimeline> two_ranks() {
-  RankPowerTimeline r0{1, 0, {{0, 2, PowerActivity::GEMM_BOUND}, {1, 3, PowerActivity::COMMUNICATION}}};
-  RankPowerTimeline r1{1, 0, {{1, 2, PowerActivity::MEMORY_BOUND}, {2, 4, PowerActivity::COMMUNICATION}}};
+  RankPowerTimeline r0{1, 0, {{0, 2, PowerActivity::GEMM_BOUND}, {1, 3, PowerActivity::COMMUNICATION}}, {}};
+  RankPowerTimeline r1{1, 0, {{1, 2, PowerActivity::MEMORY_BOUND}, {2, 4, PowerActivity::COMMUNICATION}}, {}};
   return {r0, r1};
 }
 
@@ -46,6 +46,24 @@ TEST(IterationEnergy, TwoRanksByHand) {
   EXPECT_DOUBLE_EQ(e.average_power_w, 732.5);
   // power over time: [0,1) 700 + 100 = 800; [1,2) 700 + 490 = 1190; [2,3) 280 + 280 = 560; [3,4) 100 + 280 = 380
   EXPECT_DOUBLE_EQ(e.peak_power_w, 1190);
+}
+
+// Several GPU types (cluster.pools): rank 1 on a GPU of TDP 400 W, idle 50 W (GEMM-bound 400 W,
+// memory-bound 50 + 0.65 x 350 = 277.5 W, communicating 50 + 0.3 x 350 = 155 W, waiting 50 W), rank 0
+// on the 700 W GPU as above.
+TEST(IterationEnergy, EachRankDrawsAsItsOwnGpu) {
+  std::vector<RankPowerTimeline> ranks = two_ranks();
+  core::GpuPower small;
+  small.tdp_w = 400;
+  small.idle_w = 50;
+  ranks[1].gpu = small;
+  const EnergyFigures e = iteration_energy(ranks, 4.0, gpu_700_100(), gpus_only(), 1, 8);
+  EXPECT_DOUBLE_EQ(e.gpu_s[2], 3);  // seconds are the same
+  // rank 0: 1780 J as above; rank 1: 50 + 277.5 + 2 x 155 = 637.5 J
+  EXPECT_DOUBLE_EQ(e.gpu_j_total, 1780 + 637.5);
+  EXPECT_DOUBLE_EQ(e.gpu_j[2], 280 + 2 * 155);  // communication: 1 s on rank 0, 2 s on rank 1
+  // power over time: [0,1) 700 + 50; [1,2) 700 + 277.5 = 977.5; [2,3) 280 + 155; [3,4) 100 + 155
+  EXPECT_DOUBLE_EQ(e.peak_power_w, 977.5);
 }
 
 TEST(IterationEnergy, RanksStandForTheirProgramAndTheRestOfTheClusterAndPueCount) {
@@ -68,8 +86,8 @@ TEST(IterationEnergy, RanksStandForTheirProgramAndTheRestOfTheClusterAndPueCount
 TEST(IterationEnergy, ASteadyStateWindowWrapsOntoTheIteration) {
   // A rank whose iteration starts at 3 s: GEMM [3, 5) of the window [3, 7) lands on [3, 4) and [0, 1)
   // of the period; a second rank computes GEMM over [0, 1) too: the peak is both at 700 W.
-  RankPowerTimeline late{1, 3, {{3, 5, PowerActivity::GEMM_BOUND}}};
-  RankPowerTimeline early{1, 0, {{0, 1, PowerActivity::GEMM_BOUND}}};
+  RankPowerTimeline late{1, 3, {{3, 5, PowerActivity::GEMM_BOUND}}, {}};
+  RankPowerTimeline early{1, 0, {{0, 1, PowerActivity::GEMM_BOUND}}, {}};
   const EnergyFigures e = iteration_energy({late, early}, 4.0, gpu_700_100(), gpus_only(), 1, 8);
   EXPECT_DOUBLE_EQ(e.gpu_s[0], 3);
   EXPECT_DOUBLE_EQ(e.gpu_s[3], 5);
@@ -129,6 +147,41 @@ TEST_P(ReportEnergy, AddsUpOverTheIteration) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReportEnergy, ::testing::Values("analytic", "simgrid"));
+
+// A job on 8 H100s (700 W) and 8 A100s (400 W), data parallel with the batch split by speed: each
+// pool's ranks draw as their own GPU, so the GPUs' joules lie strictly between the same seconds all
+// priced as A100s and all as H100s, and the peak stays under both pools at TDP plus the rest.
+class PoolEnergy : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PoolEnergy, EachPoolAtItsOwnPower) {
+  const Scenario s = load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/mixed/gpt3-1.3b-h100-a100-dp.json",
+                                   {"training.tokens=1e9"});
+  const core::Json report = predict_report(s, GetParam());  // SimGrid in a child process
+  ASSERT_TRUE(report.contains("energy"));
+  const core::Json& e = report["energy"];
+  const double time = report["iteration_time_s"].get<double>();
+  const core::GpuPower a100 = core::catalog_gpu_power("A100-SXM4-80GB"), h100 = core::catalog_gpu_power("H100-SXM5-80GB");
+  ASSERT_EQ(a100.tdp_w, 400);
+  ASSERT_EQ(h100.tdp_w, 700);
+  double seconds = 0, as_a100 = 0, as_h100 = 0;
+  for (int a = 0; a < core::POWER_ACTIVITY_COUNT; ++a) {
+    const double sec = e["gpu"]["s"][std::string(core::to_string(static_cast<PowerActivity>(a)))].get<double>();
+    seconds += sec;
+    as_a100 += sec * a100.draw_w(static_cast<PowerActivity>(a));
+    as_h100 += sec * h100.draw_w(static_cast<PowerActivity>(a));
+  }
+  EXPECT_NEAR(seconds, 16 * time, 1e-9 * seconds);
+  const double joules = e["gpu"]["j_total"].get<double>();
+  EXPECT_GT(joules, as_a100);
+  EXPECT_LT(joules, as_h100);
+  EXPECT_NEAR(e["average_power_w"].get<double>() * time, e["per_iteration_j"].get<double>(),
+              1e-9 * e["per_iteration_j"].get<double>());
+  const double ceiling = (8 * 700 + 8 * 400 + s.power.non_gpu_w(2, s.cluster.network.nics_per_node)) * s.power.pue;
+  EXPECT_LE(e["peak_power_w"].get<double>(), ceiling * (1 + 1e-12));
+  EXPECT_GT(e["run_mwh"].get<double>(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PoolEnergy, ::testing::Values("analytic", "simgrid"));
 
 TEST(PowerCap, SlowsComputeAndLowersTheDraw) {
   const std::string file = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/gpt3-6.7b-a100-8.json";

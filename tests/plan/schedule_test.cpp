@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -22,7 +26,7 @@ const std::filesystem::path SRC(TRAINSIM_SOURCE_DIR);
 // 1000 iterations, J2 at 50 with 50; both do 1 it/s.
 ScheduleInput one_gpu_two_jobs() {
   ScheduleInput in;
-  in.pools = {{"p", 1, 2.0}};
+  in.pools = {{"p", 1, 2.0, 0, 1}};
   in.jobs = {{"J1", 0, 1000, 1, std::nullopt, {{0, 1, 1.0}}}, {"J2", 50, 50, 1, std::nullopt, {{0, 1, 1.0}}}};
   return in;
 }
@@ -91,7 +95,7 @@ TEST(ClusterSchedule, GavelLasPreemptsForTheShortJobByHand) {
 // and finishes both sooner on average.
 TEST(ClusterSchedule, AwareBeatsAgnosticOnTwoTypes) {
   ScheduleInput in;
-  in.pools = {{"slow", 1, 0}, {"fast", 1, 0}};
+  in.pools = {{"slow", 1, 0, 0, 1}, {"fast", 1, 0, 0, 1}};
   in.jobs = {{"J1", 0, 400, 1, std::nullopt, {{0, 1, 1.0}, {1, 1, 4.0}}},
              {"J2", 0, 400, 1, std::nullopt, {{0, 1, 1.0}, {1, 1, 1.25}}}};
   SchedulerConfig c = config(Policy::FIFO);
@@ -115,7 +119,7 @@ TEST(ClusterSchedule, DeadlineMissedIsCounted) {
 // The 95th percentile by nearest rank: of 20 JCTs the 19th smallest.
 TEST(ClusterSchedule, P95IsTheNearestRank) {
   ScheduleInput in;
-  in.pools = {{"p", 20, 0}};
+  in.pools = {{"p", 20, 0, 0, 1}};
   for (int i = 1; i <= 20; ++i) in.jobs.push_back({fmt::format("j{}", i), 0, i * 10.0, 1, std::nullopt, {{0, 1, 1.0}}});
   SchedulerConfig c = config(Policy::FIFO);
   c.restart_s = 0;
@@ -123,6 +127,128 @@ TEST(ClusterSchedule, P95IsTheNearestRank) {
   const ScheduleResult r = simulate_schedule(in, c);
   EXPECT_DOUBLE_EQ(r.summary.p95_jct_s, 190);
   EXPECT_DOUBLE_EQ(r.summary.makespan_s, 200);
+}
+
+// --- Failures during the trace ---
+
+// The Exp(1) draws of job `j`'s failures, as docs/schedule.md specifies them: std::mt19937_64 seeded
+// with seed + j, each draw -ln(1 - u), u = the 53 high bits / 2^53.
+std::vector<double> failure_draws(uint64_t seed, size_t j, int n) {
+  std::mt19937_64 g(seed + j);
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back(-std::log1p(-static_cast<double>(g() >> 11) * 0x1.0p-53));
+  return out;
+}
+
+// One job of 60 iterations at 1 it/s on a pool of one 1-GPU node of the given MTBF (2 $/GPU-hour).
+ScheduleInput failing_job(double node_mtbf_s) {
+  ScheduleInput in;
+  in.pools = {{"p", 1, 2.0, node_mtbf_s, 1}};
+  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0}}}};
+  return in;
+}
+
+// FIFO, rounds of 100 s, 10 s restarts, checkpoints every 30 s of training, failures seeded.
+SchedulerConfig failing_config(uint64_t seed) {
+  SchedulerConfig c = config(Policy::FIFO);
+  c.failures = FailureConfig{30, seed};
+  return c;
+}
+
+// One job of 60 iterations at 1 it/s on a 1-GPU node, FIFO, rounds of 100 s, 10 s restarts,
+// checkpoints every 30 s of training. The node's MTBF is set so that the first failure comes after
+// 50 s held (exposure e1 = 50 / MTBF): restart [0, 10), training [10, 40) (checkpoint at 30 s of
+// training), [40, 50) then the failure: those 10 s of work are lost, restart [50, 60), and the 30
+// iterations left run [60, 90). The second failure would come at 50 (e1 + e2) / e1 s, after 90 for
+// this seed. Lost: 10 s of work + the 10 s restart; held 90 s.
+TEST(ClusterScheduleFailures, OneFailureByHand) {
+  const uint64_t seed = 7;
+  const std::vector<double> e = failure_draws(seed, 0, 2);
+  ASSERT_GT(50 * (e[0] + e[1]) / e[0], 90.0) << "the seed's second failure must come after the job's end";
+  const ScheduleInput in = failing_job(50 / e[0]);
+  SchedulerConfig c = failing_config(seed);
+  const ScheduleResult r = simulate_schedule(in, c);
+  EXPECT_TRUE(r.failures);
+  EXPECT_EQ(r.jobs[0].failures, 1);
+  EXPECT_NEAR(r.jobs[0].completion_s, 90, 1e-9);
+  EXPECT_NEAR(r.jobs[0].lost_gpu_hours, 20 / 3600.0, 1e-12);
+  EXPECT_NEAR(r.jobs[0].gpu_hours, 90 / 3600.0, 1e-12);
+  EXPECT_EQ(r.jobs[0].restarts, 1);  // the start; the failure's restart is counted as a failure
+  EXPECT_EQ(r.summary.failures, 1);
+  EXPECT_NEAR(r.summary.lost_gpu_hours, 20 / 3600.0, 1e-12);
+  // Without failures: restart [0, 10), 60 s of work: done at 70.
+  c.failures.reset();
+  const ScheduleResult none = simulate_schedule(in, c);
+  EXPECT_FALSE(none.failures);
+  EXPECT_DOUBLE_EQ(none.jobs[0].completion_s, 70);
+  EXPECT_EQ(none.jobs[0].failures, 0);
+}
+
+// Two failures, the second during the first one's restart, which starts over: with the MTBF making
+// the first failure at 50 s held and a seed whose second draw is small (e2 / e1 < 0.2: the second
+// comes within the 10 s restart after 50), the job restarts at 50 + 50 e2 / e1 for 10 s more.
+TEST(ClusterScheduleFailures, FailureDuringARestartStartsItOver) {
+  uint64_t seed = 0;
+  std::vector<double> e;
+  for (seed = 1; seed < 10000; ++seed) {
+    e = failure_draws(seed, 0, 3);
+    if (e[1] / e[0] < 0.2 && 50 * (e[0] + e[1] + e[2]) / e[0] > 200) break;
+  }
+  ASSERT_LT(seed, 10000u);
+  const double second = 50 * (e[0] + e[1]) / e[0];  // during the restart [50, 60)
+  const ScheduleResult r = simulate_schedule(failing_job(50 / e[0]), failing_config(seed));
+  EXPECT_EQ(r.jobs[0].failures, 2);
+  // Restart until second + 10, then the 30 iterations left (10 of 40 were lost).
+  EXPECT_NEAR(r.jobs[0].completion_s, second + 10 + 30, 1e-9);
+  // Lost: 10 s of work, the interrupted restart (second - 50) and the full one after it.
+  EXPECT_NEAR(r.jobs[0].lost_gpu_hours, (10 + (second - 50) + 10) / 3600.0, 1e-12);
+}
+
+// --- Several clusters (schedule --vs) ---
+
+// One job of 1 reference hour on 8 GPUs, measured on an A100 node, on two clusters under FIFO with
+// rounds of 360 s and 30 s restarts. Cluster A has only that node: the job starts at 0 and ends
+// after the restart and its hour, 30 + 3600 = 3630 s. Cluster B lists an H100 node first: FIFO takes
+// the first pool with room, and the hour shrinks by the A100's iteration rate over the H100's (each
+// from cluster B's own matrix, the trace read again against its pools).
+TEST(ClusterScheduleClusters, SameJobsOnEachClusterByHand) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / fmt::format("clusters-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const core::Json trace_doc = core::Json::parse(R"({"reference_pool": "a100", "jobs": [
+      {"name": "j", "scenario": {"model": "gpt3-125m", "training": {"sequence_length": 1024, "global_batch": 32}},
+       "work": {"reference_hours": 1}, "gpus": [8]}]})");
+  std::ofstream((dir / "jobs.json").string()) << trace_doc.dump();
+  const core::Json a100 = {{"name", "a100"}, {"gpu", "A100-SXM4-80GB"}, {"nodes", 1}};
+  const core::Json h100 = {{"name", "h100"}, {"gpu", "H100-SXM5-80GB"}, {"nodes", 1}};
+  const core::Json scheduler = {{"round_s", 360}, {"restart_s", 30}};
+  const ClusterSpec a = read_cluster_spec({{"pools", {a100}}, {"scheduler", scheduler}}, "a.json");
+  const ClusterSpec b = read_cluster_spec({{"pools", {h100, a100}}, {"scheduler", scheduler}}, "b.json");
+  const JobTrace trace = load_job_trace((dir / "jobs.json").string(), a);
+  MatrixOptions mo;
+  mo.refine = 2;
+  const std::vector<ClusterRuns> runs = schedule_clusters({a, b}, trace, mo, {Policy::FIFO, Policy::GAVEL_LAS});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].cluster.file, "a.json");
+  EXPECT_EQ(runs[1].cluster.file, "b.json");
+  EXPECT_EQ(runs[1].jobs, 1u);
+  EXPECT_EQ(runs[1].job_classes, 1u);
+  EXPECT_EQ(runs[1].matrix_entries, 2u);  // one class on two pools at 8 GPUs
+  ASSERT_EQ(runs[0].results.size(), 2u);
+  EXPECT_EQ(runs[0].results[0].policy, Policy::FIFO);
+  EXPECT_EQ(runs[0].results[1].policy, Policy::GAVEL_LAS);
+  EXPECT_NEAR(runs[0].results[0].jobs[0].completion_s, 3630, 1e-6);
+  const std::vector<JobOption>& options = runs[1].input.jobs[0].options;
+  ASSERT_EQ(options.size(), 2u);
+  EXPECT_EQ(options[0].pool, 0u);  // h100
+  const double hour_on_h100 = 3600 * options[1].iterations_per_s / options[0].iterations_per_s;
+  EXPECT_LT(hour_on_h100, 3600);
+  EXPECT_NEAR(runs[1].results[0].jobs[0].completion_s, 30 + hour_on_h100, 1e-6);
+  EXPECT_EQ(runs[1].results[0].jobs[0].leases.at(0).pool, 0u);
+  // The same as simulating cluster B's input directly.
+  SchedulerConfig fifo = b.scheduler;
+  fifo.policy = Policy::FIFO;
+  EXPECT_EQ(simulate_schedule(runs[1].input, fifo).jobs[0].completion_s, runs[1].results[0].jobs[0].completion_s);
+  std::filesystem::remove_all(dir);
 }
 
 // --- The throughput matrix ---
