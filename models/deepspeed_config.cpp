@@ -1,4 +1,5 @@
 #include "models/deepspeed_config.hpp"
+#include "models/zero3_buffers.hpp"
 
 #include <algorithm>
 
@@ -24,6 +25,10 @@ core::Json DeepSpeedZeroConfig::to_json() const {
   return {{"prefetch_bucket_elements", prefetch_bucket_elements},
           {"max_live_parameters", max_live_parameters},
           {"persistence_threshold", persistence_threshold}};
+}
+
+double zero3_peak_live_elements(const DeepSpeedZeroConfig& config, double largest_unit, double stage_parameters) {
+  return std::min(stage_parameters, config.max_live_parameters + largest_unit);
 }
 
 Zero3Schedule zero3_fetch_schedule(const Zero3Trace& trace, const DeepSpeedZeroConfig& config) {

@@ -1,7 +1,7 @@
 #pragma once
 // training.deepspeed: how DeepSpeed ZeRO-3 fetches parameters (docs/scenario.md), and the fetch
-// schedule its parameter coordinator follows. Read by TrainingConfig::from_json; applies to
-// parallelism.zero_stage 3 with zero_impl "deepspeed" (check_strategy rejects it elsewhere).
+// schedule its parameter coordinator follows. Read by TrainingConfig::from_json; accepted under the
+// deepspeed stack (check_strategy rejects it elsewhere), used at zero_stage 3 with zero_impl deepspeed.
 //
 //   "deepspeed": {
 //     "prefetch_bucket_elements": 5e7,  // stage3_prefetch_bucket_size: most parameter elements a

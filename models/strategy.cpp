@@ -527,12 +527,13 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
   if (training.stack) {
     if (std::string why = stack_unsupported(*training.stack, par); !why.empty()) problem("/training/stack", why);
   }
-  if (training.deepspeed && !(par.zero_stage == 3 && par.zero_impl == ZeroImpl::DEEPSPEED)) {
+  // Like DeepSpeed's own stage3_* keys, it is accepted at any ZeRO stage of the deepspeed stack (and
+  // matters at stage 3 only), so that search can vary the stage.
+  if (training.deepspeed && resolved_stack(training, par) != core::Stack::DEEPSPEED) {
     problem("/training/deepspeed",
-            fmt::format("training.deepspeed sets how DeepSpeed ZeRO-3 fetches parameters: it needs zero_stage 3 with "
-                        "zero_impl \"deepspeed\", found zero_stage {}{}",
-                        par.zero_stage,
-                        par.zero_stage >= 1 ? fmt::format(" with zero_impl \"{}\"", to_string(par.zero_impl)) : std::string()));
+            fmt::format("training.deepspeed sets how DeepSpeed ZeRO-3 fetches parameters: it needs the deepspeed stack "
+                        "(training.stack \"deepspeed\", or zero_impl \"deepspeed\"), found stack \"{}\"",
+                        core::to_string(resolved_stack(training, par))));
   }
   if (par.spatial != 1) {
     problem("/parallelism/spatial", fmt::format("spatial parallelism splits the samples of a layer-graph model (a CNN, "

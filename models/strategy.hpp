@@ -76,8 +76,8 @@ namespace trainsim::models {
 //                    kernels, fewer host launches. Default false; an error with stack "megatron".
 //   deepspeed        DeepSpeed ZeRO-3's parameter fetch (models/deepspeed_config.hpp):
 //                    prefetch_bucket_elements, max_live_parameters, persistence_threshold. Optional
-//                    (absent: DeepSpeed's defaults); given, it needs zero_stage 3 with zero_impl
-//                    "deepspeed" (check_strategy).
+//                    (absent: DeepSpeed's defaults); given, it needs the deepspeed stack
+//                    (check_strategy) and matters at zero_stage 3 only.
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -377,7 +377,7 @@ int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p);
 //   /parallelism/expert           EP must divide experts; EP > 1 needs an MoE model
 //   /parallelism/moe_a2a_overlap  an MoE model with expert > 1, interleaved-1f1b when pipeline > 1,
 //                                 recompute not full
-//   /training/deepspeed           given only with zero_stage 3 and zero_impl "deepspeed"
+//   /training/deepspeed           given only under the deepspeed stack (resolved_stack)
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag);
 

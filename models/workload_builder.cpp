@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/zero3_buffers.hpp"
 #include "models/schedule.hpp"
 #include "models/stage_program.hpp"
 #include "sim/core/error.hpp"
@@ -221,17 +222,13 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 // Parameters offloaded (ZeRO-Infinity) are fetched unit by unit into the same buffers.
 // SHARD_GRAD_OP holds every unit unsharded from its forward to its backward: that peak is in the
 // model states' weights (model_state_memory shards weights at stage 3 only), not here.
-// DeepSpeed's hooks stop prefetching at max_live_parameters gathered elements; the demand fetch of a
-// unit's parameters can pass it by one unit. Never more than the stage's largest chunk of layers.
-core::Bytes gather_buffers(const BuildPlan& plan) {
+// DeepSpeed ZeRO-3: zero3_peak_live_elements of the stage's `stage_parameters` (one rank's).
+core::Bytes gather_buffers(const BuildPlan& plan, double stage_parameters) {
   if (!(plan.sharded_params && plan.reshard_after_forward) && !plan.offload_params) return core::Bytes(0);
   const double largest = std::max({plan.dense_layer.params.total(), plan.moe_layer.params.total(),
                                    plan.embedding_params.total(), plan.head_params.total()});
   if (plan.deepspeed_fetch) {
-    const int layers = *std::max_element(plan.chunk_layers.begin(), plan.chunk_layers.end());
-    const double stage = layers * std::max(plan.dense_layer.params.total(), plan.moe_layer.params.total()) +
-                         plan.embedding_params.total() + plan.head_params.total();
-    return core::Bytes(std::min(stage, plan.deepspeed.max_live_parameters + largest) * plan.weight_bytes);
+    return core::Bytes(zero3_peak_live_elements(plan.deepspeed, largest, stage_parameters) * plan.weight_bytes);
   }
   return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
 }
@@ -345,7 +342,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     const StateSplit split = split_model_states(states, r.parameters, t, p, offload);
     MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
-    mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
+    mem.buffers = gather_buffers(plan, r.parameters.total()) + core::Bytes(r.optimizer_buffer_bytes);
     mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
     if (compression.enabled()) built.compression.push_back(r.compression);
     mem.stashed_weights = mem.weights * static_cast<double>(weight_versions(p.schedule, p.pipeline, stage, built.micro_batches) - 1);
@@ -353,7 +350,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
         mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
-                                         (plan.sharded_params ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
+                                         (plan.sharded_params ? gather_buffers(plan, r.parameters.total()) : core::Bytes(0)) + mem.error_feedback +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);
     built.nvme_states.push_back(split.nvme);
