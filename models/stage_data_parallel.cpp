@@ -18,7 +18,9 @@ namespace trainsim::models::emit {
 //     current unit's gradient computation, i.e. ahead of its reduce-scatter on the same stream.
 //   FSDP2 (torch.distributed.fsdp.fully_shard docs; pytorch#128884): implicit forward prefetch of
 //     one unit, backward prefetch of one unit in reverse post-forward order.
-//   DeepSpeed ZeRO-3: messages of at most stage3_prefetch_bucket_size elements.
+//   DeepSpeed ZeRO-3 fetches per parameter from its hooks (stage_deepspeed.cpp); with offloaded
+//     parameters (ZeRO-Infinity) it keeps this unit-level fetch, in messages of at most
+//     stage3_prefetch_bucket_size elements.
 //   FSDP and FSDP2 do not reshard the root's parameters after forward (FSDP1 _post_forward_reshard;
 //     fully_shard's reshard_after_forward: "the root FSDP state has its value specially set to
 //     False"): the embedding and the output head, the root's own parameters when the layers are
@@ -73,7 +75,7 @@ void StageEmitter::gather_unit(const Unit& u, size_t index, Phase phase, int mb)
 // Issues the ZeRO-3 gathers of the pass up to the unit `index` + prefetch, then makes the next
 // compute wait for those of unit `index`.
 void StageEmitter::gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb) {
-  if (!plan_.sharded_params && !plan_.offload_params) return;
+  if ((!plan_.sharded_params && !plan_.offload_params) || plan_.deepspeed_fetch) return;
   const size_t through = std::min(order.size() - 1, index + static_cast<size_t>(pass_prefetch_));
   for (; gathers_issued_ <= through; ++gathers_issued_) gather_unit(*order[gathers_issued_], gathers_issued_, phase, mb);
   const std::vector<uint32_t>& mine = unit_gathers_[index];

@@ -136,6 +136,12 @@ class StageEmitter {
                         int layer, int mb, uint32_t after, double dense_bytes);
   void emit_parameter_prefetch();
 
+  // stage_deepspeed.cpp: DeepSpeed ZeRO-3's parameter coordinator (plan_.deepspeed_fetch)
+  void zero3_start_pass(const std::vector<const Unit*>& order, bool backward);
+  void zero3_add_unit(const Unit& u, const std::vector<const OpCost*>& hooks);
+  void zero3_hook(const OpCost& op, Phase phase, int layer, int mb);
+  uint32_t zero3_host_hook(int fetched, Phase phase, int layer, int mb);
+
   // stage_schedule.cpp: the pipeline schedule families in issue order (fixed, async pool, MoE-overlapped 1F1B)
   std::vector<Event> schedule_events() const;
   bool chunk_has_moe(int chunk) const;
@@ -205,6 +211,26 @@ class StageEmitter {
   std::map<std::pair<int, int>, uint32_t> offloaded_;  // (layer, micro-batch) -> activation offload copy
   std::map<std::pair<int, int>, uint32_t> reloaded_;   // (layer, micro-batch) -> activation reload copy
   std::vector<uint32_t> gradient_copies_;      // gradient copies to the host (the CPU step waits for them)
+  // DeepSpeed ZeRO-3 (stage_deepspeed.cpp): the current pass's hooks, parameters and fetch schedule
+  struct Zero3Parameter {
+    double elements = 0;
+    double bytes = 0;        // what its all-gather sends per rank
+    bool expert = false;
+    int layer = 0;
+  };
+  struct Zero3Pass {
+    std::vector<const OpCost*> hook_ops;         // the op of each hook, in execution order
+    std::vector<Zero3Parameter> parameters;      // in order of first use
+    Zero3Trace trace;
+    std::vector<std::vector<int>> issues;        // by hook: the parameters whose all-gathers it issues
+    std::vector<int> first_use;                  // by parameter: its first hook
+  };
+  Zero3Pass zero3_;
+  size_t zero3_next_hook_ = 0;
+  std::vector<std::vector<uint32_t>> zero3_gathers_;  // by parameter of the pass: its all-gather
+  std::optional<uint32_t> zero3_host_;               // the last host hook task
+  // the last DEEPSPEED_HOST_LEAD_FETCHES fetching hooks (across passes): what the GPU waited for there
+  std::vector<std::vector<uint32_t>> zero3_reached_;
 
 };
 

@@ -136,6 +136,7 @@ void StageEmitter::overlapped_backward(const OpCost& op, int layer, int mb) {
 
 void StageEmitter::ops_forward(const std::vector<OpCost>& ops, Phase phase, int layer, int mb) {
   for (const OpCost& op : ops) {
+    zero3_hook(op, phase, layer, mb);
     if (tp_overlapped(op.kind)) {
       overlapped_forward(op, phase, layer, mb);
       continue;
@@ -152,7 +153,9 @@ void StageEmitter::ops_forward(const std::vector<OpCost>& ops, Phase phase, int 
 // forward has no collective to re-run.
 void StageEmitter::ops_recompute_unsaved(const std::vector<OpCost>& ops, int layer, int mb) {
   for (const OpCost& op : ops) {
-    if (op.op_sac_recompute > 0) compute(op, Phase::RECOMPUTE, false, layer, mb, op.op_sac_recompute);
+    if (op.op_sac_recompute <= 0) continue;
+    zero3_hook(op, Phase::RECOMPUTE, layer, mb);
+    compute(op, Phase::RECOMPUTE, false, layer, mb, op.op_sac_recompute);
   }
 }
 
@@ -168,6 +171,7 @@ void StageEmitter::ops_weight_gradient(const std::vector<OpCost>& ops, int layer
 void StageEmitter::ops_backward(const std::vector<OpCost>& ops, bool selective_recompute, int layer, int mb) {
   const bool split = plan_.split_backward;
   for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+    zero3_hook(*op, Phase::BACKWARD, layer, mb);
     if (split) {
       // B: a GEMM's data-gradient half; every op without weights whole.
       for (const Comm& c : comms_around(plan_, op->kind, Side::BACKWARD_BEFORE)) blocking(c, Phase::BACKWARD, layer, mb, op->name);

@@ -148,6 +148,7 @@ void StageEmitter::forward_pass(int chunk, int mb) {
   std::vector<const Unit*> order;
   for (const Unit& u : units) order.push_back(&u);
   start_pass(order.size(), plan_.prefetch);
+  zero3_start_pass(order, false);
   for (size_t i = 0; i < order.size(); ++i) unit_forward(order, i, chunk, mb);
   forward_seen_[static_cast<size_t>(chunk)] = true;
 }
@@ -157,6 +158,7 @@ void StageEmitter::backward_pass(int chunk, int mb, bool last_of_chunk) {
   std::vector<const Unit*> order;
   for (auto u = units.rbegin(); u != units.rend(); ++u) order.push_back(&*u);
   start_pass(order.size(), plan_.backward_prefetch_post ? 0 : plan_.prefetch);
+  zero3_start_pass(order, true);
   const auto& chunk_buckets = buckets_[static_cast<size_t>(chunk)];
   static const std::vector<Bucket> none;
   for (size_t i = 0; i < order.size(); ++i) {

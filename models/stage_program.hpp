@@ -104,7 +104,13 @@ struct BuildPlan {
   int prefetch = 1;                   // ZeRO-3: units whose gathers are issued ahead of the unit in use
   bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST: backward gathers issued after the previous
                                         // unit's gradient computation, ahead of its reduce-scatter
-  double gather_message_elements = 0; // ZeRO-3 DeepSpeed: most elements per all-gather message (0: one per unit)
+  double gather_message_elements = 0; // ZeRO-3 DeepSpeed with offloaded parameters: most elements per all-gather
+                                      // message (0: one per unit)
+  // DeepSpeed ZeRO-3 (sharded_params, zero_impl deepspeed, parameters on the GPU): parameters fetched
+  // weight matrix by weight matrix by the hooks of the ops that use them, prefetched by elements
+  // (stage_deepspeed.cpp; models/deepspeed_config.hpp). False: whole units, `prefetch` units ahead.
+  bool deepspeed_fetch = false;
+  DeepSpeedZeroConfig deepspeed;
 
   const OffloadConfig* offload = nullptr;  // optimizations.offload (never null in a built plan)
   bool offload_params = false;   // parameters fetched from the host / NVMe before each use
@@ -151,6 +157,11 @@ struct StageResult {
   double dense_data_bytes = 0;
   StageCompression compression;      // gradient compression's figures (zero without it)
 };
+
+// Elements of the weight matrix a layer op holds (a GEMM of QKV, projection, MLP, router or experts:
+// count x k x n), 0 for ops without one: the parameters DeepSpeed ZeRO-3's hooks fetch one by one
+// (stage_deepspeed.cpp).
+double zero3_weight_elements(const OpCost& op);
 
 // Emits the program of pipeline stage `stage`, interning task names in `workload`.
 StageResult build_stage_program(const BuildPlan& plan, core::Workload& workload, int stage);

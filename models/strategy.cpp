@@ -163,6 +163,7 @@ TrainingConfig TrainingConfig::from_json(core::ObjectReader& r) {
   if (auto c = r.object("checkpoint")) t.checkpoint = CheckpointConfig::from_json(*c);
   if (r.has("stack")) t.stack = core::parse_stack(r.choice("stack", "megatron", core::stack_names()));
   t.compile = r.boolean("compile", t.compile);
+  if (auto d = r.object("deepspeed")) t.deepspeed = DeepSpeedZeroConfig::from_json(*d);
   if (const core::Json* v = r.raw("batch_split")) t.batch_split = read_batch_split(r, *v);
   if (t.compile && t.stack == core::Stack::MEGATRON) {
     r.problem("compile", "torch.compile is a PyTorch stack's option: stack \"megatron\" runs Transformer Engine's "
@@ -184,6 +185,7 @@ core::Json TrainingConfig::to_json() const {
   if (checkpoint) j["checkpoint"] = checkpoint->to_json();
   if (stack) j["stack"] = core::to_string(*stack);
   if (compile) j["compile"] = compile;
+  if (deepspeed) j["deepspeed"] = deepspeed->to_json();
   if (!batch_split.empty()) {
     core::Json split = core::Json::object();
     for (const auto& [pool, samples] : batch_split) split[pool] = samples;
@@ -280,7 +282,13 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
                                       "found zero_stage {}",
                                       p.zero_stage));
   }
+  if (r.has("prefetch") && p.gathers_parameters() && p.zero_impl == ZeroImpl::DEEPSPEED) {
+    r.problem("prefetch", "DeepSpeed ZeRO-3 prefetches by parameter elements, not by units: set "
+                          "training.deepspeed.prefetch_bucket_elements (its stage3_prefetch_bucket_size, default 5e7; 0 "
+                          "turns prefetching off) instead of parallelism.prefetch");
+  }
   if (r.has("prefetch")) p.prefetch = static_cast<int>(r.integer("prefetch", 1, 0, MAX_PARALLEL));
+  if (p.zero_impl == ZeroImpl::DEEPSPEED) p.prefetch = -1;
   if (p.gathers_parameters() && p.prefetch < 0 && p.zero_impl != ZeroImpl::DEEPSPEED) p.prefetch = 1;
 
   const bool fsdp1 = p.zero_stage == 3 && p.zero_impl == ZeroImpl::FSDP;
@@ -518,6 +526,14 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
   };
   if (training.stack) {
     if (std::string why = stack_unsupported(*training.stack, par); !why.empty()) problem("/training/stack", why);
+  }
+  // Like DeepSpeed's own stage3_* keys, it is accepted at any ZeRO stage of the deepspeed stack (and
+  // matters at stage 3 only), so that search can vary the stage.
+  if (training.deepspeed && resolved_stack(training, par) != core::Stack::DEEPSPEED) {
+    problem("/training/deepspeed",
+            fmt::format("training.deepspeed sets how DeepSpeed ZeRO-3 fetches parameters: it needs the deepspeed stack "
+                        "(training.stack \"deepspeed\", or zero_impl \"deepspeed\"), found stack \"{}\"",
+                        core::to_string(resolved_stack(training, par))));
   }
   if (par.spatial != 1) {
     problem("/parallelism/spatial", fmt::format("spatial parallelism splits the samples of a layer-graph model (a CNN, "

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "models/checkpoint_config.hpp"
+#include "models/deepspeed_config.hpp"
 #include "models/model_spec.hpp"
 #include "sim/core/json_reader.hpp"
 #include "sim/core/stack.hpp"
@@ -73,6 +74,10 @@ namespace trainsim::models {
 //                    is accepted, as before the key existed.
 //   compile          torch.compile (torchtitan's --compile, or a user's model): fused elementwise
 //                    kernels, fewer host launches. Default false; an error with stack "megatron".
+//   deepspeed        DeepSpeed ZeRO-3's parameter fetch (models/deepspeed_config.hpp):
+//                    prefetch_bucket_elements, max_live_parameters, persistence_threshold. Optional
+//                    (absent: DeepSpeed's defaults); given, it needs the deepspeed stack
+//                    (check_strategy) and matters at zero_stage 3 only.
 enum class Attention { UNFUSED, FLASH };
 std::string to_string(Attention a);  // "unfused", "flash"
 
@@ -94,6 +99,7 @@ struct TrainingConfig {
   std::optional<CheckpointConfig> checkpoint;  // absent: no checkpoints modelled
   std::optional<core::Stack> stack;  // absent: implied by the layout (implied_stack)
   bool compile = false;              // torch.compile
+  std::optional<DeepSpeedZeroConfig> deepspeed;  // absent: DeepSpeed's defaults
   // Samples per iteration of each node pool's data-parallel replicas together (cluster.pools, pool
   // name -> samples, in the cluster's pool order once resolved); empty: one GPU type, or the
   // balanced split the scenario reader fills in (docs/scenario.md, "Mixed GPU types").
@@ -197,9 +203,9 @@ std::string to_string(ZeroImpl z);
 //                        it), false for deepspeed (it gathers after the step). An error at stage 0 or 3.
 //   prefetch             zero_stage 3 or SHARD_GRAD_OP: parameter gathers issued ahead of the unit in
 //                        use (0: each gather waits for the previous unit's compute); default 1 for
-//                        fsdp / fsdp2, and for deepspeed stage3_prefetch_bucket_size (5e7 elements) /
-//                        a layer's parameters, at least 1. An error below 0 and wherever nothing is
-//                        gathered (stages 0-1, ZeRO-2 other than SHARD_GRAD_OP).
+//                        fsdp / fsdp2. An error below 0, wherever nothing is gathered (stages 0-1,
+//                        ZeRO-2 other than SHARD_GRAD_OP) and with zero_impl "deepspeed", whose
+//                        ZeRO-3 prefetches by elements, per parameter (training.deepspeed).
 //   shard_group          hybrid sharding (HSDP): the data-parallel ranks (of `data`) over which
 //                        parameters, gradients and optimizer states are sharded; the data / shard_group
 //                        groups of them replicate each other. FSDP1 ShardingStrategy.HYBRID_SHARD (at
@@ -259,7 +265,8 @@ struct ParallelismConfig {
   bool overlap_grad_reduce = true;  // reduce gradient buckets during backward
   ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // meaningful for zero_stage >= 1
   bool overlap_param_gather = true; // zero_stage 1-2: parameter all-gathers overlap the next forward
-  int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default
+  int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default (deepspeed:
+                                    // always -1, its prefetch is training.deepspeed's)
   bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST (zero_impl fsdp)
   int shard_group = 0;              // HSDP: data ranks per shard group; 0: not given (all of data)
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
@@ -370,6 +377,7 @@ int64_t micro_batch_count(const TrainingConfig& t, const ParallelismConfig& p);
 //   /parallelism/expert           EP must divide experts; EP > 1 needs an MoE model
 //   /parallelism/moe_a2a_overlap  an MoE model with expert > 1, interleaved-1f1b when pipeline > 1,
 //                                 recompute not full
+//   /training/deepspeed           given only under the deepspeed stack (resolved_stack)
 void check_strategy(const ModelSpec& model, const TrainingConfig& training, const ParallelismConfig& par,
                     int world_size, const std::string& file, core::Diagnostics& diag);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/zero3_buffers.hpp"
 #include "models/schedule.hpp"
 #include "models/stage_program.hpp"
 #include "sim/core/error.hpp"
@@ -24,8 +25,15 @@ double weight_gradient_bytes(const std::vector<OpCost>& ops, double element_byte
 
 using core::Axis;
 
-// DeepSpeed's documented default stage3_prefetch_bucket_size (deepspeed.ai/docs/config-json).
-constexpr double DEEPSPEED_PREFETCH_BUCKET_ELEMENTS = 5e7;
+// Weight matrices of a layer that DeepSpeed ZeRO-3 partitions (at or above persistence_threshold).
+double gathered_weights(const std::vector<OpCost>& ops, const DeepSpeedZeroConfig& ds) {
+  double n = 0;
+  for (const OpCost& op : ops) {
+    const double w = zero3_weight_elements(op);
+    n += w > 0 && w >= ds.persistence_threshold ? 1 : 0;
+  }
+  return n;
+}
 
 GroupIds add_groups(const ParallelismConfig& p, const ModelSpec& m, core::Workload& w) {
   auto add = [&](core::GroupKind g) {
@@ -148,14 +156,15 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
                                     sent_index_bytes(word, pruning).dense;
   }
   if (p.zero_stage == 3 && plan.zero_impl == ZeroImpl::DEEPSPEED) {
-    // DeepSpeed ZeRO-3 fetches parameters ahead by stage3_prefetch_bucket_size elements
-    // (deepspeed.ai/docs/config-json, default 5e7): whole layers ahead when layers are smaller than
-    // that, at least the next one (layer granularity cannot express less), in messages of at most
-    // that many elements.
-    plan.gather_message_elements = DEEPSPEED_PREFETCH_BUCKET_ELEMENTS;
-    plan.prefetch = p.prefetch >= 0 ? p.prefetch
-                                    : std::max(1, static_cast<int>(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS /
-                                                                   std::max(plan.dense_layer.params.total(), plan.moe_layer.params.total())));
+    plan.deepspeed = t.deepspeed.value_or(DeepSpeedZeroConfig{});
+    // DeepSpeed ZeRO-3 fetches parameter by parameter from its module hooks, prefetching by
+    // elements (stage_deepspeed.cpp). With offloaded parameters (ZeRO-Infinity) the unit-level
+    // fetch stays: whole layers ahead by stage3_prefetch_bucket_size elements, at least the next
+    // one, in messages of at most that many elements.
+    plan.deepspeed_fetch = !plan.offload_params;
+    plan.gather_message_elements = plan.deepspeed.prefetch_bucket_elements;
+    plan.prefetch = std::max(1, static_cast<int>(plan.deepspeed.prefetch_bucket_elements /
+                                                 std::max(plan.dense_layer.params.total(), plan.moe_layer.params.total())));
   } else if (p.prefetch >= 0) {
     plan.prefetch = p.prefetch;
   }
@@ -213,10 +222,14 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
 // Parameters offloaded (ZeRO-Infinity) are fetched unit by unit into the same buffers.
 // SHARD_GRAD_OP holds every unit unsharded from its forward to its backward: that peak is in the
 // model states' weights (model_state_memory shards weights at stage 3 only), not here.
-core::Bytes gather_buffers(const BuildPlan& plan) {
+// DeepSpeed ZeRO-3: zero3_peak_live_elements of the stage's `stage_parameters` (one rank's).
+core::Bytes gather_buffers(const BuildPlan& plan, double stage_parameters) {
   if (!(plan.sharded_params && plan.reshard_after_forward) && !plan.offload_params) return core::Bytes(0);
   const double largest = std::max({plan.dense_layer.params.total(), plan.moe_layer.params.total(),
                                    plan.embedding_params.total(), plan.head_params.total()});
+  if (plan.deepspeed_fetch) {
+    return core::Bytes(zero3_peak_live_elements(plan.deepspeed, largest, stage_parameters) * plan.weight_bytes);
+  }
   return core::Bytes((1 + plan.prefetch) * largest * plan.weight_bytes);
 }
 
@@ -260,12 +273,17 @@ double estimate_task_count(const ModelSpec& m, const TrainingConfig& t, const Pa
     if (kind == LayerKind::MOE && p.expert > 1) comms += 2;   // dispatch and combine all-to-all
     n += comms * (p.recompute == Recompute::FULL ? 3 : 2);
     if (gathered) {
-      // Gathers forward and backward (DeepSpeed cuts them into stage3_prefetch_bucket_size messages),
-      // reduce-scatter.
+      // Gathers forward and backward, reduce-scatter. DeepSpeed: one gather and one host hook per
+      // weight matrix at or above the persistence threshold (stage_deepspeed.cpp); with offloaded
+      // parameters, messages of stage3_prefetch_bucket_size elements.
       const double params = layer_parameters(m, p, kind).total();
-      const double messages = p.zero_impl == ZeroImpl::DEEPSPEED
-                                  ? std::max(1.0, std::ceil(params / DEEPSPEED_PREFETCH_BUCKET_ELEMENTS))
-                                  : 1.0;
+      double messages = 1.0;
+      if (p.zero_impl == ZeroImpl::DEEPSPEED) {
+        const DeepSpeedZeroConfig ds = t.deepspeed.value_or(DeepSpeedZeroConfig{});
+        messages = offload.parameters != OffloadTarget::NONE
+                       ? std::max(1.0, std::ceil(params / std::max(1.0, ds.prefetch_bucket_elements)))
+                       : 2.0 * gathered_weights(layer_ops(m, t, p, kind), ds);
+      }
       n += 1 + gather_passes * messages + (p.hybrid_shard() ? 1 : 0);  // HSDP: the shard's all-reduce
       if (compression.quantization()) n += 2;                // compress and decompress every reduce-scatter
     }
@@ -324,7 +342,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     const StateSplit split = split_model_states(states, r.parameters, t, p, offload);
     MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
-    mem.buffers = gather_buffers(plan) + core::Bytes(r.optimizer_buffer_bytes);
+    mem.buffers = gather_buffers(plan, r.parameters.total()) + core::Bytes(r.optimizer_buffer_bytes);
     mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
     if (compression.enabled()) built.compression.push_back(r.compression);
     mem.stashed_weights = mem.weights * static_cast<double>(weight_versions(p.schedule, p.pipeline, stage, built.micro_batches) - 1);
@@ -332,7 +350,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
         mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
     built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
-                                         (plan.sharded_params ? gather_buffers(plan) : core::Bytes(0)) + mem.error_feedback +
+                                         (plan.sharded_params ? gather_buffers(plan, r.parameters.total()) : core::Bytes(0)) + mem.error_feedback +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);
     built.nvme_states.push_back(split.nvme);

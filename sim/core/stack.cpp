@@ -51,7 +51,7 @@ constexpr const char* EAGER_SOURCE = "fitted on the 14 llm-foundry FSDP runs of 
 // autograd (pytorch/pytorch#32194). Compiled regions run Inductor's generated wrapper: no dispatcher,
 // autograd or Python per op (assumed: 4 us per launch; the same measurement did not confirm a smaller
 // per-layer cost under torch.compile, docs/gpu-runs.md).
-constexpr double EAGER_HOST_S = 25e-6;
+constexpr double EAGER_HOST_S = EAGER_HOST_PER_LAUNCH_S;
 constexpr double COMPILED_HOST_S = 4e-6;
 
 }  // namespace

@@ -42,6 +42,12 @@ Stack parse_stack(std::string_view name);
 // The stack of that name; nullopt for any other string (names read back from files trainsim wrote).
 std::optional<Stack> stack_named(std::string_view name);
 
+// CPU time per kernel launch of eager PyTorch (dispatcher, autograd, Python), measured on an H200
+// machine's host (stack.cpp says how; docs/gpu-runs.md): the host_overhead_per_kernel of every
+// eager stack, and the unit of other host-side costs priced in launches (DeepSpeed's ZeRO-3 hooks,
+// models/deepspeed_config.hpp).
+inline constexpr double EAGER_HOST_PER_LAUNCH_S = 25e-6;
+
 // What the stack changes in a device profile, for one GPU generation.
 struct StackCosts {
   double gemm = 1.0;      // x the profile's GEMM and attention efficiencies

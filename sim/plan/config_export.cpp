@@ -326,7 +326,14 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
     z["overlap_comm"] = p.overlap_grad_reduce;
     z["reduce_bucket_size"] = p.bucket_elements();
   }
-  if (p.zero_stage == 3 && p.prefetch >= 0) w.lose("parallelism.prefetch", "counted in layers here, in elements in DeepSpeed: left to its default");
+  if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::DEEPSPEED) {
+    const models::DeepSpeedZeroConfig d = t.deepspeed.value_or(models::DeepSpeedZeroConfig{});
+    z["stage3_prefetch_bucket_size"] = d.prefetch_bucket_elements;
+    z["stage3_max_live_parameters"] = d.max_live_parameters;
+    z["stage3_param_persistence_threshold"] = d.persistence_threshold;
+  } else if (p.zero_stage == 3 && p.prefetch >= 0) {
+    w.lose("parallelism.prefetch", "counted in layers here, in elements in DeepSpeed: left to its default");
+  }
   bool offload_expressed = !s.offload.active();
   if (is_offload(s.offload, "zero-offload")) {
     z["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};

@@ -261,7 +261,6 @@ ImportResult import_configs(const ImportOptions& o) {
       d.world_field = f.file + ": " + s.world_field;
     }
     if (s.vocab_multiple > 0) d.vocab_multiple = s.vocab_multiple;
-    if (s.prefetch_elements) d.prefetch_elements = s.prefetch_elements;
     if (s.replicate > 0) d.replicate = s.replicate;
   }
   if (!doc.contains("cluster")) {
@@ -382,16 +381,6 @@ ImportResult import_configs(const ImportOptions& o) {
       }
     }
   }
-  if (d.prefetch_elements) {
-    if (const std::optional<models::ModelSpec> m = model_of(doc)) {
-      const double layer = static_cast<double>(m->parameter_count(sequence) - 2 * m->vocab * m->hidden) / m->layers;
-      const int64_t prefetch = std::max<int64_t>(1, static_cast<int64_t>(*d.prefetch_elements / layer));
-      doc["parallelism"]["prefetch"] = prefetch;
-      result.notes.push_back({o.deepspeed, "/zero_optimization/stage3_prefetch_bucket_size", fmt::format("{:g}", *d.prefetch_elements),
-                              fmt::format("imported as parallelism.prefetch {} (layers of about {:.3g} parameters)", prefetch, layer)});
-    }
-  }
-
   // torchtitan's per-op checkpointing is modelled for dense layers (models/strategy.hpp).
   if (const core::Json* rc = merge.get("/parallelism/recompute"); rc != nullptr && *rc == "selective-op") {
     if (const std::optional<models::ModelSpec> m = model_of(doc); m && m->is_moe()) {

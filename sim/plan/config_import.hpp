@@ -88,9 +88,6 @@ struct DeferredSizes {
   // Megatron pads the vocabulary to a multiple of this x the tensor-parallel size
   // (--make-vocab-size-divisible-by, default 128); 0: no padding (other formats).
   int64_t vocab_multiple = 0;
-  // DeepSpeed zero_optimization.stage3_prefetch_bucket_size when not its default (elements), made
-  // into parallelism.prefetch (layers) once the model is known.
-  std::optional<double> prefetch_elements;
   // torchtitan: data_parallel_replicate_degree. FSDP shards over data / replicate (x context) ranks:
   // when data_parallel_shard_degree -1 resolves to 1 and context is 1, nothing is sharded (ZeRO 0).
   int replicate = 0;  // 0: not torchtitan

@@ -15,8 +15,6 @@ using import_detail::SourceObject;
 
 namespace {
 
-constexpr double DEFAULT_PREFETCH_BUCKET = 5e7;  // zero_optimization.stage3_prefetch_bucket_size
-
 bool is_auto(const core::Json* v) { return v != nullptr && v->is_string() && v->get<std::string>() == "auto"; }
 
 const char* const AUTO_NOTE = "\"auto\" (filled in by the Hugging Face Trainer at run time): left to the other sources";
@@ -31,16 +29,26 @@ std::string unread_reason(const std::string& key) {
   return "no counterpart in trainsim (not modelled)";
 }
 
-// A bucket size given as a number of elements (5e8, 500000000): the value, or nullopt (recorded).
-std::optional<double> elements(SourceObject& o, const char* key) {
+// A bucket size given as a number of elements (5e8, 500000000) of at least `min`: the value, or
+// nullopt (recorded).
+std::optional<double> elements(SourceObject& o, const char* key, double min = 1) {
   const core::Json* v = o.get(key);
   if (v == nullptr || is_auto(v)) return std::nullopt;
-  if (!v->is_number() || v->get<double>() < 1 || v->get<double>() > 1e15) {
-    o.problem(key, fmt::format("expected a number of elements >= 1, found {}", core::describe_json(*v)));
+  if (!v->is_number() || v->get<double>() < min || v->get<double>() > 1e15) {
+    o.problem(key, fmt::format("expected a number of elements >= {:g}, found {}", min, core::describe_json(*v)));
     return std::nullopt;
   }
   return v->get<double>();
 }
+
+// ZeRO-3's parameter fetch: the stage3 keys that training.deepspeed takes (models/deepspeed_config.hpp).
+struct Stage3Key {
+  const char* deepspeed;
+  const char* scenario;
+};
+constexpr Stage3Key STAGE3_KEYS[] = {{"stage3_prefetch_bucket_size", "prefetch_bucket_elements"},
+                                     {"stage3_max_live_parameters", "max_live_parameters"},
+                                     {"stage3_param_persistence_threshold", "persistence_threshold"}};
 
 }  // namespace
 
@@ -103,11 +111,11 @@ ImportFragment read_deepspeed_json(const std::string& path) {
       const double bytes = 4 * *e;  // trainsim counts buckets in fp32 gradient bytes
       set("/parallelism/bucket_size", fmt::format("{:.0f} B", bytes), z->field("reduce_bucket_size"));
     }
-    if (const std::optional<double> e = elements(*z, "stage3_prefetch_bucket_size"); e && *e != DEFAULT_PREFETCH_BUCKET) {
-      if (stage == 3) f.deferred.prefetch_elements = *e;
-      else add_note(f, z->field("stage3_prefetch_bucket_size"), fmt::format("{:g}", *e), "no effect below stage 3");
-    } else if (e) {
-      f.matched.push_back(z->field("stage3_prefetch_bucket_size"));  // parallelism.prefetch's default derives from it
+    for (const Stage3Key& k : STAGE3_KEYS) {
+      const std::optional<double> e = elements(*z, k.deepspeed, 0);
+      if (!e) continue;
+      if (stage == 3) set(fmt::format("/training/deepspeed/{}", k.scenario), *e, z->field(k.deepspeed));
+      else add_note(f, z->field(k.deepspeed), fmt::format("{:g}", *e), "no effect below stage 3");
     }
     std::string states = "none", params = "none";
     std::string ofield, pfield;

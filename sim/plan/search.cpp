@@ -189,7 +189,7 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
     section.erase(key);
   }
   if (z.stage != 1 && z.stage != 2) section.erase("overlap_param_gather");
-  if (z.stage != 3) section.erase("prefetch");
+  if (z.stage != 3 || z.impl == ZeroImpl::DEEPSPEED) section.erase("prefetch");  // DeepSpeed's is training.deepspeed's
   section["zero_stage"] = z.stage;
   if (z.stage > 0) section["zero_impl"] = models::to_string(z.impl);
   // The scenario's training.stack sets defaults (backward_prefetch); read_scenario checked the name.

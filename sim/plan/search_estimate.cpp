@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "models/zero3_buffers.hpp"
 #include "models/accounting.hpp"
 #include "models/pruning.hpp"
 #include "models/schedule.hpp"
@@ -475,7 +476,14 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
         models::split_model_states(models::model_state_memory(params, t, p, pruning, pruned), params, t, p, offload).gpu;
     // SHARD_GRAD_OP's unsharded parameters are in state.weights (sharded at stage 3 only).
     const bool fetched = (zero3 && backward_gather) || offload.parameters != models::OffloadTarget::NONE;
-    const double buffers = fetched ? (1 + std::max(1, p.prefetch)) * largest_unit * weight_bytes : 0.0;
+    // DeepSpeed ZeRO-3 on the GPU holds up to its live cap (models/stage_deepspeed.cpp), FSDP its
+    // prefetched units.
+    const bool deepspeed_fetch = p.zero_stage == 3 && p.zero_impl == models::ZeroImpl::DEEPSPEED &&
+                                 offload.parameters == models::OffloadTarget::NONE;
+    const double gathered = deepspeed_fetch ? models::zero3_peak_live_elements(
+                                                  t.deepspeed.value_or(models::DeepSpeedZeroConfig{}), largest_unit, params.total())
+                                            : (1 + std::max(1, p.prefetch)) * largest_unit;
+    const double buffers = fetched ? gathered * weight_bytes : 0.0;
     const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +
                           peak + moving + error_feedback;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);

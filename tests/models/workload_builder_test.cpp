@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "tests/models/ir_executor.hpp"
@@ -568,8 +569,12 @@ TEST(BuildWorkload, FsdpBackwardPostIssuesEachGatherAfterThePreviousUnitsGradien
 }
 
 // FSDP2 has FSDP's message pattern; DeepSpeed ZeRO-3 reduces per reduce bucket (5e8 elements: one
-// bucket holding the whole stage per micro-batch here) and prefetches 5e7 / 789,760 = 63 layers
-// ahead (all of them): buffers (1 + 63) x 1,579,520 bytes.
+// bucket holding the whole stage per micro-batch here) and gathers weight matrices, not units: those
+// of at least stage3_param_persistence_threshold = 1e5 elements, in each pass: the embedding
+// (294,912), and per layer QKV (256 x 768 = 196,608), MLP up and down (262,144 each); the projection
+// (65,536), the norms, the biases and the final norm stay whole on every rank. 6,062,080 elements a
+// pass. The whole stage, 8 x 789,760 + 294,912 + 512 = 6,613,504 elements, is under
+// max_live_parameters (1e9): the gather buffers can hold all of it.
 TEST(BuildWorkload, Fsdp2AndDeepSpeedZeroThree) {
   Config c;
   c.par.data = 2;
@@ -586,16 +591,68 @@ TEST(BuildWorkload, Fsdp2AndDeepSpeedZeroThree) {
   EXPECT_DOUBLE_EQ(sum_bytes(fsdp2.workload.programs[0], ag), sum_bytes(fsdp.workload.programs[0], ag));
 
   c.par.zero_impl = ZeroImpl::DEEPSPEED;
-  c.par.prefetch = -1;  // the implementation's default
+  c.par.prefetch = -1;  // DeepSpeed's prefetch is training.deepspeed's
   const BuiltWorkload ds = c.build(m);
   const Program& p = ds.workload.programs[0];
   EXPECT_EQ(count(p, rs), static_cast<size_t>(m)) << "one reduce bucket per micro-batch";
   EXPECT_DOUBLE_EQ(sum_bytes(p, rs), sum_bytes(fsdp.workload.programs[0], rs));
-  // DeepSpeed gathers the embedding and the final norm again for backward, FSDP does not (its root
-  // stays gathered): m x (294,912 + 512) parameters x 2 bytes more.
-  EXPECT_DOUBLE_EQ(sum_bytes(p, ag) - sum_bytes(fsdp.workload.programs[0], ag), m * 295424.0 * 2);
-  EXPECT_DOUBLE_EQ(ds.memory[0].buffers.value(), 64 * 1579520.0);
+  EXPECT_EQ(count(p, ag), static_cast<size_t>(m * 2 * (1 + 8 * 3)));
+  EXPECT_DOUBLE_EQ(sum_bytes(p, ag), m * 2 * 6062080.0 * 2);
+  EXPECT_DOUBLE_EQ(ds.memory[0].buffers.value(), 6613504.0 * 2);
   expect_runs_to_completion(ds);
+  EXPECT_LE(estimate_task_count(c.model, c.training, c.par) / static_cast<double>(ds.workload.task_count()), 1.25);
+  EXPECT_GE(estimate_task_count(c.model, c.training, c.par) / static_cast<double>(ds.workload.task_count()), 0.8);
+}
+
+// DeepSpeed ZeRO-3's hooks (stage_deepspeed.cpp). With the default bucket (5e7 elements, above the
+// 6.1M this model gathers a pass) the first hook of each pass prefetches every gather of the pass:
+// all of the forward's wait for one host task. With prefetch_bucket_elements 0 each op's hook
+// fetches its own weight: layer 3's MLP-up GEMM waits for its all-gather (262,144 x 2 bytes), which
+// waits for that op's host hook: one parameter fetched, 4 launches x 25 us = 100 us.
+TEST(BuildWorkload, DeepSpeedZeroThreeFetchesEachWeightFromItsHook) {
+  Config c;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  c.par.zero_impl = ZeroImpl::DEEPSPEED;
+  auto host_hook = [](const BuiltWorkload& w, const Task& t) {
+    return t.kind == TaskKind::COMPUTE && t.stream == Stream::HOST && name(w, t) == "zero3 fetch hook";
+  };
+  const BuiltWorkload w = c.build(1);
+  const Program& p = w.workload.programs[0];
+  auto ag = collective_on(w, "data", CollectiveOp::ALL_GATHER);
+  std::set<uint32_t> issuers;
+  for (const Task& t : p.tasks) {
+    if (!ag(t) || t.phase != Phase::FORWARD) continue;
+    ASSERT_EQ(t.dep_count, 1u);
+    const uint32_t d = p.deps_of(t)[0];
+    EXPECT_TRUE(host_hook(w, p.tasks[d]));
+    issuers.insert(d);
+  }
+  EXPECT_EQ(issuers.size(), 1u);
+  expect_runs_to_completion(w);
+
+  c.training.deepspeed = DeepSpeedZeroConfig{};
+  c.training.deepspeed->prefetch_bucket_elements = 0;
+  const BuiltWorkload d = c.build(1);
+  const Program& q = d.workload.programs[0];
+  auto dag = collective_on(d, "data", CollectiveOp::ALL_GATHER);
+  size_t checked = 0;
+  for (const Task& t : q.tasks) {
+    if (t.kind != TaskKind::COMPUTE || name(d, t) != "mlp_up" || t.layer != 3 || t.phase != Phase::FORWARD) continue;
+    for (uint32_t k = 0; k < t.dep_count; ++k) {
+      const uint32_t g = q.deps_of(t)[k];
+      if (!dag(q.tasks[g])) continue;
+      EXPECT_DOUBLE_EQ(q.tasks[g].bytes, 262144.0 * 2);
+      ASSERT_EQ(q.tasks[g].dep_count, 1u);
+      const Task& hook = q.tasks[q.deps_of(q.tasks[g])[0]];
+      EXPECT_TRUE(host_hook(d, hook));
+      EXPECT_EQ(hook.layer, 3);
+      EXPECT_DOUBLE_EQ(hook.seconds, 4 * 25e-6);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 1u);
+  expect_runs_to_completion(d);
 }
 
 // tp_comm_overlap: a layer's four sequence-parallel GEMMs are cut into `tensor` chunks with one
