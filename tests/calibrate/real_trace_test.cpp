@@ -59,13 +59,19 @@ TEST(RealTrace, H200FixtureIterationsAreTheStepsTheProgramTimed) {
 
 // `calibrate` with the full scenario of the traced job: the fitted profile predicts it, and the
 // profile records that prediction beside the 10 traced iterations (sim/plan/calibration_run.hpp).
-TEST(RealTrace, CalibrateWithTheTracedJobsScenarioRecordsTheRun) {
-  const std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/h200-fixture";
-  const std::filesystem::path out = std::filesystem::temp_directory_path() / "trainsim_h200_fixture_profile.json";
+// `calibrate FIXTURE -o OUT --scenario FIXTURE/scenario.json` for tests/data/traces/FIXTURE.
+cli::CalibrateArgs calibrate_args(const std::string& fixture, const std::filesystem::path& out) {
+  const std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/" + fixture;
   cli::CalibrateArgs args;
   args.paths = {dir};
   args.scenario = dir + "/scenario.json";
   args.output = out.string();
+  return args;
+}
+
+TEST(RealTrace, CalibrateWithTheTracedJobsScenarioRecordsTheRun) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "trainsim_h200_fixture_profile.json";
+  const cli::CalibrateArgs args = calibrate_args("h200-fixture", out);
   std::ostringstream report;
   ASSERT_EQ(cli::calibrate_command(args, report), 0);
   const core::Json profile = core::load_json_file(out.string());
@@ -90,13 +96,10 @@ TEST(RealTrace, CalibrateWithTheTracedJobsScenarioRecordsTheRun) {
 TEST(RealTrace, TheStackFitCarriesToTheTracedJobsNeighbours) {
   for (const char* fixture : {"h200-fixture", "h200-compiled-fixture"}) {
     SCOPED_TRACE(fixture);
-    const std::string dir = std::string(TRAINSIM_SOURCE_DIR) + "/tests/data/traces/" + fixture;
     const std::filesystem::path out =
         std::filesystem::temp_directory_path() / (std::string("trainsim_stack_fit_") + fixture + ".json");
-    cli::CalibrateArgs args;
-    args.paths = {dir};
-    args.scenario = dir + "/scenario.json";
-    args.output = out.string();
+    const cli::CalibrateArgs args = calibrate_args(fixture, out);
+    const std::string& dir = args.paths.front();
     std::ostringstream report;
     ASSERT_EQ(cli::calibrate_command(args, report), 0);
     EXPECT_NE(report.str().find("stack fit (the traced job's work by class"), std::string::npos) << report.str();
