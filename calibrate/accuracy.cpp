@@ -12,6 +12,13 @@ double signed_error(double predicted, double measured) {
   return (predicted - measured) / measured;
 }
 
+double median(std::vector<double> v) {
+  TRAINSIM_CHECK(!v.empty(), "no values to take the median of");
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
 ErrorSummary summarize(const std::vector<double>& signed_errors) {
   TRAINSIM_CHECK(!signed_errors.empty(), "no errors to summarize");
   ErrorSummary s;
@@ -29,9 +36,7 @@ ErrorSummary summarize(const std::vector<double>& signed_errors) {
     }
   }
   s.mean_abs = sum / static_cast<double>(s.cases);
-  std::sort(abs_errors.begin(), abs_errors.end());
-  const size_t n = abs_errors.size();
-  s.median_abs = n % 2 == 1 ? abs_errors[n / 2] : 0.5 * (abs_errors[n / 2 - 1] + abs_errors[n / 2]);
+  s.median_abs = median(std::move(abs_errors));
   return s;
 }
 

@@ -18,6 +18,9 @@ struct ErrorSummary {
   size_t worst = 0;        // index of the case with the largest |error|
 };
 
+// The median of `v` (of an even count, the mean of the two middle values). REQUIRES: !v.empty().
+double median(std::vector<double> v);
+
 // REQUIRES: !errors.empty(). The median of an even count is the mean of the two middle values.
 ErrorSummary summarize(const std::vector<double>& signed_errors);
 

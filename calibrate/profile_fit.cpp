@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "calibrate/accuracy.hpp"
 #include "calibrate/linear_fit.hpp"
 #include "calibrate/trace_summary.hpp"
 #include "sim/core/error.hpp"
@@ -502,12 +503,6 @@ FitCategory fit_collectives(const std::string& name, const std::vector<Collectiv
                     {"step_latency_s", link.step_latency.value()},
                     {"nominal_bytes_per_s", bandwidth}};
   return cat;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 // The samples of one op (of one scope) at each (size, group size), in ascending order.

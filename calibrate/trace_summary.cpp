@@ -10,16 +10,7 @@
 #include <unordered_map>
 
 namespace trainsim::calibrate {
-namespace {
 
-struct Interval {
-  uint64_t start = 0;
-  uint64_t end = 0;
-};
-
-core::Seconds seconds(uint64_t ns) { return core::Seconds(static_cast<double>(ns) * 1e-9); }
-
-// Length of the union of `intervals` clipped to [lo, hi).
 uint64_t union_length(std::vector<Interval> intervals, uint64_t lo, uint64_t hi) {
   for (Interval& i : intervals) {
     i.start = std::max(i.start, lo);
@@ -41,6 +32,16 @@ uint64_t union_length(std::vector<Interval> intervals, uint64_t lo, uint64_t hi)
   }
   if (open) total += cur_end - cur_start;
   return total;
+}
+
+namespace {
+
+core::Seconds seconds(uint64_t ns) { return core::Seconds(static_cast<double>(ns) * 1e-9); }
+
+std::string lowercase(std::string_view name) {
+  std::string n(name);
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return n;
 }
 
 bool contains_any(const std::string& haystack, std::initializer_list<std::string_view> needles) {
@@ -78,11 +79,22 @@ std::string_view to_string(TimeCategory c) {
   return NAMES[static_cast<size_t>(c)];
 }
 
+namespace {
+
+bool fused_attention_lowercase(const std::string& n) { return contains_any(n, {"flash", "fmha", "attention", "attn"}); }
+
+}  // namespace
+
+bool fused_attention_kernel(std::string_view name) { return fused_attention_lowercase(lowercase(name)); }
+
+bool kernel_name_has(std::string_view name, std::initializer_list<std::string_view> needles) {
+  return contains_any(lowercase(name), needles);
+}
+
 TimeCategory categorize_kernel(std::string_view name) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string n = lowercase(name);
   if (contains_any(n, {"nccl"})) return TimeCategory::COMMUNICATION;
-  if (contains_any(n, {"flash", "fmha", "attention", "attn", "softmax"})) return TimeCategory::ATTENTION;
+  if (fused_attention_lowercase(n) || contains_any(n, {"softmax"})) return TimeCategory::ATTENTION;
   if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "matmul"})) return TimeCategory::GEMM;
   return TimeCategory::ELEMENTWISE;
 }

@@ -27,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,19 @@ std::string_view to_string(TimeCategory c);  // "gemm", "attention", ... "idle"
 //   "gemm", "cutlass", "xmma", "cublas", "nvjet", "matmul"        -> GEMM
 //   anything else                                                 -> ELEMENTWISE
 TimeCategory categorize_kernel(std::string_view name);
+// A fused attention kernel by name ("flash", "fmha", "attention", "attn", case-insensitive):
+// categorize_kernel's ATTENTION less the plain softmax kernels.
+bool fused_attention_kernel(std::string_view name);
+// Case-insensitive: whether the kernel's name contains one of `needles` (given in lower case).
+bool kernel_name_has(std::string_view name, std::initializer_list<std::string_view> needles);
+
+// A span of GPU activity, in nanoseconds.
+struct Interval {
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+// Length of the union of `intervals` clipped to [lo, hi).
+uint64_t union_length(std::vector<Interval> intervals, uint64_t lo, uint64_t hi);
 
 // nccl-tests' bus bandwidth factor of an op on n ranks (1 for an unknown op or n < 1).
 double bus_factor(trace::CollectiveOp op, int n);

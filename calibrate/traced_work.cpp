@@ -1,67 +1,71 @@
 #include "calibrate/traced_work.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <initializer_list>
-#include <string>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "calibrate/iteration_marks.hpp"
+#include "calibrate/trace_summary.hpp"
 
 namespace trainsim::calibrate {
 namespace {
 
-bool contains_any(const std::string& haystack, std::initializer_list<std::string_view> needles) {
-  return std::any_of(needles.begin(), needles.end(),
-                     [&](std::string_view n) { return haystack.find(n) != std::string::npos; });
-}
-
-struct Span {
-  uint64_t start = 0;
-  uint64_t end = 0;
+// One GPU activity of a trace: its span, and its class when it is compute.
+struct Activity {
+  Interval span;
+  bool compute = false;  // false: communication (busy, but no class)
+  core::OpClass op_class = core::OpClass::ELEMENTWISE;
+  bool copy = false;     // a device copy or memset (counted as ELEMENTWISE)
 };
 
-// Length of the union of `spans`, each clipped to [lo, hi).
-uint64_t covered(std::vector<Span> spans, uint64_t lo, uint64_t hi) {
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  uint64_t total = 0, reach = lo;
-  for (const Span& s : spans) {
-    const uint64_t a = std::max(s.start, reach), b = std::min(s.end, hi);
-    if (b > a) {
-      total += b - a;
-      reach = b;
+// Every kernel, copy and memset of `file`, classed once.
+std::vector<Activity> activities(const core::TraceFile& file, bool fused_attention) {
+  std::vector<Activity> out;
+  for (const trace::Record& rec : file.records) {
+    Activity a;
+    if (rec.has_kernel()) {
+      a.span = {rec.kernel().start_ns(), rec.kernel().end_ns()};
+      a.compute = kernel_op_class(rec.kernel().name(), fused_attention, a.op_class);
+    } else if (rec.has_memcpy() || rec.has_memset()) {
+      a.span = rec.has_memcpy() ? Interval{rec.memcpy().start_ns(), rec.memcpy().end_ns()}
+                                : Interval{rec.memset().start_ns(), rec.memset().end_ns()};
+      a.compute = a.copy = true;
+    } else {
+      continue;
     }
+    if (a.span.end >= a.span.start) out.push_back(a);
   }
-  return total;
+  return out;
 }
 
-// Nanoseconds of [start, end) inside [lo, hi).
-uint64_t inside(uint64_t start, uint64_t end, uint64_t lo, uint64_t hi) {
-  const uint64_t a = std::max(start, lo), b = std::min(end, hi);
+// Nanoseconds of `span` inside [lo, hi).
+uint64_t inside(const Interval& span, uint64_t lo, uint64_t hi) {
+  const uint64_t a = std::max(span.start, lo), b = std::min(span.end, hi);
   return b > a ? b - a : 0;
 }
 
 }  // namespace
 
 bool kernel_op_class(std::string_view name, bool fused_attention, core::OpClass& out) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (contains_any(n, {"nccl"})) return false;
-  if (contains_any(n, {"flash", "fmha", "attention", "attn"})) {
-    out = core::OpClass::FLASH_ATTENTION;
-  } else if (contains_any(n, {"softmax"})) {
-    out = fused_attention ? core::OpClass::ELEMENTWISE : core::OpClass::ATTENTION;
-  } else if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "matmul"})) {
-    out = core::OpClass::GEMM;
-  } else if (contains_any(n, {"layer_norm", "layernorm", "rms_norm", "rmsnorm"})) {
-    out = core::OpClass::NORM;
-  } else if (contains_any(n, {"multi_tensor_apply", "adam", "optimizer"})) {
-    out = core::OpClass::OPTIMIZER;
-  } else if (contains_any(n, {"embedding", "index_select", "indexselect"})) {
-    out = core::OpClass::EMBEDDING;
-  } else {
-    out = core::OpClass::ELEMENTWISE;
+  switch (categorize_kernel(name)) {
+    case TimeCategory::COMMUNICATION:
+      return false;
+    case TimeCategory::GEMM:
+      out = core::OpClass::GEMM;
+      return true;
+    case TimeCategory::ATTENTION:  // fused attention, or a softmax: with FlashAttention, the loss's
+      out = fused_attention_kernel(name) ? core::OpClass::FLASH_ATTENTION
+            : fused_attention            ? core::OpClass::ELEMENTWISE
+                                         : core::OpClass::ATTENTION;
+      return true;
+    default:
+      break;
   }
+  out = kernel_name_has(name, {"layer_norm", "layernorm", "rms_norm", "rmsnorm"})  ? core::OpClass::NORM
+        : kernel_name_has(name, {"multi_tensor_apply", "adam", "optimizer"})        ? core::OpClass::OPTIMIZER
+        : kernel_name_has(name, {"embedding", "index_select", "indexselect"})       ? core::OpClass::EMBEDDING
+                                                                                    : core::OpClass::ELEMENTWISE;
   return true;
 }
 
@@ -74,34 +78,20 @@ TracedWork traced_work(const TraceSet& traces, bool fused_attention) {
   const double ranks = static_cast<double>(traces.ranks().size());
   const double per = 1e-9 / (ranks * static_cast<double>(common.size()));  // ns summed over ranks and iterations -> s
   for (size_t r = 0; r < traces.ranks().size(); ++r) {
-    const core::TraceFile& file = traces.files()[traces.ranks()[r].file];
+    const std::vector<Activity> all = activities(traces.files()[traces.ranks()[r].file], fused_attention);
+    std::vector<Interval> busy;
+    busy.reserve(all.size());
+    for (const Activity& a : all) busy.push_back(a.span);
     for (int64_t number : common) {
       const MarkWindow window = marks[r].at(number);
-      const uint64_t lo = window.start, hi = window.end;
-      std::vector<Span> busy;  // every GPU activity, communication included
-      for (const trace::Record& rec : file.records) {
-        Span span;
-        core::OpClass c = core::OpClass::ELEMENTWISE;
-        bool compute = true;
-        if (rec.has_kernel()) {
-          span = {rec.kernel().start_ns(), rec.kernel().end_ns()};
-          compute = kernel_op_class(rec.kernel().name(), fused_attention, c);
-        } else if (rec.has_memcpy()) {
-          span = {rec.memcpy().start_ns(), rec.memcpy().end_ns()};
-        } else if (rec.has_memset()) {
-          span = {rec.memset().start_ns(), rec.memset().end_ns()};
-        } else {
-          continue;
-        }
-        if (span.end < span.start) continue;
-        busy.push_back(span);
-        if (!compute) continue;
-        const double s = static_cast<double>(inside(span.start, span.end, lo, hi)) * per;
-        w.seconds[static_cast<size_t>(c)] += s;
-        if (!rec.has_kernel()) w.copies_s += s;
+      for (const Activity& a : all) {
+        if (!a.compute) continue;
+        const double s = static_cast<double>(inside(a.span, window.start, window.end)) * per;
+        w.seconds[static_cast<size_t>(a.op_class)] += s;
+        if (a.copy) w.copies_s += s;
       }
-      w.iteration_s += static_cast<double>(hi - lo) * per;
-      w.idle_s += static_cast<double>(hi - lo - covered(std::move(busy), lo, hi)) * per;
+      w.iteration_s += static_cast<double>(window.end - window.start) * per;
+      w.idle_s += static_cast<double>(window.end - window.start - union_length(busy, window.start, window.end)) * per;
     }
   }
   return w;

@@ -39,7 +39,8 @@ struct TracedWork {
   size_t iterations = 0;    // marked iterations every rank has
 };
 
-// The class of a kernel by its name, as above (nullopt-like: returns false for communication).
+// The class of a kernel by its name, as above (on trace_summary.hpp's categorize_kernel); false for
+// communication, which has no class.
 bool kernel_op_class(std::string_view name, bool fused_attention, core::OpClass& out);
 
 // REQUIRES nothing: traces without iteration marks give iterations == 0 and zero times.

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "calibrate/accuracy.hpp"
 #include "calibrate/iteration_marks.hpp"
 #include "calibrate/measured_on.hpp"
 #include "calibrate/nccl_tests_import.hpp"
@@ -152,10 +153,7 @@ std::optional<TracedJobCheck> check_on_traced_run(const CalibrateArgs& args, con
   overrides.push_back("simulation.profile=" + std::filesystem::absolute(args.output).string());
   std::vector<double> measured;
   for (const calibrate::MeasuredIteration& it : iterations) measured.push_back(it.time.value());
-  std::vector<double> sorted = measured;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  const double median = calibrate::median(measured);
 
   const Scenario kernel_fit_job = load_scenario(args.scenario, overrides);
   const bool fused = kernel_fit_job.training.attention == models::Attention::FLASH;

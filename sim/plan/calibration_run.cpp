@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "calibrate/accuracy.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/scenario.hpp"
 
@@ -16,20 +17,9 @@ std::vector<double> CalibrationRun::residuals() const {
   return r;
 }
 
-namespace {
+double CalibrationRun::median_residual() const { return calibrate::median(residuals()); }
 
-// The median (the mean of the middle two for an even count). REQUIRES: !v.empty().
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
-double CalibrationRun::median_residual() const { return median(residuals()); }
-
-double CalibrationRun::median_measured_s() const { return median(measured_s); }
+double CalibrationRun::median_measured_s() const { return calibrate::median(measured_s); }
 
 core::Json CalibrationRun::to_json() const {
   return {{"name", name},

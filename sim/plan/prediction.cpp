@@ -284,11 +284,12 @@ void start_after_host(core::Program& program, double seconds, uint32_t name) {
 // The scenario's workload; on a cluster of several GPU types with its programs on their pools
 // (pool_placement.hpp); after the profile's host latency at the start of each iteration.
 models::BuiltWorkload build_for(const Scenario& s) {
+  const bool split = splits_batch(s);
   models::BuiltWorkload built =
-      splits_batch(s) ? models::build_pool_split_workload(s.model, s.training, s.parallelism, replica_shares(s), s.pruning,
-                                                          s.offload, s.compression)
-                      : models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
-  if (!splits_batch(s) && !s.cluster.pools.empty()) models::place_stages_on_pools(built, stage_pools(s));
+      split ? models::build_pool_split_workload(s.model, s.training, s.parallelism, replica_shares(s), s.pruning, s.offload,
+                                                s.compression)
+            : models::build_workload(s.model, s.training, s.parallelism, s.pruning, s.offload, s.compression);
+  if (!split && !s.cluster.pools.empty()) models::place_stages_on_pools(built, stage_pools(s));
   if (const double latency = s.profile.device.step_host_latency.value(); latency > 0) {
     const uint32_t name = built.workload.intern("host: step start");
     for (core::Program& program : built.workload.programs) start_after_host(program, latency, name);
@@ -587,6 +588,33 @@ std::string pools_table(const Scenario& s, const Prediction& p) {
   return out;
 }
 
+// The figures a stack fit set from the user's traced run (stack_fit.hpp), each with its source:
+// the profile's "stack_fit.<class>" sources, and its step host latency when there is one.
+std::vector<std::pair<std::string, std::string>> stack_fit_sources(const core::DeviceProfile& d) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, source] : d.sources) {
+    if (key.rfind("stack_fit.", 0) == 0 || (key == "step_host_latency" && d.step_host_latency.value() > 0)) {
+      out.emplace_back(key, source);
+    }
+  }
+  return out;
+}
+
+// "stack fitted on a traced run ...: elementwise x4.557, ..., step host latency 1.052 ms; ..." when a
+// stack fit set figures; "" otherwise.
+std::string stack_fit_text(const core::DeviceProfile& d) {
+  std::vector<std::string> fitted;
+  for (const auto& [key, source] : stack_fit_sources(d)) {
+    fitted.push_back(key == "step_host_latency"
+                         ? fmt::format("step host latency {:.3f} ms", 1e3 * d.step_host_latency.value())
+                         : fmt::format("{} {}", key.substr(10), source.substr(0, source.find(' '))));
+  }
+  if (fitted.empty()) return "";
+  return fmt::format("stack fitted on a traced run of this stack (calibrate --scenario): {}; the other figures are the "
+                     "profile's kernel fit or defaults",
+                     fmt::join(fitted, ", "));
+}
+
 }  // namespace
 
 void simulate_failures(const Scenario& s, Prediction& p, int runs, uint64_t seed) {
@@ -846,13 +874,8 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
                      {"events", p.result.events},
                      {"simulated_ranks", p.result.simulated_ranks},
                      {"profile", s.profile.device.source}};
-  // The figures a stack fit set from the user's traced run (stack_fit.hpp), each with its source.
   core::Json stack_fit = core::Json::object();
-  for (const auto& [key, source] : s.profile.device.sources) {
-    if (key.rfind("stack_fit.", 0) == 0 || (key == "step_host_latency" && s.profile.device.step_host_latency.value() > 0)) {
-      stack_fit[key] = source;
-    }
-  }
+  for (const auto& [key, source] : stack_fit_sources(s.profile.device)) stack_fit[key] = source;
   if (!stack_fit.empty()) j["simulation"]["profile_stack_fit"] = stack_fit;
   // The training stack that priced the job (training.stack, or the one the layout implies).
   j["stack"] = {{"name", core::to_string(models::resolved_stack(s.training, s.parallelism))},
@@ -953,27 +976,6 @@ void resilience_table(const Scenario& s, const ResilienceFigures& f, Line line) 
                    duration_text(f.node_mtbf_s), duration_text(f.job_mtbf_s), duration_text(f.recovery_s),
                    duration_text(f.relaunch_s), duration_text(f.load_s), duration_text(f.warmup_s)));
   line(fmt::format("    {:<26}{:>13.1f}%", "goodput", 100 * f.goodput));
-}
-
-}  // namespace
-
-namespace {
-
-// "calibrated on your traced run: ..." when the profile's stack fit (stack_fit.hpp) set figures: what
-// came from the user's run; every other figure is the profile's kernel fit or a default.
-std::string stack_fit_text(const core::DeviceProfile& d) {
-  std::vector<std::string> fitted;
-  for (const auto& [key, source] : d.sources) {
-    if (key.rfind("stack_fit.", 0) == 0) {
-      const size_t x = source.find(' ');
-      fitted.push_back(fmt::format("{} {}", key.substr(10), source.substr(0, x)));
-    }
-  }
-  if (d.step_host_latency.value() > 0) fitted.push_back(fmt::format("step host latency {:.3f} ms", 1e3 * d.step_host_latency.value()));
-  if (fitted.empty()) return "";
-  return fmt::format("stack fitted on a traced run of this stack (calibrate --scenario): {}; the other figures are the "
-                     "profile's kernel fit or defaults",
-                     fmt::join(fitted, ", "));
 }
 
 }  // namespace

@@ -50,29 +50,26 @@ bool scale_group(core::DeviceProfile& d, const Group& g, double ratio) {
   return clamped;
 }
 
-double predicted_iteration(const Scenario& job, const core::DeviceProfile& device) {
-  Scenario s = job;
-  s.profile.device = device;
-  return predict(s, "analytic").iteration_time_s();
-}
-
 constexpr int MAX_ROUNDS = 40;
 constexpr double TOLERANCE = 1e-6;
 
-}  // namespace
-
-std::array<double, core::OP_CLASS_COUNT> workload_seconds(const Scenario& job) {
-  const Prediction p = predict(job, "analytic");
-  const core::Workload& w = p.built.workload;
+// Device seconds by class of rank 0's compute tasks in `w`, priced with `device`.
+std::array<double, core::OP_CLASS_COUNT> class_seconds(const core::Workload& w, const core::GpuSpec& gpu,
+                                                       const core::DeviceProfile& device) {
   const core::Program& program = w.programs[w.program_of_rank.at(0)];
   std::array<double, core::OP_CLASS_COUNT> out{};
   for (const core::Task& t : program.tasks) {
     if (t.kind != core::TaskKind::COMPUTE || t.stream == core::Stream::HOST) continue;
-    const double s = t.seconds > 0 ? t.seconds
-                                   : engine::compute_time(t, w.precision, job.cluster.gpu_spec, job.profile.device).value();
-    out[static_cast<size_t>(t.op_class)] += s;
+    out[static_cast<size_t>(t.op_class)] +=
+        t.seconds > 0 ? t.seconds : engine::compute_time(t, w.precision, gpu, device).value();
   }
   return out;
+}
+
+}  // namespace
+
+std::array<double, core::OP_CLASS_COUNT> workload_seconds(const Scenario& job) {
+  return class_seconds(predict(job, "analytic").built.workload, job.cluster.gpu_spec, job.profile.device);
 }
 
 StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, double measured_s,
@@ -82,8 +79,12 @@ StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, dou
   f.measured_s = measured_s;
   Scenario s = job;
   s.profile.device.step_host_latency = core::Seconds(0);
-  f.predicted_kernel_fit_s = predicted_iteration(s, s.profile.device);
-  const std::array<double, core::OP_CLASS_COUNT> before = workload_seconds(s);
+  // The workload does not depend on the efficiencies fitted below: built once, priced each round.
+  const Prediction kernel_fit = predict(s, "analytic");
+  f.predicted_kernel_fit_s = kernel_fit.iteration_time_s();
+  const core::Workload& workload = kernel_fit.built.workload;
+  const core::GpuSpec& gpu = s.cluster.gpu_spec;
+  const std::array<double, core::OP_CLASS_COUNT> before = class_seconds(workload, gpu, s.profile.device);
   std::vector<bool> clamped(std::size(GROUPS), false);
   for (const Group& g : GROUPS) {
     ClassGroupFit c;
@@ -99,7 +100,7 @@ StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, dou
     f.groups.push_back(c);
   }
   for (int round = 0; round < MAX_ROUNDS; ++round) {
-    const std::array<double, core::OP_CLASS_COUNT> now = workload_seconds(s);
+    const std::array<double, core::OP_CLASS_COUNT> now = class_seconds(workload, gpu, s.profile.device);
     bool converged = true;
     for (size_t i = 0; i < std::size(GROUPS); ++i) {
       if (!f.groups[i].fitted) continue;
@@ -111,7 +112,7 @@ StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, dou
     }
     if (converged) break;
   }
-  const std::array<double, core::OP_CLASS_COUNT> after = workload_seconds(s);
+  const std::array<double, core::OP_CLASS_COUNT> after = class_seconds(workload, gpu, s.profile.device);
   for (size_t i = 0; i < std::size(GROUPS); ++i) {
     ClassGroupFit& c = f.groups[i];
     if (!c.fitted) continue;
@@ -126,7 +127,7 @@ StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, dou
                     "(the traced run {})",
                     c.factor, 1e3 * c.traced_s, 1e3 * c.workload_s, run_name));
   }
-  f.predicted_classes_s = predicted_iteration(s, s.profile.device);
+  f.predicted_classes_s = predict(s, "analytic").iteration_time_s();
   f.step_host_latency_s = std::max(0.0, measured_s - f.predicted_classes_s);
   s.profile.device.step_host_latency = core::Seconds(f.step_host_latency_s);
   s.profile.device.sources.emplace_back(
@@ -134,7 +135,7 @@ StackFit fit_stack(const Scenario& job, const calibrate::TracedWork& traced, dou
       fmt::format("{:.3f} ms: the measured iteration {:.3f} ms less the fitted classes' {:.3f} ms (GPU idle traced: "
                   "{:.3f} ms per iteration; the traced run {})",
                   1e3 * f.step_host_latency_s, 1e3 * measured_s, 1e3 * f.predicted_classes_s, 1e3 * f.idle_s, run_name));
-  f.predicted_s = predicted_iteration(s, s.profile.device);
+  f.predicted_s = predict(s, "analytic").iteration_time_s();
   f.device = s.profile.device;
   return f;
 }
