@@ -28,6 +28,11 @@ const std::vector<std::string>& topology_names() {
   return names;
 }
 
+const std::vector<std::string>& routing_names() {
+  static const std::vector<std::string> names = {"static", "adaptive"};
+  return names;
+}
+
 // Index of `name` in `names`; REQUIRES: present (ObjectReader::choice only returns allowed values).
 size_t index_of(const std::vector<std::string>& names, const std::string& name) {
   for (size_t i = 0; i < names.size(); ++i) {
@@ -166,6 +171,15 @@ void read_network(core::ObjectReader& r, int nodes, InterNode& out) {
               fmt::format("must be 1 for topology \"ideal\" (a non-blocking crossbar), found {}", out.oversubscription));
     out.oversubscription = 1.0;
   }
+  out.routing = static_cast<Routing>(index_of(routing_names(), r.choice("routing", "static", routing_names())));
+  if (out.routing == Routing::ADAPTIVE && out.topology != TopologyKind::FAT_TREE &&
+      out.topology != TopologyKind::RAIL_OPTIMIZED) {
+    r.problem("routing", fmt::format("\"adaptive\" is modelled on the trees of topology \"fat-tree\" and "
+                                     "\"rail-optimized\" only; topology \"{}\" routes as documented "
+                                     "(docs/network.md): give \"static\" or leave routing out",
+                                     to_string(out.topology)));
+    out.routing = Routing::STATIC;
+  }
   out.radix = static_cast<int>(r.integer("radix", out.radix, 4, 1 << 16));
   if (out.radix % 2 != 0) {
     r.problem("radix", fmt::format("must be even (half the ports face down, half up), found {}", out.radix));
@@ -285,6 +299,8 @@ std::string to_string(IntraFabric f) { return fabric_names()[static_cast<size_t>
 std::string to_string(TopologyKind t) { return topology_names()[static_cast<size_t>(t)]; }
 
 std::string to_string(NetworkTechnology t) { return technology_names()[static_cast<size_t>(t)]; }
+
+std::string to_string(Routing r) { return routing_names()[static_cast<size_t>(r)]; }
 
 std::vector<int> torus_dimensions(int nodes) {
   // Exhaustive over divisor pairs: O(nodes) at most, once per build.
@@ -437,6 +453,8 @@ core::Json ClusterConfig::to_json() const {
                   {"torus_dims", network.torus_dims},
                   {"dragonfly_groups", network.dragonfly_groups},
                   {"in_network_reduction", network.in_network_reduction}};
+  // Written only where it is not the default, so that reports of static fabrics keep their bytes.
+  if (network.routing != Routing::STATIC) j["network"]["routing"] = to_string(network.routing);
   if (network.aggregation.kind != AggregationKind::NONE) {
     const InNetworkAggregation& a = network.aggregation;
     core::Json agg = {{"kind", to_string(a.kind)}};

@@ -83,9 +83,16 @@ enum class IntraFabric { NVSWITCH, NVLINK_MESH, PCIE };
 enum class NetworkTechnology { INFINIBAND, ROCE, ETHERNET };
 // The kind of inter-node network (the graph itself is network::Topology, network/topology.hpp).
 enum class TopologyKind { FAT_TREE, RAIL_OPTIMIZED, DRAGONFLY, TORUS, IDEAL };
+// How a fat-tree or rail-optimized tree picks a flow's way up (network/topology.hpp): STATIC, one
+// up port per destination (D-mod-k, as a subnet manager's linear forwarding tables do); ADAPTIVE,
+// the switches spread every flow over all their up ports (InfiniBand adaptive routing, packet
+// spraying), modelled as each subtree's up links and down links pooled into one link each of their
+// summed bandwidth.
+enum class Routing { STATIC, ADAPTIVE };
 std::string to_string(IntraFabric f);  // "nvswitch", "nvlink-mesh", "pcie"
 std::string to_string(TopologyKind t); // "fat-tree", "rail-optimized", "dragonfly", "torus", "ideal"
 std::string to_string(NetworkTechnology t);  // "infiniband", "roce", "ethernet"
+std::string to_string(Routing r);            // "static", "adaptive"
 
 struct IntraNode {
   IntraFabric fabric = IntraFabric::NVSWITCH;
@@ -135,6 +142,7 @@ struct InterNode {
   core::BytesPerSecond nic_bandwidth = core::BytesPerSecond(200e9 / 8);  // per NIC, per direction
   core::Seconds latency = core::Seconds(2e-6);
   double oversubscription = 1.0;  // >= 1: uplink bandwidth = downlink / oversubscription
+  Routing routing = Routing::STATIC;  // fat-tree and rail-optimized trees only
   int radix = 64;                 // ports per switch, even
   int levels = 0;                 // fat-tree levels; 0: as many as needed
   std::vector<int> torus_dims;    // empty: chosen by torus_dimensions()

@@ -36,8 +36,15 @@
 //             of node n is endpoint n*nics_per_node + k; in rail-optimized one tree per rail whose
 //             endpoints are the nodes); level j holds ceil(E/p^j) * p^(j-1) switches, each with p up
 //             links ("l1s4.l2s1.up", prefixed "rail2." per rail); levels: network.levels, or as few
-//             as reach every endpoint. Routing: up to the lowest common level, choosing the up port
-//             from the destination's digits (D-mod-k), then the unique way down.
+//             as reach every endpoint. Routing (network.routing "static", the default): up to the
+//             lowest common level, choosing the up port from the destination's digits (D-mod-k),
+//             then the unique way down. With "adaptive" the links between levels j and j + 1 are
+//             pooled per level-j subtree (endpoints w * p^j to (w + 1) * p^j - 1): one up link and
+//             one down link ("l1w7.up", "rail2.l2w0.down") at p^j times a link's bandwidth, and a
+//             route crosses the pooled up links of the source's subtrees below the lowest common
+//             level, then the pooled down links of the destination's: the fluid limit of switches
+//             that spread each flow over every up port (adaptive routing, packet spraying), in
+//             which flows collide only where a subtree's whole up (or down) capacity is short.
 //             dragonfly: leaves of p endpoints, `network.dragonfly_groups` groups of equal leaf count
 //             (the last may be smaller), all-to-all local links in a group ("group1.leaf0.leaf3"),
 //             one global link per ordered pair of groups ("group1.group4"), attached to leaf
@@ -140,7 +147,9 @@ class Topology {
   // level - 1 (the up port). A route from endpoint a to b crosses, below their lowest common level,
   // the up link of digits (a's digits from `level`, b's below it) and the down link of digits b: so
   // a permutation of the endpoints that acts on each digit alone (digit i of the image a function
-  // of digit i) maps every route onto the route of the images, link by link.
+  // of digit i) maps every route onto the route of the images, link by link. With adaptive routing a
+  // pooled link is named by its subtree's first endpoint (digits below `level` at 0) and has no port:
+  // the same permutations map its routes onto routes.
   struct TreeLink {
     int tree = 0;         // rail, for rail-optimized; 0 for a fat-tree
     int level = 1;        // 1 .. tree_levels() - 1: the link's lower switch's level

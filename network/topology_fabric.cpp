@@ -4,6 +4,9 @@
 // j + 1 of a tree; then per level-j switch s (s = subtree * p^(j-1) + u, the subtree being
 // endpoint / p^j) and per up port q: the up link at 2 * (s * p + q), its down link right after.
 // Up port q of (subtree w, u) leads to level j + 1 switch (w / p, u + q * p^(j-1)).
+// With adaptive routing the links between levels j and j + 1 are pooled per level-j subtree w
+// (endpoints w * p^j ..): its up link at 2 * w, its down link right after, each of the bandwidth of
+// the p^j links it stands for.
 // Dragonfly: local links per group g (all groups but the last have leaves_per_group leaves) at
 // g * a * (a - 1) + i * (size - 1) + slot(j); global links at global_first + x * (groups - 1) + slot(y),
 // slot(k) = k minus one when k is above the own index.
@@ -42,10 +45,22 @@ void Topology::build_fat_trees() {
   shape_.levels = net.levels > 0 ? net.levels : fat_tree_levels(shape_.endpoints, net.radix);
   const int64_t p = shape_.arity;
   const core::BytesPerSecond bandwidth = net.nic_bandwidth / net.oversubscription;
+  const bool pooled = net.routing == Routing::ADAPTIVE;
   for (int tree = 0; tree < trees; ++tree) {
     const std::string prefix = per_rail ? fmt::format("rail{}.", tree) : std::string();
     for (int j = 1; j < shape_.levels; ++j) {
       index_.push_back(static_cast<uint32_t>(links_.size()));
+      if (pooled) {
+        // Perfect spreading: a subtree's traffic up (or down) shares all its p^j links evenly.
+        const int64_t links = power(p, j);
+        for (int64_t w = 0; w < ceil_div(shape_.endpoints, links); ++w) {
+          for (const char* dir : {"up", "down"}) {
+            add_link(fmt::format("{}l{}w{}.{}", prefix, j, w, dir), LinkClass::FABRIC,
+                     core::BytesPerSecond(bandwidth.value() * static_cast<double>(links)), core::Seconds(0));
+          }
+        }
+        continue;
+      }
       const int64_t below = power(p, j - 1);
       const int64_t switches = ceil_div(shape_.endpoints, power(p, j)) * below;
       for (int64_t s = 0; s < switches; ++s) {
@@ -69,6 +84,17 @@ void Topology::fat_tree_route(int64_t from, int64_t to, int tree, std::vector<ui
   // Lowest level whose subtree holds both endpoints.
   int top = 1;
   for (int64_t span = p; from / span != to / span; span *= p) ++top;
+  if (cluster_.network.routing == Routing::ADAPTIVE) {
+    int64_t span = p;  // p^j
+    for (int j = 1; j < top; ++j, span *= p) {
+      out.push_back(index_[level_index + static_cast<size_t>(j - 1)] + static_cast<uint32_t>(2 * (from / span)));
+    }
+    for (int j = top - 1; j >= 1; --j) {
+      span /= p;
+      out.push_back(index_[level_index + static_cast<size_t>(j - 1)] + static_cast<uint32_t>(2 * (to / span)) + 1);
+    }
+    return;
+  }
   int64_t below = 1;  // p^(j-1)
   for (int j = 1; j < top; ++j, below *= p) {
     const int64_t q = (to / below) % p;
@@ -92,6 +118,10 @@ bool Topology::tree_link(uint32_t link, TreeLink& out) const {
   const int64_t offset = link - index_[block];
   out.up = offset % 2 == 0;
   const int64_t p = shape_.arity;
+  if (cluster_.network.routing == Routing::ADAPTIVE) {
+    out.digits = offset / 2 * power(p, out.level);  // the subtree's first endpoint
+    return true;
+  }
   const int64_t below = power(p, out.level - 1);
   const int64_t s = offset / 2 / p;
   const int64_t q = offset / 2 % p;
@@ -101,6 +131,11 @@ bool Topology::tree_link(uint32_t link, TreeLink& out) const {
 
 uint32_t Topology::tree_link_id(const TreeLink& l) const {
   const int64_t p = shape_.arity;
+  if (cluster_.network.routing == Routing::ADAPTIVE) {
+    const size_t block = static_cast<size_t>(l.tree) * static_cast<size_t>(shape_.levels - 1) + static_cast<size_t>(l.level - 1);
+    TRAINSIM_CHECK(block < index_.size(), fmt::format("no tree link at level {} of tree {}", l.level, l.tree));
+    return index_[block] + static_cast<uint32_t>(2 * (l.digits / power(p, l.level))) + (l.up ? 0 : 1);
+  }
   const int64_t below = power(p, l.level - 1);
   const int64_t s = (l.digits / (below * p)) * below + l.digits % below;
   const int64_t q = (l.digits / below) % p;

@@ -1,18 +1,22 @@
 #include "sim/engine/collective_simulation.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <chrono>
 #include <bit>
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <fmt/format.h>
 
 #include "network/topology.hpp"
 #include "sim/core/error.hpp"
+#include "sim/engine/node_folding.hpp"
 #include "sim/engine/program_plan.hpp"
 #include "sim/engine/rank_table.hpp"
 #include "sim/engine/schedule_flows.hpp"
@@ -225,17 +229,50 @@ double flows_lower_bound(const core::Workload& workload, const network::ClusterC
   return estimate_flows(workload, cluster, profile, options).total;
 }
 
+double simgrid_flow_rate(double in_flight) {
+  static constexpr std::array<std::pair<double, double>, 4> POINTS = {
+      {{256, 0.5e6}, {1024, 0.3e6}, {4096, 0.1e6}, {16384, 0.06e6}}};
+  if (in_flight <= POINTS.front().first) return POINTS.front().second;
+  size_t i = 1;
+  while (i + 1 < POINTS.size() && in_flight > POINTS[i].first) ++i;
+  const auto [x0, y0] = POINTS[i - 1];
+  const auto [x1, y1] = POINTS[i];
+  const double slope = std::log(y1 / y0) / std::log(x1 / x0);
+  return y0 * std::pow(in_flight / x0, slope);
+}
+
 FlowEstimate estimate_flows(const core::Workload& workload, const network::ClusterConfig& cluster,
                             const core::Profile& profile, const SimulationOptions& options) {
   TRAINSIM_CHECK(options.fidelity != Fidelity::ANALYTIC, "the analytic fidelity runs no flows");
   FlowEstimate estimate;
   estimate.by_group.assign(workload.groups.size(), 0.0);
+  estimate.by_group_seconds.assign(workload.groups.size(), 0.0);
   const bool step = options.fidelity == Fidelity::STEP;
   std::vector<ProgramPlan> plans;
   for (const core::Program& p : workload.programs) plans.push_back(plan_program(p, workload, cluster, profile.device));
   const RankTable table(workload, cluster, plans, options.use_symmetry);
   const network::Topology topology = network::Topology::build(cluster);
-  std::map<std::tuple<uint32_t, core::CollectiveOp, double>, double> per_call;  // by (meeting, op, bytes)
+  std::optional<NodeFolding> folding;
+  if (folding_allowed(options, cluster, topology.count(network::LinkClass::FABRIC) > 0)) {
+    folding.emplace(workload, table, topology, options.node_symmetry);
+    if (!folding->active()) folding.reset();
+  }
+  // A call's flows at flow fidelity: its algorithm's edges, those leaving a representative's node
+  // where nodes fold.
+  auto flow_count = [&](const std::vector<network::FlowEdge>& edges, const network::GroupView& group) {
+    if (!folding) return static_cast<double>(edges.size());
+    double kept = 0;
+    for (const network::FlowEdge& e : edges) {
+      const int node = topology.node_of(group.ranks[static_cast<size_t>(e.src)]);
+      kept += folding->representative_node(node) == node ? 1 : 0;
+    }
+    return kept;
+  };
+  struct CallCost {
+    double flows = 0;
+    double seconds = 0;
+  };
+  std::map<std::tuple<uint32_t, core::CollectiveOp, double>, CallCost> per_call;  // by (meeting, op, bytes)
   for (const SimulatedRank& sr : table.ranks()) {
     for (const core::Task& t : workload.programs[sr.program].tasks) {
       // A send is one flow (its receive is the same flow); a copy one more (SimGrid runs copies).
@@ -253,17 +290,22 @@ FlowEstimate estimate_flows(const core::Workload& workload, const network::Clust
           a = network::choose_algorithm(t.collective, Bytes(t.bytes), group, cluster, profile.network);
         }
         const double flows = group.size() <= 1 ? 0.0
-                             : step        ? call_step_flows(t.collective, a, Bytes(t.bytes), group, cluster)
-                                           : static_cast<double>(network::flow_edges(t.collective, a, Bytes(t.bytes), group).size());
-        it = per_call.emplace(key, flows).first;
+                             : step ? call_step_flows(t.collective, a, Bytes(t.bytes), group, cluster)
+                                    : flow_count(network::flow_edges(t.collective, a, Bytes(t.bytes), group), group);
+        it = per_call.emplace(key, CallCost{flows, flows > 0 ? flows / simgrid_flow_rate(flows) : 0.0}).first;
       }
       // Each simulated member of the call arrives once: the call's flows, shared among them.
-      estimate.by_group[t.group] += it->second / table.meetings()[meeting].expected;
+      const double share = 1.0 / table.meetings()[meeting].expected;
+      estimate.by_group[t.group] += it->second.flows * share;
+      estimate.by_group_seconds[t.group] += it->second.seconds * share;
     }
   }
   estimate.total = estimate.point_to_point;
+  estimate.cpu_seconds = estimate.point_to_point / simgrid_flow_rate(1);
   for (size_t g = 0; g < estimate.by_group.size(); ++g) {
-    if (!options.closed_form(g)) estimate.total += estimate.by_group[g];
+    if (options.closed_form(g)) continue;
+    estimate.total += estimate.by_group[g];
+    estimate.cpu_seconds += estimate.by_group_seconds[g];
   }
   return estimate;
 }

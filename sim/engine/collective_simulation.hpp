@@ -67,8 +67,10 @@ uint64_t step_flows_lower_bound(const CollectiveRequest& request, const network:
 // over the calls of the ranks it simulates (options.use_symmetry applied as the backend applies it),
 // each collective call's flows for its group, op, size and algorithm (options.algorithm where it
 // applies, else the tuner's), counted once per call: at step fidelity the bound above, at flow
-// fidelity one flow per algorithm edge (network::flow_edges); plus one flow per send and per copy.
-// Mirror images of calls (the traffic of ranks symmetry does not simulate) only add to it. Builds no
+// fidelity one flow per algorithm edge (network::flow_edges), of which node folding keeps those that
+// leave a representative's node (folding_allowed and NodeFolding, as the backend folds); plus one
+// flow per send and per copy. Replays (calls alone on their links, run once) only take from it;
+// mirror images of calls (the traffic of ranks symmetry does not simulate) only add to it. Builds no
 // flow: cheap next to the simulation it guards (sim/cli refuses `run` above STEP_FLOW_BUDGET at step
 // fidelity, above simulation.max_flows at flow fidelity).
 // REQUIRES: options.fidelity is not ANALYTIC.
@@ -79,11 +81,23 @@ double flows_lower_bound(const core::Workload& workload, const network::ClusterC
 // expensive classes in closed form (SimulationOptions::closed_form_groups) and simulate the rest.
 // total is flows_lower_bound: point_to_point plus the collectives of every group kind that
 // options.closed_form_groups leaves to flows; by_group counts every kind's collectives, chosen or not.
+// cpu_seconds prices each call's flows at simgrid_flow_rate of that many flows in flight: a call's
+// edges all start together, and SimGrid's cost per flow grows with the flows in flight, so one call
+// of 30,000 flows costs what 100 calls of 300 do many times over. It counts neither replays nor
+// other calls in flight at once: an estimate of the order of magnitude, not a bound either way.
 struct FlowEstimate {
   double total = 0;
   double point_to_point = 0;      // sends and copies: one flow each
   std::vector<double> by_group;   // per core::Workload::groups entry: its collectives' flows
+  double cpu_seconds = 0;         // SimGrid CPU seconds of `total`'s flows
+  std::vector<double> by_group_seconds;  // per group: its collectives' share of cpu_seconds
 };
+
+// SimGrid 3.32's flows per CPU-second with `in_flight` flows running at once, from the measured points
+// of ../shared/SIMGRID-NOTES.md ("Cost": 0.5 million below 256 flows, 0.3 million at 1,024, 0.1
+// million at 4,096, 0.06 million at 16,384), interpolated log-log between them and extended past the
+// last along the last segment.
+double simgrid_flow_rate(double in_flight);
 FlowEstimate estimate_flows(const core::Workload& workload, const network::ClusterConfig& cluster,
                             const core::Profile& profile, const SimulationOptions& options);
 

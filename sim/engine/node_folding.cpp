@@ -6,6 +6,17 @@
 
 namespace trainsim::engine {
 
+bool folding_allowed(const SimulationOptions& options, const network::ClusterConfig& cluster, bool has_fabric) {
+  if (options.node_symmetry == NodeSymmetry::OFF || !options.use_symmetry || options.fidelity != Fidelity::FLOW) {
+    return false;
+  }
+  if ((!options.timeline_ranks.empty() && options.timeline_flows) || cluster.intra_node.nvls ||
+      cluster.network.in_network_reduction || cluster.storage.has_value()) {
+    return false;
+  }
+  return !(options.node_symmetry == NodeSymmetry::APPROXIMATE && has_fabric && cluster.network.oversubscription > 1.0);
+}
+
 NodeFolding::NodeFolding(const core::Workload& workload, const RankTable& table, const network::Topology& topology,
                          NodeSymmetry mode)
     : w_(workload), topology_(topology) {

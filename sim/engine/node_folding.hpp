@@ -40,6 +40,14 @@
 
 namespace trainsim::engine {
 
+// Whether the SimGrid backend may fold nodes under `options` on `cluster`, before the conditions of
+// the workload (NodeFolding::active) and of its calls (each must fold): node_symmetry not OFF, flow
+// fidelity with symmetry, no flows recorded for a timeline (task intervals alone fold exactly), no
+// flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage), and for
+// APPROXIMATE no oversubscribed tree (a switch's uplinks carry all its nodes' flows, which a fold that
+// is not exact would hide). `has_fabric`: the topology has switch-to-switch links.
+bool folding_allowed(const SimulationOptions& options, const network::ClusterConfig& cluster, bool has_fabric);
+
 class NodeFolding {
  public:
   // The folding of `mode` (EXACT or APPROXIMATE) for the table's symmetric axes on `topology`;

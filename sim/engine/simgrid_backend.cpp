@@ -421,23 +421,11 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     return images;
   }
 
-  // Node folding (SimulationOptions::node_symmetry, sim/engine/node_folding.hpp). It needs: flow
-  // fidelity with symmetry and no flows recorded for a timeline (task intervals alone fold exactly);
-  // no flows to hosts that are not GPUs (in-network aggregation, NVLS, checkpoint storage); for
-  // APPROXIMATE on switch-to-switch links, no oversubscription (a switch's uplinks carry all its
-  // nodes' flows, which a fold that is not exact would hide).
+  // Node folding (SimulationOptions::node_symmetry, sim/engine/node_folding.hpp), where
+  // folding_allowed says it may.
   void choose_folding() {
-    const NodeSymmetry mode = options_.node_symmetry;
-    if (mode == NodeSymmetry::OFF || !options_.use_symmetry || options_.fidelity != Fidelity::FLOW) return;
-    if (!traced_.empty() || cluster_.intra_node.nvls || cluster_.network.in_network_reduction ||
-        cluster_.storage.has_value()) {
-      return;
-    }
-    if (mode == NodeSymmetry::APPROXIMATE && topology_.count(network::LinkClass::FABRIC) > 0 &&
-        cluster_.network.oversubscription > 1.0) {
-      return;
-    }
-    folding_.emplace(w_, executor_.table(), topology_, mode);
+    if (!folding_allowed(options_, cluster_, topology_.count(network::LinkClass::FABRIC) > 0)) return;
+    folding_.emplace(w_, executor_.table(), topology_, options_.node_symmetry);
     if (!folding_->active()) folding_.reset();
   }
 

@@ -37,6 +37,7 @@ struct WarmupPhase {
 struct ClosedFormClass {
   std::string group;  // core::GroupKind::name: "data", "expert", ...
   double flows = 0;   // the flows its calls would have needed (engine::FlowEstimate::by_group)
+  double seconds = 0;  // their estimated SimGrid CPU seconds (engine::FlowEstimate::by_group_seconds)
 };
 
 struct Prediction {

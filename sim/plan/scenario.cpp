@@ -40,6 +40,7 @@ SimulationConfig read_simulation(core::ObjectReader& r) {
   s.algorithm = algorithm_from(r.choice("algorithm", "auto", ALGORITHMS));
   s.max_tasks = r.integer("max_tasks", s.max_tasks, 1, MAX_TASKS_LIMIT);
   s.max_flows = r.integer("max_flows", s.max_flows, 1, MAX_TASKS_LIMIT);
+  s.max_seconds = r.number("max_seconds", s.max_seconds, 0.001, 1e9);
   s.approximate_over_budget = r.choice("over_budget", "approximate", {"approximate", "refuse"}) == "approximate";
   r.finish();
   return s;
@@ -271,6 +272,7 @@ core::Json SimulationConfig::to_json() const {
   j["fidelity"] = std::string(engine::to_string(fidelity));
   j["max_tasks"] = max_tasks;
   j["max_flows"] = max_flows;
+  if (max_seconds != DEFAULT_MAX_SECONDS) j["max_seconds"] = max_seconds;  // likewise (below)
   if (!approximate_over_budget) j["over_budget"] = "refuse";  // the default is left out: reports stay as they were
   if (node_symmetry != engine::NodeSymmetry::EXACT) j["node_symmetry"] = std::string(engine::to_string(node_symmetry));  // likewise
   return j;

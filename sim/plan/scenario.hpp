@@ -37,6 +37,11 @@ inline constexpr double TASK_BYTES = 170;
 // (../shared/SIMGRID-NOTES.md), so the default bounds a run to about 1-7 minutes; the largest bundled
 // scenario or validation case that finishes in useful time needs 4.3 million (docs/scenario.md).
 inline constexpr int64_t DEFAULT_MAX_FLOWS = 20'000'000;
+// Default of simulation.max_seconds: the most SimGrid CPU seconds (engine::FlowEstimate::cpu_seconds,
+// each call's flows at SimGrid's rate for that many in flight) one flow-fidelity simulation may be
+// estimated to take. A planner waits seconds (issue 32); the largest bundled scenario or validation
+// case is estimated at well under it (docs/network.md, "Over the flow budget").
+inline constexpr double DEFAULT_MAX_SECONDS = 120;
 
 // The "simulation" section.
 struct SimulationConfig {
@@ -50,6 +55,7 @@ struct SimulationConfig {
   engine::Fidelity fidelity = engine::Fidelity::FLOW;       // simgrid: how collectives become flows
   int64_t max_tasks = DEFAULT_MAX_TASKS;  // budget of simulated tasks (check_task_budget)
   int64_t max_flows = DEFAULT_MAX_FLOWS;  // simgrid at flow fidelity: budget of flows
+  double max_seconds = DEFAULT_MAX_SECONDS;  // simgrid at flow fidelity: budget of estimated CPU seconds
   // Above max_flows: price the most expensive classes of collectives in closed form until the rest
   // fits (true, the default), or refuse the run (false). simulation.over_budget "approximate" | "refuse".
   bool approximate_over_budget = true;

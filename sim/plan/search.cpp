@@ -1434,9 +1434,11 @@ void Search::recheck(SearchResult& result) const {
       // A layout whose simulation would exceed simulation.max_flows keeps its analytic figures (a
       // larger layout of the same job can need far more flows than the scenario's own). Any other
       // input error ends the search: the step fidelity's budget, asked for every layout, included.
-      if (e.problems().front().pointer != "/simulation/max_flows") throw;
+      const std::string& pointer = e.problems().front().pointer;
+      if (pointer != "/simulation/max_flows" && pointer != "/simulation/max_seconds") throw;
       const std::lock_guard<std::mutex> lock(refused_mutex);
-      ++result.recheck_refused["above simulation.max_flows"];
+      ++result.recheck_refused[pointer == "/simulation/max_flows" ? "above simulation.max_flows"
+                                                                   : "above simulation.max_seconds"];
     }
     bar.advance();
   });

@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "network/collective_cost.hpp"
@@ -372,6 +374,55 @@ TEST(CollectiveSimulation, TwoRingsSharingAnOversubscribedUplinkSlowDownByTwo) {
   EXPECT_NEAR(alone.value(), size / rate, 1e-9);
   EXPECT_NEAR(apart.value(), size / rate, 1e-9);
   EXPECT_NEAR(sharing.value(), 2 * size / rate, 1e-9);
+}
+
+// Two sends that static D-mod-k routing puts on one up port, and adaptive routing spreads. 8 nodes of
+// one GPU and one 200 Gb/s NIC under radix-4 switches, non-blocking: leaves {0,1} {2,3} {4,5} {6,7}.
+// 0 -> 2 and 1 -> 4 both leave leaf 0; their destinations' low digits are both 0, so static routing
+// sends both through leaf 0's up port 0 (one NIC's bandwidth): each gets half, 2 S/R for S bytes at
+// the NIC's rate R. Adaptive routing pools leaf 0's two up links (2 R): each runs at its NIC's R,
+// S/R. One platform structure per process: two tests.
+double two_sends_leaving_one_leaf(const std::string& routing) {
+  const network::ClusterConfig cluster =
+      cluster_of({{"nodes", 8},
+                  {"gpus_per_node", 1},
+                  {"network", {{"nics_per_node", 1}, {"radix", 4}, {"routing", routing}}}});
+  const network::Topology topology = network::Topology::build(cluster);
+  SimgridPlatform& platform = SimgridPlatform::bind(topology, core::NetworkProfile::defaults());
+  const double size = 4.0 * (1 << 30);
+  FlowBatch batch;
+  for (const auto& [src, dst] : {std::pair{0, 2}, std::pair{1, 4}}) {
+    std::vector<uint32_t> links;
+    topology.route(src, dst, links);
+    platform.set_route(src, dst, links, Seconds(0));
+    batch.flows.push_back({src, dst, size, 0, 0});
+  }
+  const std::vector<Seconds> done = platform.run(batch);
+  double slowest = 0;
+  for (size_t i = 0; i < done.size(); ++i) {
+    slowest = std::max(slowest, (done[i] - platform.route_latency(batch.flows[i].src, batch.flows[i].dst)).value());
+  }
+  return slowest / (size / (0.9 * 25e9));  // in units of S/R (R: 200 Gb/s at the default 0.9 efficiency)
+}
+
+TEST(CollectiveSimulation, StaticRoutingPutsTwoSendsOnOneUpPort) {
+  EXPECT_NEAR(two_sends_leaving_one_leaf("static"), 2.0, 1e-9);
+}
+
+TEST(CollectiveSimulation, AdaptiveRoutingSpreadsThemOverTheLeafsUpLinks) {
+  EXPECT_NEAR(two_sends_leaving_one_leaf("adaptive"), 1.0, 1e-9);
+}
+
+// The estimate's SimGrid rate: ../shared/SIMGRID-NOTES.md's measured points, log-log between them.
+// At 2,048 flows, halfway (in log) from 1,024 (0.3 M/s) to 4,096 (0.1 M/s): sqrt(0.3 x 0.1) M/s.
+TEST(CollectiveSimulation, SimgridFlowRateFollowsTheMeasuredPoints) {
+  EXPECT_DOUBLE_EQ(simgrid_flow_rate(1), 0.5e6);
+  EXPECT_DOUBLE_EQ(simgrid_flow_rate(256), 0.5e6);
+  EXPECT_NEAR(simgrid_flow_rate(1024), 0.3e6, 1e-6);
+  EXPECT_NEAR(simgrid_flow_rate(2048), std::sqrt(0.3e6 * 0.1e6), 1e-6);
+  EXPECT_NEAR(simgrid_flow_rate(16384), 0.06e6, 1e-6);
+  // Past the last point along the last segment: 4x the flows, 0.6x the rate.
+  EXPECT_NEAR(simgrid_flow_rate(65536), 0.06e6 * 0.6, 1e-6);
 }
 
 // Batches that overlap on a receiver's link, run twice in one process. At t = 0 GPU 0 sends S bytes

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/engine/backend.hpp"
+#include "sim/engine/collective_simulation.hpp"
 #include "tests/engine/fixtures.hpp"
 
 namespace trainsim::engine {
@@ -84,6 +85,29 @@ TEST(NodeFoldingSimgrid, ShardedRingOnTwoLevelRailsFoldsExactlyAlsoOversubscribe
   rails.network.oversubscription = 4;
   SCOPED_TRACE("4:1");
   expect_exact_folding(w, rails);
+}
+
+// The up-front estimate counts the flows the folded run keeps (engine::estimate_flows applies the
+// folding as the backend does). The sharded job with a context group inside each node (TP1 CP4 DP8
+// on 4 rail-optimized nodes of 8): the folded run (no replays) runs the estimate's 312 flows and 24
+// more, the in-node calls' mirrors it keeps on the representatives' nodes (mirror images only add to
+// the estimate), against 600 in the unfolded estimate. Its CPU seconds price each call at SimGrid's
+// rate for that call's flows (here all small: 0.5 million per second).
+double folded_estimate_and_run(const core::Workload& w, const network::ClusterConfig& cluster, double& unfolded) {
+  unfolded = estimate_flows(w, cluster, {}, options(true, NodeSymmetry::OFF)).total;
+  const FlowEstimate folded = estimate_flows(w, cluster, {}, options(true, NodeSymmetry::EXACT));
+  EXPECT_DOUBLE_EQ(folded.cpu_seconds, folded.total / simgrid_flow_rate(1));
+  const SimulationResult run = make_simgrid_backend()->run(w, cluster, {}, options(true, NodeSymmetry::EXACT));
+  EXPECT_LE(folded.total, static_cast<double>(run.network_flows));
+  return static_cast<double>(run.network_flows) - folded.total;
+}
+
+TEST(NodeFoldingSimgrid, TheEstimateCountsTheFoldedFlowsBesideCallsInsideNodes) {
+  double unfolded = 0;
+  const network::ClusterConfig rails = tree(network::TopologyKind::RAIL_OPTIMIZED, 4, 8, 4);
+  const core::Workload w = testing::sharded_workload(1, 4, 8, 3);
+  EXPECT_EQ(folded_estimate_and_run(w, rails, unfolded), 24.0);
+  EXPECT_EQ(unfolded, 600.0);
 }
 
 // A fat-tree of one node per leaf (radix 16, two levels), the sharded job: its ring crosses leaves.

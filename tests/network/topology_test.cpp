@@ -149,6 +149,48 @@ TEST(Topology, FatTreeRoutesGoUpThenDown) {
   EXPECT_EQ(longest, 6u) << "up to the top of 7 levels";
 }
 
+// Adaptive routing pools each subtree's links: 8 single-NIC nodes under radix-4 switches (arity 2,
+// 3 levels). Level 1 has 4 subtrees (the leaves) of 2 up links each, level 2 has 2 subtrees of 4:
+// pooled links at 2 and 4 times the NIC's bandwidth. 0 -> 2 meets at level 2 (leaf 0 up, leaf 1
+// down); 1 -> 4 at level 3 (leaf 0 and subtree 0 up, subtree 1 and leaf 2 down). Static D-mod-k sends
+// both through leaf 0's up port 0 (the destinations' low digits are both 0).
+TEST(Topology, AdaptiveRoutingPoolsEachSubtreesLinks) {
+  ClusterConfig c = cluster(8, 1, TopologyKind::FAT_TREE);
+  c.network.radix = 4;
+  c.network.nics_per_node = 1;
+  const Topology fixed = Topology::build(c);
+  c.network.routing = Routing::ADAPTIVE;
+  const Topology pooled = Topology::build(c);
+  auto fabric = [](const Topology& t, int from, int to) {
+    std::vector<std::string> names;
+    for (const std::string& n : route_names(t, from, to)) {
+      if (!starts_with(n, "node")) names.push_back(n);
+    }
+    return names;
+  };
+  EXPECT_EQ(fabric(fixed, 0, 2), (std::vector<std::string>{"l1s0.l2s0.up", "l1s1.l2s0.down"}));
+  EXPECT_EQ(fabric(fixed, 1, 4)[0], "l1s0.l2s0.up") << "the same up port as 0 -> 2";
+  EXPECT_EQ(fabric(pooled, 0, 2), (std::vector<std::string>{"l1w0.up", "l1w1.down"}));
+  EXPECT_EQ(fabric(pooled, 1, 4), (std::vector<std::string>{"l1w0.up", "l2w0.up", "l2w1.down", "l1w2.down"}));
+  // 4 leaves + 2 level-2 subtrees, up and down: 12 links, against (4 + 4) x 2 ports x 2 static ones.
+  EXPECT_EQ(pooled.count(LinkClass::FABRIC), 12u);
+  EXPECT_EQ(fixed.count(LinkClass::FABRIC), 32u);
+  const double nic = c.network.nic_bandwidth.value();
+  for (const Link& l : pooled.links()) {
+    if (l.link_class != LinkClass::FABRIC) continue;
+    EXPECT_DOUBLE_EQ(l.bandwidth.value(), (starts_with(l.name, "l1") ? 2 : 4) * nic) << l.name;
+  }
+  // The same total capacity as the static tree's links: pooling moves no bandwidth.
+  EXPECT_DOUBLE_EQ(pooled.total_bandwidth(LinkClass::FABRIC).value(), fixed.total_bandwidth(LinkClass::FABRIC).value());
+  // Tree-link ids round-trip through their digits (node folding maps links by them).
+  for (uint32_t id = 0; id < pooled.links().size(); ++id) {
+    Topology::TreeLink t;
+    if (!pooled.tree_link(id, t)) continue;
+    EXPECT_EQ(pooled.tree_link_id(t), id) << pooled.links()[id].name;
+    EXPECT_EQ(t.digits % (t.level == 1 ? 2 : 4), 0) << "a pooled link is named by its subtree's first endpoint";
+  }
+}
+
 TEST(Topology, TorusRoutesAreDimensionOrderedAndShortest) {
   ClusterConfig c = cluster(60, 1, TopologyKind::TORUS);
   c.network.torus_dims = {3, 4, 5};
