@@ -408,11 +408,16 @@ Prediction simulate(const Scenario& scenario, const std::string& backend_overrid
     // calls that symmetry adds (more), nor calls in flight together (slower): an order of magnitude,
     // not a ceiling (docs/network.md, "Over the flow budget").
     if (watch != nullptr && estimate.cpu_seconds > WatchSimulations::PROGRESS_PERIOD_S) {
+      // Events: each flow is about 3 engine events (../shared/SIMGRID-NOTES.md), each task one; memory:
+      // TASK_BYTES per task of the programs (the flows in flight add little beside them).
+      double tasks = 0;
+      for (const core::Program& program : p.built.workload.programs) tasks += static_cast<double>(program.tasks.size());
       *watch->out << fmt::format(
                          "simgrid: {}: about {:.3g} flows to simulate, about {:.0f} CPU seconds at SimGrid's rate for "
-                         "its calls' sizes (fewer where calls are replayed, more for symmetry's mirror images); "
-                         "progress every {:.0f} s, Ctrl-C stops\n",
-                         watch->label, flows, estimate.cpu_seconds, WatchSimulations::PROGRESS_PERIOD_S)
+                         "its calls' sizes (fewer where calls are replayed, more for symmetry's mirror images), about "
+                         "{:.3g} events and {:.0f} MB for its {:.3g} tasks; progress every {:.0f} s, Ctrl-C stops\n",
+                         watch->label, flows, estimate.cpu_seconds, 3 * flows + tasks, tasks * TASK_BYTES / 1e6, tasks,
+                         WatchSimulations::PROGRESS_PERIOD_S)
                   << std::flush;
     }
   }
