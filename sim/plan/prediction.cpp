@@ -233,10 +233,6 @@ std::optional<std::vector<core::GpuPower>> pool_gpu_powers(const Scenario& s) {
   return powers;
 }
 
-// Whether the power of every GPU of the scenario is known (energy figures can be given).
-bool gpu_power_known(const Scenario& s) {
-  return s.cluster.pools.empty() ? s.gpu_power.tdp_w > 0 : pool_gpu_powers(s).has_value();
-}
 
 // The prediction's energy per iteration from the timelines of one rank per program (energy.hpp); on
 // several GPU types each program's ranks draw as their pool's GPU.
@@ -1197,6 +1193,10 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   }
   for (const std::string& w : s.warnings) line("warning: " + w);
   return out;
+}
+
+bool gpu_power_known(const Scenario& s) {
+  return s.cluster.pools.empty() ? s.gpu_power.tdp_w > 0 : pool_gpu_powers(s).has_value();
 }
 
 }  // namespace trainsim::plan

@@ -100,6 +100,10 @@ void simulate_failures(const Scenario& scenario, Prediction& p, int runs, uint64
 // The same as a human-readable table.
 std::string report_table(const Scenario& scenario, const Prediction& p);
 
+// Whether the power of every GPU of the scenario is known, so that energy figures can be given: the
+// cluster's GPU's "tdp", or with cluster.pools every pool's.
+bool gpu_power_known(const Scenario& s);
+
 // predict() then report_json(), for commands that run many scenarios (validate, compare, sweep and
 // search's SimGrid re-check): with the SimGrid backend (`backend`, or the scenario's own when "") the
 // prediction runs in a child process of its own, because SimGrid 3.32 builds one platform per process

@@ -65,6 +65,7 @@ struct Search::Variant {
   struct PoolType {
     double share = 0;  // of the variant's GPUs
     double capacity_bytes = 0;
+    double gpu_limit_w = 0;  // the pool's GPU at its limit (TDP or cap): the energy bound's
     network::ClusterConfig cluster;
     std::vector<core::Profile> profiles;  // by core::Stack, as `profiles`
   };
@@ -76,6 +77,26 @@ struct Search::Variant {
     return c;
   }
 };
+
+namespace {
+
+// Energy of an iteration of `time` on `gpus` GPUs of variant `v` with every GPU at its limit (TDP or
+// cap) the whole time, hosts, NICs and switches on, times the PUE: the upper bound a first-pass
+// estimate (which has no timeline) is ranked on (energy.hpp). Across pools, each pool's share of the
+// GPUs at its own GPU's limit.
+double energy_bound_j(const Search::Variant& v, int gpus, double time) {
+  const Scenario& s = v.base;
+  const network::ClusterConfig& c = s.cluster;
+  const int nodes = (gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+  double gpu_w = gpus * s.gpu_power.limit_w();
+  if (!v.pool_types.empty()) {
+    gpu_w = 0;
+    for (const Search::Variant::PoolType& t : v.pool_types) gpu_w += t.share * gpus * t.gpu_limit_w;
+  }
+  return (gpu_w + s.power.non_gpu_w(nodes, c.network.nics_per_node)) * s.power.pue * time;
+}
+
+}  // namespace
 
 struct Search::Shape {
   int variant = 0;
@@ -217,7 +238,14 @@ void check_energy_options(const SearchOptions& o, const Scenario& s, const std::
                                                           *o.max_power_w / 1e6));
   }
   if (!energy && !o.max_power_w) return;
-  if (s.gpu_power.tdp_w <= 0 && std::find(types.begin(), types.end(), s.cluster.gpu) != types.end()) {
+  if (!s.cluster.pools.empty() && !gpu_power_known(s)) {
+    throw core::InputError(s.file, "/cluster/pools",
+                           fmt::format("{} needs every pool's GPU power: give \"tdp\" in each pool's GPU object "
+                                       "(docs/energy.md)",
+                                       o.max_power_w ? "--max-power" : "--objective " + to_string(o.objective)));
+  }
+  if (s.cluster.pools.empty() && s.gpu_power.tdp_w <= 0 &&
+      std::find(types.begin(), types.end(), s.cluster.gpu) != types.end()) {
     throw core::InputError(s.file, "/cluster/gpu/tdp",
                            fmt::format("{} needs the GPU's power: give \"tdp\" in the GPU object (docs/energy.md)",
                                        o.max_power_w ? "--max-power" : "--objective " + to_string(o.objective)));
@@ -243,24 +271,8 @@ void check_pool_search_options(const SearchOptions& o, const Scenario& s) {
   refuse(!o.gpus.empty(), "--gpus", "the GPU counts are the pools'");
   refuse(!o.gpu_types.empty(), "--gpu", "the GPU types are the pools'");
   refuse(!o.prices.empty(), "--price", "give cluster.price_per_gpu_hour instead of prices by GPU type");
-  const bool energy = o.objective == Objective::ENERGY || o.objective == Objective::CO2;
-  refuse(energy, "--objective",
-         fmt::format("{} is not searched on several GPU types: the first pass bounds energy with one GPU's power "
-                     "(`trainsim run` reports each layout's)",
-                     to_string(o.objective)));
-  refuse(o.max_power_w.has_value(), "--max-power",
-         "is not searched on several GPU types: the first pass bounds power with one GPU's (`trainsim run` reports "
-         "each layout's peak)");
 }
 
-// Energy of an iteration of `time` on `gpus` GPUs of `c` with every GPU at its limit (TDP or cap) the
-// whole time, hosts, NICs and switches on, times the PUE: the upper bound a first-pass estimate (which
-// has no timeline) is ranked on (energy.hpp).
-double energy_bound_j(const Scenario& s, int gpus, double time) {
-  const network::ClusterConfig& c = s.cluster;
-  const int nodes = (gpus + c.gpus_per_node - 1) / c.gpus_per_node;
-  return (gpus * s.gpu_power.limit_w() + s.power.non_gpu_w(nodes, c.network.nics_per_node)) * s.power.pue * time;
-}
 
 Figures figures_of(const core::Json& report) {
   Figures f;
@@ -803,7 +815,8 @@ Search::Search(SearchOptions options)
         u.base.cluster.intra_node = v.base.cluster.intra_node;
         const double share = static_cast<double>(pools[i].nodes) / scenario.cluster.nodes;
         v.peak_flops += share * u.peak_flops;  // MFU over the GPUs' mean peak, as the report's
-        v.pool_types.push_back({share, pools[i].gpu_spec.hbm_capacity.value(), u.base.cluster, u.profiles});
+        v.pool_types.push_back(
+            {share, pools[i].gpu_spec.hbm_capacity.value(), u.base.gpu_power.limit_w(), u.base.cluster, u.profiles});
       }
       v.pools = fmt::format("{}", fmt::join(names, "+"));
       v.gpu = fmt::format("{}", fmt::join(gpus_used, "+"));
@@ -1030,7 +1043,7 @@ double Search::objective_value(const Layout& l, double time, double goodput, con
     case Objective::CO2: {
       const double joules = figures != nullptr && figures->energy_per_iteration_j
                                 ? *figures->energy_per_iteration_j
-                                : energy_bound_j(v.base, l.gpus, time);
+                                : energy_bound_j(v, l.gpus, time);
       const std::optional<TimeToTrain> t = time_to_train(v.base, time);
       if (!t) {  // energy without training.tokens: per token (per sample for a layer graph)
         return joules / (layer_graph_ ? static_cast<double>(v.base.training.global_batch) : tokens);

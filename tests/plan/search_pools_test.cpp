@@ -113,6 +113,57 @@ TEST(SearchOnPools, TheFirstPassAcrossPoolsIsNearTheAnalyticFigure) {
   EXPECT_GT(checked, 0);
 }
 
+// --objective energy on pools: the first pass bounds each layout with every pool's GPU at its own
+// limit, the refined figures are `run`'s (each rank drawing as its pool's GPU). Both GPUs are H100s
+// by their power (the slow one is an H100 at half rate, same 700 W), so by hand, with C the fast
+// GPU's compute time: the fast pool alone holds one GPU and one node for C, both pools two of each
+// for about 2/3 C (4/3 C of GPU and node time), the slow pool alone one of each for 2C: energy per
+// token about 1 : 4/3 : 2, in that order.
+TEST(SearchOnPools, EnergyRanksTheFastPoolThenBothThenTheSlowByHand) {
+  SearchOptions o = two_type_options();
+  o.objective = Objective::ENERGY;
+  const Search search(o);
+  const SearchResult r = search.run();
+  std::map<std::string, const Evaluated*> best;
+  std::vector<std::string> order;
+  for (const Evaluated& e : r.ranked) {
+    ASSERT_TRUE(e.analytic.has_value());
+    ASSERT_TRUE(e.analytic->energy_per_iteration_j.has_value()) << e.layout.describe();
+    if (best.emplace(e.layout.pools, &e).second) order.push_back(e.layout.pools);
+  }
+  ASSERT_EQ(order, (std::vector<std::string>{"fast", "fast+slow", "slow"}));
+  const double fast = *best["fast"]->analytic->energy_per_iteration_j;
+  EXPECT_NEAR(*best["fast+slow"]->analytic->energy_per_iteration_j / fast, 4.0 / 3, 0.2);
+  EXPECT_NEAR(*best["slow"]->analytic->energy_per_iteration_j / fast, 2.0, 0.2);
+  // The figures are run's of the scenario each layout names.
+  const Prediction p = predict(search.scenario_of(best["fast+slow"]->layout), "analytic");
+  ASSERT_TRUE(p.energy.has_value());
+  EXPECT_DOUBLE_EQ(p.energy->per_iteration_j, *best["fast+slow"]->analytic->energy_per_iteration_j);
+}
+
+// --max-power on pools: a site power between the fast pool's peak (one GPU, one node) and the two
+// pools' (two of each) leaves the layouts on one pool and rejects those on both.
+TEST(SearchOnPools, MaxPowerKeepsTheLayoutsOnOnePool) {
+  SearchOptions o = two_type_options();
+  const SearchResult all = Search(o).run();
+  double one = 0;
+  double both = 1e300;
+  for (const Evaluated& e : all.ranked) {
+    ASSERT_TRUE(e.analytic->peak_power_w.has_value());
+    if (e.layout.pools == "fast+slow") {
+      both = std::min(both, *e.analytic->peak_power_w);
+    } else {
+      one = std::max(one, *e.analytic->peak_power_w);
+    }
+  }
+  ASSERT_LT(one, both);
+  o.max_power_w = (one + both) / 2;
+  const SearchResult capped = Search(o).run();
+  ASSERT_FALSE(capped.ranked.empty());
+  for (const Evaluated& e : capped.ranked) EXPECT_NE(e.layout.pools, "fast+slow");
+  EXPECT_GT(capped.rejected.size(), 0u);
+}
+
 TEST(SearchOnPools, OptionsThatChooseGpusAreRefused) {
   SearchOptions o = two_type_options();
   o.gpus = {2};
