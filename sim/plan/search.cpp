@@ -80,11 +80,11 @@ struct Search::Variant {
 
 namespace {
 
-// Energy of an iteration of `time` on `gpus` GPUs of variant `v` with every GPU at its limit (TDP or
-// cap) the whole time, hosts, NICs and switches on, times the PUE: the upper bound a first-pass
-// estimate (which has no timeline) is ranked on (energy.hpp). Across pools, each pool's share of the
+// The site power of `gpus` GPUs of variant `v` with every GPU at its limit (TDP or cap), hosts, NICs
+// and switches on, times the PUE: an upper bound of the report's energy.peak_power_w (energy.hpp),
+// which a first-pass estimate (no timeline) is judged on. Across pools, each pool's share of the
 // GPUs at its own GPU's limit.
-double energy_bound_j(const Search::Variant& v, int gpus, double time) {
+double peak_power_bound_w(const Search::Variant& v, int gpus) {
   const Scenario& s = v.base;
   const network::ClusterConfig& c = s.cluster;
   const int nodes = (gpus + c.gpus_per_node - 1) / c.gpus_per_node;
@@ -93,8 +93,12 @@ double energy_bound_j(const Search::Variant& v, int gpus, double time) {
     gpu_w = 0;
     for (const Search::Variant::PoolType& t : v.pool_types) gpu_w += t.share * gpus * t.gpu_limit_w;
   }
-  return (gpu_w + s.power.non_gpu_w(nodes, c.network.nics_per_node)) * s.power.pue * time;
+  return (gpu_w + s.power.non_gpu_w(nodes, c.network.nics_per_node)) * s.power.pue;
 }
+
+// Energy of an iteration of `time` at that bound the whole time: the upper bound a first-pass
+// estimate is ranked on.
+double energy_bound_j(const Search::Variant& v, int gpus, double time) { return peak_power_bound_w(v, gpus) * time; }
 
 }  // namespace
 
@@ -1098,10 +1102,15 @@ bool Search::estimate_before(const Evaluated& a, const Evaluated& b) const {
   // Layouts whose estimate meets the planning constraints first: the refinement then spends its
   // analytic runs where a layout can pass them. (The constraints themselves are checked on the
   // analytic figures, in rank().)
+  // --max-power: the estimate has no power figure, so a layout whose bound (every GPU at its limit)
+  // is under the cap surely meets it; the others may (their peak is below the bound).
   const auto meets = [this](const Evaluated& e) {
+    if (options_.max_power_w && peak_power_bound_w(variant_of(e.layout), e.layout.gpus) > *options_.max_power_w) {
+      return false;
+    }
     return !missed_constraint(e.layout, e.estimate.iteration_time_s, 1, -1, "estimate").has_value();
   };
-  if (options_.deadline_days || options_.budget_usd) {
+  if (options_.deadline_days || options_.budget_usd || options_.max_power_w) {
     const bool ma = meets(a), mb = meets(b);
     if (ma != mb) return ma;
   }
