@@ -420,6 +420,10 @@ core::Bytes activation_bytes_per_layer(const ModelSpec& m, const TrainingConfig&
       if (mm_saved(i)) saved += tokens * calls[i].width * x.e;
     }
     if (x.flash) saved += tokens * x.q / x.t * x.e + x.b * (x.a / x.t) * x.sl * FP32_BYTES;
+    // Under sequence parallelism the reduce-scatters after the projection and the MLP are saved
+    // (their outputs, 1/t of the sequence each); the all-gathered inputs and the all-reduce outputs
+    // without it are not.
+    if (x.t > 1 && x.tsp > 1) saved += 2 * tokens * x.h / x.t * x.e;
     return core::Bytes(saved);
   }
   // Norm inputs, QKV and MLP inputs, two dropout masks: whole on every tensor rank unless sequence

@@ -149,13 +149,25 @@ void StageEmitter::ops_forward(const std::vector<OpCost>& ops, Phase phase, int 
 
 // Per-op selective checkpointing (recompute "selective-op"): when the layer's backward begins, the
 // non-reentrant checkpoint re-runs its forward, every op but the saved ones (mark_op_sac), in
-// forward order. check_strategy keeps it to layers without tensor or context parallelism, whose
-// forward has no collective to re-run.
+// forward order, collectives included: torchtitan's save list holds aten.mm (every other call), SDPA
+// and _c10d_functional.reduce_scatter_tensor, not all_gather_into_tensor nor all_reduce
+// (torchtitan/distributed/activation_checkpoint.py, _save_list). So under tensor parallelism the
+// sequence-parallel all-gathers before QKV and the MLP re-run (the ops after them re-run a share), as
+// do the all-reduces after the row-parallel GEMMs without sequence parallelism; the reduce-scatters
+// do not (saved). Context parallelism's K/V exchange belongs to the attention op: it re-runs only
+// with an attention core that is re-run (unfused), never with SDPA (saved).
 void StageEmitter::ops_recompute_unsaved(const std::vector<OpCost>& ops, int layer, int mb) {
   for (const OpCost& op : ops) {
-    if (op.op_sac_recompute <= 0) continue;
-    zero3_hook(op, Phase::RECOMPUTE, layer, mb);
-    compute(op, Phase::RECOMPUTE, false, layer, mb, op.op_sac_recompute);
+    for (const Comm& c : comms_around(plan_, op.kind, Side::FORWARD_BEFORE)) {
+      if (c.stream == Stream::TENSOR_COMM || op.op_sac_recompute > 0) blocking(c, Phase::RECOMPUTE, layer, mb, op.name);
+    }
+    if (op.op_sac_recompute > 0) {
+      zero3_hook(op, Phase::RECOMPUTE, layer, mb);
+      compute(op, Phase::RECOMPUTE, false, layer, mb, op.op_sac_recompute);
+    }
+    for (const Comm& c : comms_around(plan_, op.kind, Side::FORWARD_AFTER)) {
+      if (c.op == CollectiveOp::ALL_REDUCE) blocking(c, Phase::RECOMPUTE, layer, mb, op.name);
+    }
   }
 }
 

@@ -541,22 +541,12 @@ void check_strategy(const ModelSpec& model, const TrainingConfig& training, cons
                                                 "splits its sequences)",
                                                 par.spatial));
   }
-  if (par.recompute == Recompute::SELECTIVE_OP) {
-    // Its policy is modelled op by op for dense layers on one rank's sequence: under tensor or
-    // context parallelism the re-run forward would repeat collectives (all-gathers are not in the
-    // save list), and an MoE layer's grouped expert GEMMs have a rule of their own.
-    if (model.is_moe()) {
-      problem("/parallelism/recompute",
-              "recompute \"selective-op\" is modelled for dense transformer layers only (this model has MoE "
-              "layers): use \"selective\" or \"full\"");
-    }
-    if (par.tensor > 1 || par.context > 1) {
-      problem("/parallelism/recompute",
-              fmt::format("recompute \"selective-op\" is modelled without tensor or context parallelism (its re-run "
-                          "forward would repeat their collectives), found tensor {} and context {}: use \"selective\" "
-                          "or \"full\"",
-                          par.tensor, par.context));
-    }
+  if (par.recompute == Recompute::SELECTIVE_OP && model.is_moe()) {
+    // Its policy is modelled op by op for dense layers (with their tensor and context collectives:
+    // stage_ops.cpp, ops_recompute_unsaved); an MoE layer's grouped expert GEMMs have a rule of their own.
+    problem("/parallelism/recompute",
+            "recompute \"selective-op\" is modelled for dense transformer layers only (this model has MoE "
+            "layers): use \"selective\" or \"full\"");
   }
   const int t = par.tensor;
   if (model.heads % t != 0) {

@@ -325,17 +325,9 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
     }
   } else if (ac_mode == "selective") {
     // Per-op selective checkpointing: trainsim's "selective-op" is this policy, modelled for dense
-    // layers without tensor or context parallelism (models/strategy.hpp; an MoE model is handled
+    // layers with their tensor and context collectives (models/strategy.hpp; an MoE model is handled
     // once its shape is known, in import_configs).
-    const std::string ofield = ac_field + ", activation_checkpoint.selective_ac_option";
-    if (tp > 1 || cp > 1) {
-      set("/parallelism/recompute", "selective", ac_field);
-      add_note(f, ofield, "op", fmt::format("approximated as selective (the attention core): trainsim models torchtitan's per-op "
-                                            "policy (selective-op) without tensor or context parallelism, found tensor {} and "
-                                            "context {}", tp, cp));
-    } else {
-      set("/parallelism/recompute", "selective-op", ofield);
-    }
+    set("/parallelism/recompute", "selective-op", ac_field + ", activation_checkpoint.selective_ac_option");
   } else {
     set("/parallelism/recompute", ac_mode, ac_field);
   }

@@ -195,7 +195,15 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       forward_compute += f;
       if (op.recomputed_selective) selective += f;
       if (op.op_sac_recompute > 0) unsaved += f * op.op_sac_recompute;
+      // The collectives the per-op policy re-runs with its forward (models/stage_ops.cpp,
+      // ops_recompute_unsaved): the tensor all-gathers (or all-reduces without sequence parallelism)
+      // of the two column/row pairs, the context gather with an unfused attention core.
+      if (op.op_sac_recompute > 0 && op.kind == models::OpKind::ATTENTION) unsaved += cp_gather;
       backward_compute += x.op_time(op, true);
+    }
+    if (p.recompute == models::Recompute::SELECTIVE_OP) {
+      unsaved += 2 * (p.sequence_parallel ? x.collective(CollectiveOp::ALL_GATHER, tensor_bytes, tensor_group)
+                                          : x.collective(CollectiveOp::ALL_REDUCE, tensor_bytes, tensor_group));
     }
     const double comm = 2 * tp_pair + (kind == LayerKind::MOE ? 2 * a2a : 0.0);
     l.forward = forward_compute + comm + cp_gather;

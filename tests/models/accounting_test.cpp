@@ -142,6 +142,30 @@ TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
   }
 }
 
+// The same layer under tensor parallelism 2 with sequence parallelism (T = 1024 tokens per rank):
+// saved per rank are the layer input T·h/2, the column-parallel mm outputs wq T·q/2, wv T·kv/2, w1
+// T·f/2, the row-parallel w2's partial output T·h, the two saved reduce-scatter outputs 2·T·h/2,
+// SDPA's output T·q/2 (2 bytes each) and its statistics b·(a/2)·s·4. Under context parallelism 2
+// (no tensor parallelism) every token term halves (512 tokens per rank), the statistics too.
+TEST(SelectiveOp, SavesPerRankUnderTensorAndContextParallelism) {
+  const ModelSpec m = llama_style();
+  const TrainingConfig t = one_micro_batch_of_1024_tokens();
+  ParallelismConfig p;
+  p.recompute = Recompute::SELECTIVE_OP;
+  p.tensor = 2;
+  p.sequence_parallel = true;
+  const double T = 1024, h = 1024, q = 1024, kv = 256, f = 2816;
+  const double tp_saved = (T * h / 2 + T * q / 2 + T * kv / 2 + T * f / 2 + T * h + 2 * T * h / 2 + T * q / 2) * 2 +
+                          2 * 8 * 512 * 4.0;
+  expect_relative(activation_bytes_per_layer(m, t, p).value(), tp_saved);
+  p.tensor = 1;
+  p.sequence_parallel = false;
+  p.context = 2;
+  const double Tc = 512;
+  const double cp_saved = (Tc * h + Tc * q + Tc * kv + Tc * f + Tc * h + Tc * q) * 2 + 2 * 16 * 256 * 4.0;
+  expect_relative(activation_bytes_per_layer(m, t, p).value(), cp_saved);
+}
+
 // Eager PyTorch's op-by-op kernels (eager_elementwise): a Llama-style layer under training.stack
 // torchtitan without torch.compile. b·s = 2 x 512 = 1024 tokens, h 1024, q 1024, kv 256, f 2816, bf16
 // (e = 2). RMSNorm: (28 + 4e) = 36 bytes per element forward, (56 + 6e) = 68 backward; SwiGLU 5e / 9e

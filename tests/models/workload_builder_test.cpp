@@ -187,6 +187,39 @@ TEST(BuildWorkload, TensorParallelCollectivesWithAndWithoutSequenceParallelism) 
   EXPECT_EQ(count(q, collective_on(sp, "tensor", CollectiveOp::ALL_REDUCE)), static_cast<size_t>(m)) << "loss only";
 }
 
+// Per-op selective checkpointing under tensor and context parallelism: the re-run forward repeats
+// what torchtitan's save list does not hold. With sequence parallelism, the all-gathers before QKV
+// and the MLP (2 per layer and micro-batch; the reduce-scatters are saved); without it, the
+// all-reduces after the projection and the MLP (2); with context parallelism and flash attention
+// (SDPA saved), no context collective. 8 layers, 2 micro-batches.
+TEST(BuildWorkload, SelectiveOpRerunsTheTensorCollectivesItDoesNotSave) {
+  Config c;
+  c.par.tensor = 2;
+  c.par.recompute = Recompute::SELECTIVE_OP;
+  c.training.attention = Attention::FLASH;
+  const int m = 2, layers = 8;
+  auto in_recompute = [](const BuiltWorkload& w, const std::string& group, CollectiveOp op) {
+    const auto is = collective_on(w, group, op);
+    return count(w.workload.programs[0], [&](const Task& t) { return is(t) && t.phase == Phase::RECOMPUTE; });
+  };
+  const BuiltWorkload plain = c.build(m);
+  EXPECT_EQ(in_recompute(plain, "tensor", CollectiveOp::ALL_REDUCE), static_cast<size_t>(m * layers * 2));
+  EXPECT_EQ(in_recompute(plain, "tensor", CollectiveOp::ALL_GATHER), 0u);
+  c.par.sequence_parallel = true;
+  const BuiltWorkload sp = c.build(m);
+  EXPECT_EQ(in_recompute(sp, "tensor", CollectiveOp::ALL_GATHER), static_cast<size_t>(m * layers * 2));
+  EXPECT_EQ(in_recompute(sp, "tensor", CollectiveOp::REDUCE_SCATTER), 0u) << "saved";
+  EXPECT_EQ(in_recompute(sp, "tensor", CollectiveOp::ALL_REDUCE), 0u);
+  c.par.tensor = 1;
+  c.par.sequence_parallel = false;
+  c.par.context = 2;
+  const BuiltWorkload cp = c.build(m);
+  EXPECT_EQ(in_recompute(cp, "context", CollectiveOp::ALL_GATHER), 0u) << "inside the saved SDPA";
+  EXPECT_GT(count(cp.workload.programs[0], compute_in(Phase::RECOMPUTE)), 0u);
+  expect_runs_to_completion(sp);
+  expect_runs_to_completion(cp);
+}
+
 TEST(BuildWorkload, SendsAndReceivesAgreePerLinkAndNeverDeadlock) {
   for (PipelineSchedule s : {PipelineSchedule::GPIPE, PipelineSchedule::ONE_F_ONE_B, PipelineSchedule::INTERLEAVED_1F1B}) {
     SCOPED_TRACE(to_string(s));
@@ -766,6 +799,8 @@ TEST(BuildWorkload, ComputeFlopsOfAllRanksSumToTheIterationFlops) {
                                          {2, 2, 1, 2, 1, true, Recompute::FULL, false},
                                          {1, 2, 2, 1, 1, false, Recompute::SELECTIVE, false},
                                          {1, 2, 2, 1, 1, false, Recompute::SELECTIVE_OP, false},
+                                         {2, 2, 1, 2, 1, true, Recompute::SELECTIVE_OP, false},
+                                         {2, 1, 2, 1, 1, false, Recompute::SELECTIVE_OP, false},
                                          {2, 1, 1, 1, 2, true, Recompute::NONE, true},
                                          {1, 2, 1, 2, 2, false, Recompute::FULL, true}}) {
     Config c;
