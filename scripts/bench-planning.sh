@@ -83,6 +83,15 @@ one "Llama 3 405B, 16,384 H100 (bench scenario)" "$repo/scenarios/bench/llama3-4
 one "Llama 3 405B, 131,072 H100 (nodes 16384, data auto)" "$repo/scenarios/bench/llama3-405b-h100-16384.json" \
   --set cluster.nodes=16384 --set parallelism.data=auto
 one "GPT-3 175B, 1,024 A100 (bench scenario)" "$repo/scenarios/bench/gpt3-175b-a100-1024.json"
+# Beyond the targets: FSDP over 4,096 ranks on three-level rail trees, over simulation.max_seconds by
+# its estimate, so its data group is priced in closed form (docs/network.md, "Over the flow budget").
+fsdp16k=(--set cluster.nodes=2048 --set parallelism.tensor=1 --set parallelism.pipeline=1 --set parallelism.data=4096
+         --set parallelism.context=4 --set parallelism.zero_stage=3 --set parallelism.zero_impl=fsdp
+         --set parallelism.sequence_parallel=false --set training.global_batch=8192)
+measure "Llama 3 70B, 16,384 H100, TP1 CP4 DP4096 fsdp (not a target)" "simgrid" \
+  "$bin" run "$repo/scenarios/llama3-70b-h100-64.json" "${fsdp16k[@]}" --backend simgrid --format json
+measure "Llama 3 70B, 16,384 H100, TP1 CP4 DP4096 fsdp (not a target)" "analytic" \
+  "$bin" run "$repo/scenarios/llama3-70b-h100-64.json" "${fsdp16k[@]}" --backend analytic --format json
 if ! $quick; then
   measure "search Llama 3 70B --gpus 1024,2048 --top 5" "simgrid re-check" \
     "$bin" search "$repo/scenarios/llama3-70b-h100-64.json" --gpus 1024,2048 --top 5 --quiet --format json
