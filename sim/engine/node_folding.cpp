@@ -17,12 +17,41 @@ bool folding_allowed(const SimulationOptions& options, const network::ClusterCon
   return !(options.node_symmetry == NodeSymmetry::APPROXIMATE && has_fabric && cluster.network.oversubscription > 1.0);
 }
 
+FabricUse::FabricUse(const network::Topology& topology)
+    : topology_(topology), owner_(topology.links().size(), -1) {}
+
+void FabricUse::note(const std::vector<uint32_t>& route) {
+  const std::vector<network::Link>& links = topology_.links();
+  // The route's NIC links: the first is the source's up link, the last the destination's down link.
+  int64_t up = -1, down = -1;
+  for (uint32_t l : route) {
+    if (links[l].link_class != network::LinkClass::NIC) continue;
+    if (up < 0) {
+      up = l;
+    } else {
+      down = l;
+    }
+  }
+  for (uint32_t l : route) {
+    if (links[l].link_class != network::LinkClass::FABRIC) continue;
+    network::Topology::TreeLink t;
+    const int64_t nic = topology_.tree_link(l, t) && !t.up ? down : up;
+    if (nic < 0) {
+      dominated_ = false;
+      continue;
+    }
+    if (owner_[l] < 0) owner_[l] = nic;
+    if (owner_[l] != nic) dominated_ = false;
+  }
+}
+
 NodeFolding::NodeFolding(const core::Workload& workload, const RankTable& table, const network::Topology& topology,
-                         NodeSymmetry mode)
+                         NodeSymmetry mode, bool fabric_dominated)
     : w_(workload), topology_(topology) {
   const network::TopologyKind kind = topology.cluster().network.topology;
-  trees_ = topology.count(network::LinkClass::FABRIC) > 0;
-  if (trees_ && kind != network::TopologyKind::FAT_TREE && kind != network::TopologyKind::RAIL_OPTIMIZED) return;
+  const bool fabric = topology.count(network::LinkClass::FABRIC) > 0;
+  if (fabric && kind != network::TopologyKind::FAT_TREE && kind != network::TopologyKind::RAIL_OPTIMIZED) return;
+  trees_ = fabric && !fabric_dominated;
   endpoint_nodes_ = kind == network::TopologyKind::RAIL_OPTIMIZED ? 1 : topology.cluster().network.nics_per_node;
   const int g = topology.gpus_per_node();
   for (size_t i = 0; i < core::AXIS_COUNT; ++i) {

@@ -48,13 +48,38 @@ namespace trainsim::engine {
 // is not exact would hide). `has_fabric`: the topology has switch-to-switch links.
 bool folding_allowed(const SimulationOptions& options, const network::ClusterConfig& cluster, bool has_fabric);
 
+// Dominated fabric. On a non-blocking tree (switch-to-switch links at a NIC's bandwidth) a switch
+// link whose flows over the whole run all leave one NIC (an up link) or all enter one NIC (a down
+// link) carries a subset of that NIC link's flows at the same capacity: in max-min sharing it never
+// binds before the NIC link, so leaving it out of every route changes no rate. When every fabric link
+// of a run is such, the run is that of an ideal switch, on which every node shift is an automorphism
+// (docs/network.md, "Dominated fabric"). FabricUse collects the check over the unfolded flows of
+// every call with its mirror images.
+class FabricUse {
+ public:
+  explicit FabricUse(const network::Topology& topology);
+  // Notes the route of one flow (topology link ids in order, as Topology::route gives them).
+  void note(const std::vector<uint32_t>& route);
+  // Whether every fabric link noted so far has carried flows of one NIC only (up: the source's,
+  // down: the destination's).
+  bool dominated() const { return dominated_; }
+
+ private:
+  const network::Topology& topology_;
+  std::vector<int64_t> owner_;  // per link: the NIC link whose flows it has carried, or -1
+  bool dominated_ = true;
+};
+
 class NodeFolding {
  public:
   // The folding of `mode` (EXACT or APPROXIMATE) for the table's symmetric axes on `topology`;
   // active() false when nothing folds (no folding axis, a torus or dragonfly, nodes that differ in
-  // their links). REQUIRES: `table` was made for `workload` with symmetry; `topology` outlives this.
+  // their links). With `fabric_dominated` the tree's switch-to-switch links are left out of the
+  // folded routes by the caller (fabric_dominates_nothing below): every shift folds, as on an ideal
+  // switch, and link() maps node links only. REQUIRES: `table` was made for `workload` with
+  // symmetry; `topology` outlives this.
   NodeFolding(const core::Workload& workload, const RankTable& table, const network::Topology& topology,
-              NodeSymmetry mode);
+              NodeSymmetry mode, bool fabric_dominated = false);
 
   bool active() const { return !axes_.empty(); }
   // `rank` moved by the element of H that takes `by` to its representative.

@@ -423,10 +423,55 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
 
   // Node folding (SimulationOptions::node_symmetry, sim/engine/node_folding.hpp), where
   // folding_allowed says it may.
+  // On a non-blocking tree whose exact folding keeps more nodes than an ideal switch's would (a
+  // shift that carries across leaves is no automorphism of the static routes), the fabric may be
+  // dominated (node_folding.hpp, FabricUse): every call's flows are built unfolded once to check it,
+  // and where it holds the run folds as on an ideal switch with the fabric left out of the routes.
   void choose_folding() {
-    if (!folding_allowed(options_, cluster_, topology_.count(network::LinkClass::FABRIC) > 0)) return;
-    folding_.emplace(w_, executor_.table(), topology_, options_.node_symmetry);
-    if (!folding_->active()) folding_.reset();
+    const bool fabric = topology_.count(network::LinkClass::FABRIC) > 0;
+    if (!folding_allowed(options_, cluster_, fabric)) return;
+    const RankTable& table = executor_.table();
+    bool dominated = false;
+    if (options_.node_symmetry == NodeSymmetry::EXACT && fabric && cluster_.network.oversubscription == 1.0) {
+      const NodeFolding exact(w_, table, topology_, options_.node_symmetry);
+      const NodeFolding ideal(w_, table, topology_, options_.node_symmetry, true);
+      dominated = ideal.active() && !same_folding(ideal, exact) && fabric_dominated();
+    }
+    folding_.emplace(w_, table, topology_, options_.node_symmetry, dominated);
+    fabric_dropped_ = dominated;
+    if (!folding_->active()) {
+      folding_.reset();
+      fabric_dropped_ = false;
+    }
+  }
+
+  static bool same_folding(const NodeFolding& a, const NodeFolding& b) {
+    if (!a.active() || !b.active() || a.axes().size() != b.axes().size()) return false;
+    for (size_t i = 0; i < a.axes().size(); ++i) {
+      if (a.axes()[i].axis != b.axes()[i].axis || a.axes()[i].period != b.axes()[i].period) return false;
+    }
+    return true;
+  }
+
+  // Builds every call's flows unfolded (with their mirror images) and notes their routes' fabric
+  // links; then forgets the flows, which the folding builds again.
+  bool fabric_dominated() {
+    fabric_use_.emplace(topology_);
+    executor_.for_each_call_site([&](const CallSite& site) {
+      if (site.task->kind != TaskKind::COPY && fabric_use_->dominated()) call_flows(*site.task, site.meeting, -1);
+    });
+    const bool dominated = fabric_use_->dominated();
+    fabric_use_.reset();
+    collectives_.clear();
+    p2p_.clear();
+    return dominated;
+  }
+
+  void note_fabric_use(const ScheduleFlows& flows) {
+    if (!fabric_use_) return;
+    for (const FlowSpec& f : flows.batch.flows) {
+      if (f.src < topology_.gpu_count() && f.dst < topology_.gpu_count()) fabric_use_->note(planner_.links(f.src, f.dst, false));
+    }
   }
 
   // The classes of calls that run alone on their links whenever they run (sim/engine/
@@ -505,6 +550,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     });
     if (!fold_broken_) return;
     folding_.reset();
+    fabric_dropped_ = false;
     collectives_.clear();
     p2p_.clear();
     for (const auto& [pair, software] : folded_pairs_) {
@@ -553,7 +599,10 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     folded_pairs_.emplace(pair, software);
     std::vector<uint32_t> route;
     route.reserve(real.size());
-    for (uint32_t l : real) route.push_back(folding_->link(l));
+    for (uint32_t l : real) {
+      if (fabric_dropped_ && topology_.links()[l].link_class == network::LinkClass::FABRIC) continue;
+      route.push_back(folding_->link(l));
+    }
     std::vector<uint32_t> sorted = route;
     std::sort(sorted.begin(), sorted.end());
     TRAINSIM_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
@@ -586,6 +635,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
                                    platform_, &link_bytes));
     }
     flows.link_bytes = nonzero_links(link_bytes);
+    note_fabric_use(flows);
     if (folding_) flows = fold(flows);
     return collectives_.emplace(key, std::move(flows)).first->second;
   }
@@ -643,6 +693,7 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
       flows.tail_s.push_back(0.0);
     }
     flows.link_bytes = nonzero_links(link_bytes);
+    note_fabric_use(flows);
     if (folding_) flows = fold(flows);
     return p2p_.emplace(key, std::move(flows)).first->second;
   }
@@ -659,6 +710,8 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
   std::vector<core::Axis> rail_axes_;      // symmetric axes whose images run on rails of their own
   std::vector<core::Axis> node_leaving_axes_;  // symmetric, period 1, shifts leave the node
   std::optional<NodeFolding> folding_;  // node folding (choose_folding), when it folds
+  bool fabric_dropped_ = false;          // folded routes leave the dominated fabric out (choose_folding)
+  std::optional<FabricUse> fabric_use_;  // while fabric_dominated() checks the unfolded flows
   bool fold_broken_ = false;            // a call's flows could not fold (fold, check_folding)
   std::unordered_map<uint64_t, core::Seconds> folded_pairs_;  // (src, dst) with a folded route: its software latency
   std::priority_queue<Launch, std::vector<Launch>, LaterFirst> launches_;

@@ -87,27 +87,30 @@ TEST(NodeFoldingSimgrid, ShardedRingOnTwoLevelRailsFoldsExactlyAlsoOversubscribe
   expect_exact_folding(w, rails);
 }
 
-// The up-front estimate counts the flows the folded run keeps (engine::estimate_flows applies the
-// folding as the backend does). The sharded job with a context group inside each node (TP1 CP4 DP8
-// on 4 rail-optimized nodes of 8): the folded run (no replays) runs the estimate's 312 flows and 24
-// more, the in-node calls' mirrors it keeps on the representatives' nodes (mirror images only add to
-// the estimate), against 600 in the unfolded estimate. Its CPU seconds price each call at SimGrid's
-// rate for that call's flows (here all small: 0.5 million per second).
-double folded_estimate_and_run(const core::Workload& w, const network::ClusterConfig& cluster, double& unfolded) {
-  unfolded = estimate_flows(w, cluster, {}, options(true, NodeSymmetry::OFF)).total;
-  const FlowEstimate folded = estimate_flows(w, cluster, {}, options(true, NodeSymmetry::EXACT));
-  EXPECT_DOUBLE_EQ(folded.cpu_seconds, folded.total / simgrid_flow_rate(1));
-  const SimulationResult run = make_simgrid_backend()->run(w, cluster, {}, options(true, NodeSymmetry::EXACT));
-  EXPECT_LE(folded.total, static_cast<double>(run.network_flows));
-  return static_cast<double>(run.network_flows) - folded.total;
-}
-
-TEST(NodeFoldingSimgrid, TheEstimateCountsTheFoldedFlowsBesideCallsInsideNodes) {
-  double unfolded = 0;
-  const network::ClusterConfig rails = tree(network::TopologyKind::RAIL_OPTIMIZED, 4, 8, 4);
+// The up-front estimate counts the flows the tree-aware fold keeps (engine::estimate_flows applies
+// the folding as the backend chooses it before the run): the sharded job with a context group inside
+// each node (TP1 CP4 DP8 on 4 rail-optimized nodes of 8, radix-4 leaves, 4:1 oversubscribed so that
+// the fabric is not dominated) runs the estimate's 312 flows and 24 more, the in-node calls' mirrors
+// it keeps on the representatives' nodes (mirror images only add to the estimate), against 600 in the
+// unfolded estimate. Non-blocking, the fabric is dominated (every leaf link carries one NIC's flows)
+// and the run folds as on an ideal switch: fewer flows than the estimate (168), the full run's time.
+// The CPU seconds price each call at SimGrid's rate for its flows (here all small: 0.5 million/s).
+TEST(NodeFoldingSimgrid, TheEstimateCountsTheFoldedFlowsAndTheDominatedFabricFoldsFurther) {
+  network::ClusterConfig rails = tree(network::TopologyKind::RAIL_OPTIMIZED, 4, 8, 4);
   const core::Workload w = testing::sharded_workload(1, 4, 8, 3);
-  EXPECT_EQ(folded_estimate_and_run(w, rails, unfolded), 24.0);
-  EXPECT_EQ(unfolded, 600.0);
+  rails.network.oversubscription = 4;
+  const FlowEstimate unfolded = estimate_flows(w, rails, {}, options(true, NodeSymmetry::OFF));
+  const FlowEstimate folded = estimate_flows(w, rails, {}, options(true, NodeSymmetry::EXACT));
+  EXPECT_DOUBLE_EQ(folded.cpu_seconds, folded.total / simgrid_flow_rate(1));
+  EXPECT_EQ(unfolded.total, 600.0);
+  EXPECT_EQ(folded.total, 312.0);
+  const SimulationResult tree_folded = make_simgrid_backend()->run(w, rails, {}, options(true, NodeSymmetry::EXACT));
+  EXPECT_EQ(tree_folded.network_flows, 336u);
+  rails.network.oversubscription = 1;
+  const SimulationResult full = make_simgrid_backend()->run(w, rails, {}, options(false, NodeSymmetry::OFF));
+  const SimulationResult dominated = make_simgrid_backend()->run(w, rails, {}, options(true, NodeSymmetry::EXACT));
+  EXPECT_EQ(dominated.network_flows, 168u);
+  EXPECT_NEAR(dominated.iteration_time.value(), full.iteration_time.value(), 1e-9 * full.iteration_time.value());
 }
 
 // A fat-tree of one node per leaf (radix 16, two levels), the sharded job: its ring crosses leaves.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "sim/engine/program_plan.hpp"
@@ -114,6 +115,36 @@ TEST(NodeFolding, ShiftsInsideALeafFoldByThePeriod) {
   ASSERT_TRUE(exact.active());
   EXPECT_EQ(exact.axes()[0].period, 1);
   EXPECT_EQ(pairs_not_invariant(s, topology, exact), 0);
+}
+
+// FabricUse on 8 single-NIC nodes under radix-4 switches (leaves {0,1} {2,3} {4,5} {6,7}; static
+// D-mod-k routes): 0 -> 2 and 1 -> 3 leave leaf 0 by ports 0 and 1, one source each, and enter leaf 1
+// by two down links, one destination each: dominated. 1 -> 4 then takes leaf 0's port 0 too (its
+// destination's low digit is 0), with 0 -> 2's source NIC on it already: not dominated. Folding with
+// a dominated fabric ignores the tree (every shift, as on an ideal switch).
+TEST(NodeFolding, FabricUseFindsALinkThatTwoNicsShare) {
+  network::ClusterConfig c = testing::make_cluster(8, 1, 300e9, 25e9, 2e-6);
+  c.network.radix = 4;
+  const network::Topology topology = network::Topology::build(c);
+  FabricUse use(topology);
+  std::vector<uint32_t> route;
+  for (const auto& [from, to] : {std::pair{0, 2}, std::pair{1, 3}}) {
+    route.clear();
+    topology.route(from, to, route);
+    use.note(route);
+  }
+  EXPECT_TRUE(use.dominated());
+  route.clear();
+  topology.route(1, 4, route);
+  use.note(route);
+  EXPECT_FALSE(use.dominated());
+
+  const FoldingCase s = folding_case(network::TopologyKind::FAT_TREE, 4);
+  const network::Topology tree = network::Topology::build(s.cluster);
+  const RankTable table(s.workload, s.cluster, s.plans, true);
+  const NodeFolding ideal(s.workload, table, tree, NodeSymmetry::EXACT, true);
+  ASSERT_TRUE(ideal.active());
+  EXPECT_EQ(ideal.axes()[0].period, 1) << "every shift, as on an ideal switch";
 }
 
 // No folding on a torus or a dragonfly.
