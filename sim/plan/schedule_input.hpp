@@ -50,7 +50,8 @@ struct FailureConfig {
 struct SchedulerConfig {
   Policy policy = Policy::GAVEL_LAS;
   double round_s = 360;    // allocation round (Gavel: 6 minutes); leases change only at round starts
-  double restart_s = 30;   // no progress after each start, resume or move of a job (checkpoint load)
+  double restart_s = 30;   // no progress after each start, resume or move of a job (checkpoint load;
+                           // with checkpoint_costs the relaunch only, the load priced apart)
   std::optional<FailureConfig> failures;  // absent: no failures
   // "checkpoint_costs" (docs/schedule.md, "Checkpoint costs"): false (default), checkpoints are free
   // and every start, resume, move or failure restart costs restart_s. true: a job whose scenario
