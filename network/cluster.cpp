@@ -229,6 +229,25 @@ NvmeSpec read_nvme(core::ObjectReader& r) {
   return n;
 }
 
+// cluster.pools[i].network: its nodes' NICs. The fabric's keys (topology, latency, oversubscription,
+// ...) belong to the cluster's network, one for every pool: named as such rather than as unknown.
+// Resolved against the cluster's network later (from_json), where not given.
+void read_pool_network(core::ObjectReader& r, NodePool& p) {
+  p.own_network = true;
+  // 0: not given, the cluster's network's (resolved in from_json, once it is read).
+  p.nics_per_node = r.has("nics_per_node") ? static_cast<int>(r.integer("nics_per_node", 8, 1, 1024)) : 0;
+  p.nic_bandwidth = r.has("nic_bandwidth") ? positive_bandwidth(r, "nic_bandwidth", p.nic_bandwidth) : core::BytesPerSecond(0);
+  for (const char* key : {"technology", "topology", "latency", "oversubscription", "radix", "levels", "torus_dims",
+                          "dragonfly_groups", "in_network_reduction", "in_network_aggregation"}) {
+    if (r.raw(key) != nullptr) {
+      r.problem(key, fmt::format("a pool's network gives its nodes' NICs only (nics_per_node, nic_bandwidth); "
+                                 "\"{}\" is the fabric's, one for every pool: give it in cluster.network",
+                                 key));
+    }
+  }
+  r.finish();
+}
+
 // cluster.pools: each pool's name, GPU and nodes; the cluster's gpu (the first pool's) and nodes
 // (their sum). first_rank is counted in nodes here (from_json scales it by gpus_per_node).
 void read_pools(core::ObjectReader& r, ClusterConfig& c) {
@@ -264,6 +283,7 @@ void read_pools(core::ObjectReader& r, ClusterConfig& c) {
     p.gpu_described = gpu.described;
     if (!pr.has("nodes")) pr.problem("nodes", "missing: how many nodes of gpus_per_node GPUs the pool has");
     p.nodes = static_cast<int>(pr.integer("nodes", 1, 1, 1 << 20));
+    if (std::optional<core::ObjectReader> net = pr.object("network")) read_pool_network(*net, p);
     pr.finish();
     p.first_rank = nodes;
     nodes += p.nodes;
@@ -341,6 +361,33 @@ core::BytesPerSecond ClusterConfig::nic_bandwidth_per_gpu() const {
   return network.nic_bandwidth * (static_cast<double>(network.nics_per_node) / gpus_per_node);
 }
 
+bool ClusterConfig::pool_networks() const {
+  return std::any_of(pools.begin(), pools.end(), [](const NodePool& p) { return p.own_network; });
+}
+
+core::BytesPerSecond ClusterConfig::nic_bandwidth_per_gpu_of_node(int node) const {
+  if (!pool_networks()) return nic_bandwidth_per_gpu();
+  const NodePool& p = pools[static_cast<size_t>(pool_of(node * gpus_per_node))];
+  if (!p.own_network) return nic_bandwidth_per_gpu();
+  return p.nic_bandwidth * (static_cast<double>(p.nics_per_node) / gpus_per_node);
+}
+
+core::BytesPerSecond ClusterConfig::nic_link_bandwidth_of_node(int node) const {
+  if (!pool_networks()) return network.nic_bandwidth;
+  const NodePool& p = pools[static_cast<size_t>(pool_of(node * gpus_per_node))];
+  if (!p.own_network) return network.nic_bandwidth;
+  return p.nic_bandwidth * (static_cast<double>(p.nics_per_node) / network.nics_per_node);
+}
+
+core::BytesPerSecond ClusterConfig::fabric_link_bandwidth() const {
+  if (!pool_networks()) return network.nic_bandwidth;
+  core::BytesPerSecond fastest(0);
+  for (const NodePool& p : pools) {
+    fastest = std::max(fastest, nic_link_bandwidth_of_node(p.first_rank / gpus_per_node));
+  }
+  return fastest;
+}
+
 core::BytesPerSecond ClusterConfig::host_link_bandwidth() const {
   if (host.link_bandwidth.value() > 0) return host.link_bandwidth;
   return gpu_spec.pcie_bandwidth * std::max(1.0, gpus_per_node / 2.0);
@@ -382,6 +429,15 @@ ClusterConfig ClusterConfig::from_json(core::ObjectReader& r) {
         c.intra_node.fabric == IntraFabric::PCIE ? link_gpu.pcie_bandwidth : link_gpu.nvlink_bandwidth;
   }
   if (auto net = r.object("network")) read_network(*net, c.nodes, c.network);
+  for (NodePool& p : c.pools) {  // a pool's NICs default to the cluster's network's
+    if (!p.own_network || p.nics_per_node == 0) p.nics_per_node = c.network.nics_per_node;
+    if (!p.own_network || p.nic_bandwidth.value() == 0) p.nic_bandwidth = c.network.nic_bandwidth;
+  }
+  if (c.pool_networks() && c.network.aggregation_kind() != AggregationKind::NONE) {
+    r.problem("network", fmt::format("in-network aggregation (network.{}) is not modelled with pools that give their "
+                                     "own network: leave out one or the other",
+                                     c.network.aggregation_key));
+  }
   if (const core::Json* v = r.raw("price_per_gpu_hour")) {
     // 0.001 USD is 1/35 of an H100's power bill alone (700 W at 0.05 USD/kWh); 1,000 USD is 100x the
     // dearest cloud list price. Outside them a run's cost or tokens per dollar print as inf or 0.
@@ -432,6 +488,10 @@ core::Json ClusterConfig::to_json() const {
       list.push_back({{"name", p.name},
                       {"gpu", p.gpu_described ? core::GpuChoice{p.gpu_spec, p.gpu_base, true}.to_json() : core::Json(p.gpu)},
                       {"nodes", p.nodes}});
+      if (p.own_network) {
+        list.back()["network"] = {{"nics_per_node", p.nics_per_node},
+                                  {"nic_bandwidth", core::format_bandwidth(p.nic_bandwidth)}};
+      }
     }
     j["pools"] = std::move(list);
     j["nodes"] = nodes;  // their sum

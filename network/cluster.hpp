@@ -216,8 +216,15 @@ struct NvmeSpec {
 };
 
 // One pool of identical nodes of a cluster of several GPU types ("cluster.pools", docs/scenario.md
-// "Mixed GPU types"): its GPU and node count. Pools share the cluster's gpus_per_node, intra_node,
-// network and host sections (one fabric); ranks are given to the pools in list order.
+// "Mixed GPU types"): its GPU and node count, and optionally its nodes' NICs. Pools share the
+// cluster's gpus_per_node, intra_node, host sections and its network's fabric (topology, switches,
+// latency, oversubscription); ranks are given to the pools in list order.
+//
+//   { "name": "a100", "gpu": "A100-SXM4-80GB", "nodes": 4,
+//     "network": { "nics_per_node": 4, "nic_bandwidth": "100 Gb/s" } }   // optional: its nodes' NICs
+//
+// A pool's "network" gives only nics_per_node and nic_bandwidth (each defaults to the cluster's
+// network); a transfer between two nodes crosses both nodes' NICs, so it runs at the slower side.
 struct NodePool {
   std::string name;                // unique among the pools
   std::string gpu;                 // gpu_spec.name
@@ -226,6 +233,10 @@ struct NodePool {
   bool gpu_described = false;
   int nodes = 1;
   int first_rank = 0;              // its ranks: [first_rank, first_rank + nodes x gpus_per_node)
+  // Its nodes' NICs: pools[i].network, resolved (the cluster's network where not given).
+  bool own_network = false;        // "network" given
+  int nics_per_node = 8;
+  core::BytesPerSecond nic_bandwidth = core::BytesPerSecond(200e9 / 8);  // per NIC, per direction
   // The pool GPU's device profile: its built-in profile with the job's stack costs (filled by the
   // scenario reader, sim/plan/scenario.cpp; ClusterConfig::from_json leaves the defaults).
   core::DeviceProfile device = core::DeviceProfile::defaults();
@@ -270,8 +281,20 @@ struct ClusterConfig {
   // (nics_per_node x nic_bandwidth). REQUIRES: storage->parallel_fs.
   core::BytesPerSecond storage_node_bandwidth(bool write) const;
   // Inter-node bandwidth available to one GPU when all GPUs of its node send at once:
-  // nics_per_node * nic_bandwidth / gpus_per_node.
+  // nics_per_node * nic_bandwidth / gpus_per_node (the cluster's network: its fabric's NICs).
   core::BytesPerSecond nic_bandwidth_per_gpu() const;
+  // Whether some pool gives its own network (its nodes' NICs differ from the cluster's network).
+  bool pool_networks() const;
+  // The same for one node: its pool's NICs (the cluster's network without pool networks).
+  // REQUIRES: node in [0, nodes).
+  core::BytesPerSecond nic_bandwidth_per_gpu_of_node(int node) const;
+  // The bandwidth of each of the node's cluster.network.nics_per_node NIC links in the flow-level
+  // platform: its pool's NICs together (nics x bandwidth) spread over the fabric's NIC ports, so that
+  // the node's total and each GPU's share are its pool's (network.nic_bandwidth without pool networks).
+  core::BytesPerSecond nic_link_bandwidth_of_node(int node) const;
+  // The fabric's switch links are built for the fastest NIC link (before oversubscription):
+  // network.nic_bandwidth without pool networks, else the largest nic_link_bandwidth_of_node.
+  core::BytesPerSecond fabric_link_bandwidth() const;
   // The catalog GPU whose built-in device profile applies (DeviceProfile::defaults_for): the GPU
   // itself, a described GPU's base, or "" for a GPU described from scratch (the datasheet defaults).
   std::string profile_gpu() const { return gpu_described ? gpu_base : gpu_spec.name; }

@@ -195,8 +195,13 @@ GroupPlacement GroupPlacement::of(const std::vector<int>& group_ranks, const Clu
     while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
     ++g.nodes;
     g.ranks_per_node = std::max(g.ranks_per_node, static_cast<int>(j - i));
+    if (cluster.pool_networks()) {
+      const double share = cluster.nic_bandwidth_per_gpu_of_node(nodes[i]).value();
+      g.nic_bandwidth_per_gpu = g.nic_bandwidth_per_gpu > 0 ? std::min(g.nic_bandwidth_per_gpu, share) : share;
+    }
     i = j;
   }
+  if (g.nodes == 1) g.nic_bandwidth_per_gpu = 0;  // no NIC crossed
   return g;
 }
 
@@ -249,6 +254,15 @@ LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProf
           cluster.network.latency + profile.inter_node.step_latency};
 }
 
+LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile, const GroupPlacement& group) {
+  LinkScope scope = inter_node_scope(cluster, profile);
+  if (group.nic_bandwidth_per_gpu > 0) {
+    scope.bandwidth = core::BytesPerSecond(group.nic_bandwidth_per_gpu) *
+                      (profile.inter_node.bandwidth_efficiency / cluster.network.oversubscription);
+  }
+  return scope;
+}
+
 bool algorithm_applies(Algorithm algorithm, CollectiveOp op, const GroupPlacement& group, const ClusterConfig& cluster) {
   const bool a2a = op == CollectiveOp::ALL_TO_ALL;
   switch (algorithm) {
@@ -283,7 +297,7 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
   const double intra_scale = profile.intra_node.efficiency(op, size) / profile.intra_node.bandwidth_efficiency;
   const double inter_scale = profile.inter_node.efficiency(op, size) / profile.inter_node.bandwidth_efficiency;
   LinkScope intra = intra_node_scope(cluster, profile);
-  LinkScope inter = inter_node_scope(cluster, profile);
+  LinkScope inter = inter_node_scope(cluster, profile, group);
   intra.bandwidth = intra.bandwidth * intra_scale;
   inter.bandwidth = inter.bandwidth * inter_scale;
   if (op == CollectiveOp::ALL_TO_ALL) return {direct_time(size, group, intra, inter), Algorithm::DIRECT};
@@ -334,6 +348,13 @@ CollectiveCost collective_cost(CollectiveOp op, Bytes size, const GroupPlacement
 
 Seconds p2p_time(Bytes size, bool same_node, const ClusterConfig& cluster, const core::NetworkProfile& profile) {
   const LinkScope scope = same_node ? intra_node_scope(cluster, profile) : inter_node_scope(cluster, profile);
+  return scope.latency + size / scope.bandwidth;
+}
+
+Seconds p2p_time(Bytes size, int from, int to, const ClusterConfig& cluster, const core::NetworkProfile& profile) {
+  const bool same_node = cluster.node_of(from) == cluster.node_of(to);
+  if (same_node || !cluster.pool_networks()) return p2p_time(size, same_node, cluster, profile);
+  const LinkScope scope = inter_node_scope(cluster, profile, GroupPlacement::of({from, to}, cluster));
   return scope.latency + size / scope.bandwidth;
 }
 

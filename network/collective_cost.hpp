@@ -102,9 +102,16 @@ bool parse_algorithm(std::string_view text, Algorithm& out);
 // Where the members of a communicator sit: `ranks` members over `nodes` nodes, `ranks_per_node` on
 // each (groups built from the parallel layout are uniform).
 struct GroupPlacement {
+  // {ranks, nodes, ranks_per_node}, and the slowest NIC share where pools give their own network.
+  constexpr GroupPlacement(int members = 1, int node_count = 1, int per_node = 1, double nic_share = 0)
+      : ranks(members), nodes(node_count), ranks_per_node(per_node), nic_bandwidth_per_gpu(nic_share) {}
   int ranks = 1;
   int nodes = 1;
   int ranks_per_node = 1;
+  // With pools that give their own network (ClusterConfig::pool_networks) and members on several
+  // nodes: the smallest share of its node's NICs of any member, nic_bandwidth_per_gpu_of_node, in
+  // bytes/s (a transfer crosses the NICs of both its ends: the slower side binds). 0: the cluster's.
+  double nic_bandwidth_per_gpu = 0;
 
   // REQUIRES: group_ranks is not empty and each rank is < cluster.world_size(). A group that is not
   // uniform is described by its busiest node: ranks_per_node is the largest count on one node.
@@ -154,6 +161,9 @@ struct LinkScope {
 };
 LinkScope intra_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
 LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile);
+// The same for `group`: with pools' own NICs (GroupPlacement::nic_bandwidth_per_gpu, its slowest
+// member's share), that share in place of the cluster's nic_bandwidth_per_gpu.
+LinkScope inter_node_scope(const ClusterConfig& cluster, const core::NetworkProfile& profile, const GroupPlacement& group);
 
 
 struct CollectiveCost {
@@ -173,6 +183,10 @@ CollectiveCost collective_cost(core::CollectiveOp op, core::Bytes size, const Gr
 // Time of one send/recv of `size` bytes between two GPUs: the scope's latency + size / bandwidth
 // (intra-node scope when same_node, else inter-node).
 core::Seconds p2p_time(core::Bytes size, bool same_node, const ClusterConfig& cluster,
+                       const core::NetworkProfile& profile);
+// The same between ranks `from` and `to` of the cluster: across nodes at the slower node's NIC share
+// where pools give their own network. REQUIRES: both in [0, world_size()).
+core::Seconds p2p_time(core::Bytes size, int from, int to, const ClusterConfig& cluster,
                        const core::NetworkProfile& profile);
 
 }  // namespace trainsim::network

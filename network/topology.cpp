@@ -183,7 +183,7 @@ void Topology::build_intra_node() {
   for (int node = 0; node < c.nodes; ++node) {
     for (int nic = 0; nic < shape_.nics_per_node; ++nic) {
       for (const char* dir : {"up", "down"}) {
-        add_link(fmt::format("node{}.nic{}.{}", node, nic, dir), LinkClass::NIC, c.network.nic_bandwidth,
+        add_link(fmt::format("node{}.nic{}.{}", node, nic, dir), LinkClass::NIC, c.nic_link_bandwidth_of_node(node),
                  c.network.latency / 2);
       }
     }

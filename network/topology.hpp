@@ -31,7 +31,10 @@
 //             intra_node.bandwidth for fabric pcie, which also adds a link pair from every PCIe
 //             switch to the host bridge ("node0.pcie1.host.up") for traffic between PCIe switches
 //   NIC       one link pair per NIC to the first network switch ("node0.nic3.up") at nic_bandwidth
-//   fabric    switch-to-switch links at nic_bandwidth / oversubscription:
+//             (a pool with its own network: its nodes' nics x nic_bandwidth over the cluster's
+//             nics_per_node ports, ClusterConfig::nic_link_bandwidth_of_node)
+//   fabric    switch-to-switch links at nic_bandwidth / oversubscription (with pool networks the
+//             fastest NIC link's, ClusterConfig::fabric_link_bandwidth):
 //             fat-tree: a k-ary n-tree (Petrini & Vanneschi 1997) of arity p over the endpoints (NIC k
 //             of node n is endpoint n*nics_per_node + k; in rail-optimized one tree per rail whose
 //             endpoints are the nodes); level j holds ceil(E/p^j) * p^(j-1) switches, each with p up

@@ -44,7 +44,7 @@ void Topology::build_fat_trees() {
   shape_.endpoints = per_rail ? cluster_.nodes : int64_t{cluster_.nodes} * shape_.nics_per_node;
   shape_.levels = net.levels > 0 ? net.levels : fat_tree_levels(shape_.endpoints, net.radix);
   const int64_t p = shape_.arity;
-  const core::BytesPerSecond bandwidth = net.nic_bandwidth / net.oversubscription;
+  const core::BytesPerSecond bandwidth = cluster_.fabric_link_bandwidth() / net.oversubscription;
   const bool pooled = net.routing == Routing::ADAPTIVE;
   for (int tree = 0; tree < trees; ++tree) {
     const std::string prefix = per_rail ? fmt::format("rail{}.", tree) : std::string();
@@ -155,7 +155,7 @@ void Topology::build_dragonfly() {
   const int64_t a = ceil_div(leaves, wanted);
   shape_.leaves_per_group = a;
   shape_.groups = ceil_div(leaves, a);
-  const core::BytesPerSecond bandwidth = net.nic_bandwidth / net.oversubscription;
+  const core::BytesPerSecond bandwidth = cluster_.fabric_link_bandwidth() / net.oversubscription;
   for (int64_t g = 0; g < shape_.groups; ++g) {
     const int64_t size = std::min(a, leaves - g * a);
     for (int64_t i = 0; i < size; ++i) {
@@ -211,7 +211,7 @@ void Topology::build_torus() {
       if (dims[k] <= 1) continue;
       for (const char* dir : {"+", "-"}) {
         add_link(fmt::format("node{}.torus.{}{}", node, AXIS_NAMES[k], dir), LinkClass::FABRIC,
-                 cluster_.network.nic_bandwidth, core::Seconds(0));
+                 cluster_.fabric_link_bandwidth(), core::Seconds(0));
       }
     }
   }

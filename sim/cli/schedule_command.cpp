@@ -97,6 +97,12 @@ void print_table(const std::vector<plan::ScheduleResult>& results, bool priced, 
     }
   }
   for (const plan::ScheduleResult& r : results) {
+    if (r.checkpoint_costs) {
+      out << fmt::format("{}: {} checkpoint(s), {:.3g} h of checkpoint stalls, {:.3g} GPU-hours\n", plan::to_string(r.policy),
+                         r.summary.checkpoints, r.summary.checkpoint_stall_s / 3600, r.summary.checkpoint_gpu_hours);
+    }
+  }
+  for (const plan::ScheduleResult& r : results) {
     if (r.summary.deadlines_missed > 0) {
       out << fmt::format("{}: {} deadline(s) missed\n", plan::to_string(r.policy), r.summary.deadlines_missed);
     }

@@ -15,4 +15,9 @@ core::Seconds AnalyticCommunicationModel::p2p_time(core::Bytes size, bool same_n
   return network::p2p_time(size, same_node, *cluster_, profile_);
 }
 
+core::Seconds AnalyticCommunicationModel::p2p_time_between(core::Bytes size, bool same_node, int from, int to) {
+  if (!cluster_->pool_networks()) return p2p_time(size, same_node);
+  return network::p2p_time(size, from, to, *cluster_, profile_);
+}
+
 }  // namespace trainsim::engine

@@ -21,6 +21,13 @@ class CommunicationModel {
   virtual core::Seconds collective_time(core::CollectiveOp op, core::Bytes size, const network::GroupPlacement& group) = 0;
   // Time of one send/recv of `size` bytes between two GPUs, on one node or on two.
   virtual core::Seconds p2p_time(core::Bytes size, bool same_node) = 0;
+  // The same between ranks `from` and `to` (whose nodes' NICs may differ: pools with their own
+  // network); by default p2p_time(size, same_node).
+  virtual core::Seconds p2p_time_between(core::Bytes size, bool same_node, int from, int to) {
+    (void)from;
+    (void)to;
+    return p2p_time(size, same_node);
+  }
 };
 
 // network::collective_cost and network::p2p_time on one cluster and network profile.
@@ -31,6 +38,7 @@ class AnalyticCommunicationModel final : public CommunicationModel {
                              network::Algorithm algorithm);
   core::Seconds collective_time(core::CollectiveOp op, core::Bytes size, const network::GroupPlacement& group) override;
   core::Seconds p2p_time(core::Bytes size, bool same_node) override;
+  core::Seconds p2p_time_between(core::Bytes size, bool same_node, int from, int to) override;
 
  private:
   const network::ClusterConfig* cluster_;

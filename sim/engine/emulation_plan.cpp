@@ -246,8 +246,8 @@ EmulationPlan plan_emulation(const core::Workload& workload, int rank, const net
         } else {
           e.modelled = true;
           e.seconds = reduction->model
-                          .p2p_time(core::Bytes(static_cast<double>(e.bytes)),
-                                    cluster.node_of(rank) == cluster.node_of(e.peer))
+                          .p2p_time_between(core::Bytes(static_cast<double>(e.bytes)),
+                                            cluster.node_of(rank) == cluster.node_of(e.peer), rank, e.peer)
                           .value();
           if (stand_in < 0) {
             const core::TaskKind matching = t.kind == core::TaskKind::SEND ? core::TaskKind::RECV : core::TaskKind::SEND;

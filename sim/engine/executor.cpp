@@ -309,7 +309,9 @@ class Executor::Impl final : public ReadyPools::Host {
   }
 
   double communication_time(const Meeting& m, const Task& t) {
-    if (t.kind != TaskKind::COLLECTIVE) return model_->p2p_time(core::Bytes(t.bytes), m.same_node).value();
+    if (t.kind != TaskKind::COLLECTIVE) {
+      return model_->p2p_time_between(core::Bytes(t.bytes), m.same_node, m.first_rank, m.second_rank).value();
+    }
     const CostKey key{m.placement, t.collective, t.bytes};
     const auto it = cost_cache_.find(key);
     if (it != cost_cache_.end()) return it->second;

@@ -330,6 +330,7 @@ ClusterSpec read_cluster_spec(const core::Json& doc, const std::string& file) {
                                           c.scheduler.round_s, c.scheduler.restart_s));
     }
     if (std::optional<core::ObjectReader> f = s->object("failures")) c.scheduler.failures = read_failures(*f);
+    c.scheduler.checkpoint_costs = s->boolean("checkpoint_costs", false);
     s->finish();
   }
   r.finish();

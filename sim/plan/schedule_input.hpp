@@ -50,8 +50,17 @@ struct FailureConfig {
 struct SchedulerConfig {
   Policy policy = Policy::GAVEL_LAS;
   double round_s = 360;    // allocation round (Gavel: 6 minutes); leases change only at round starts
-  double restart_s = 30;   // no progress after each start, resume or move of a job (checkpoint load)
+  double restart_s = 30;   // no progress after each start, resume or move of a job (checkpoint load;
+                           // with checkpoint_costs the relaunch only, the load priced apart)
   std::optional<FailureConfig> failures;  // absent: no failures
+  // "checkpoint_costs" (docs/schedule.md, "Checkpoint costs"): false (default), checkpoints are free
+  // and every start, resume, move or failure restart costs restart_s. true: a job whose scenario
+  // gives training.checkpoint checkpoints at its own interval on each option, each checkpoint
+  // stalling it by the resilience model's C on that pool, and saves one at a preemption or move;
+  // its starts, resumes and moves cost restart_s + its checkpoint load + the pool's
+  // reliability.warmup; a failure restart costs the pool's reliability.restart (restart_s when the
+  // pool gives none) + the load + the warm-up.
+  bool checkpoint_costs = false;
 };
 
 // One node pool: GPUs of one type on one network. `cluster` is a scenario's "cluster" object (the

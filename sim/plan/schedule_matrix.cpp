@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sim/core/error.hpp"
+#include "sim/plan/prediction.hpp"
 #include "sim/plan/search.hpp"
 
 namespace trainsim::plan {
@@ -115,6 +116,16 @@ MatrixEntry search_entry(const JobClass& c, const Pool& pool, int gpus, const Ma
   return e;
 }
 
+// The resilience model's checkpoint figures of the entry's layout on its pool: the stall C, the
+// load of a restart and the interval (training.checkpoint.interval; "auto" is Daly's optimum for
+// the pool's node MTBF over the option's nodes), from the same analytic prediction `run --backend
+// analytic` makes of that scenario.
+CheckpointCost checkpoint_cost(const Scenario& scenario) {
+  const Prediction p = predict(scenario, "analytic");
+  TRAINSIM_CHECK(p.resilience.has_value(), "a prediction with training.checkpoint has resilience figures");
+  return {p.resilience->stall_s, p.resilience->load_s, p.resilience->interval_s};
+}
+
 }  // namespace
 
 const MatrixEntry& ThroughputMatrix::entry(size_t job_class, size_t pool, int gpus, const ClusterSpec& cluster,
@@ -122,6 +133,9 @@ const MatrixEntry& ThroughputMatrix::entry(size_t job_class, size_t pool, int gp
   const auto key = std::make_tuple(job_class, pool, gpus);
   if (auto it = index_.find(key); it != index_.end()) return entries_[it->second];
   MatrixEntry e = search_entry(classes_[job_class], cluster.pools[pool], gpus, options);
+  if (cluster.scheduler.checkpoint_costs && e.feasible && e.scenario.training.checkpoint) {
+    e.checkpoint = checkpoint_cost(e.scenario);
+  }
   e.job_class = job_class;
   e.pool = pool;
   index_[key] = entries_.size();
@@ -164,7 +178,7 @@ ThroughputMatrix::ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& t
         if (!pool_holds(cluster.pools[p], g)) continue;
         const MatrixEntry& e = entry(ci, p, g, cluster, options);
         if (e.feasible) {
-          opts.push_back({p, g, 1 / e.iteration_time_s});
+          opts.push_back({p, g, 1 / e.iteration_time_s, e.checkpoint});
         } else {
           reasons.push_back(fmt::format("{} x {}: {}", g, cluster.pools[p].name, e.reason));
         }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,6 +27,15 @@ struct MatrixOptions {
   int jobs = 0;        // evaluation threads of each search; 0: the machine's hardware threads
 };
 
+// What checkpoints cost a job on one option (SchedulerConfig::checkpoint_costs, for a job whose
+// scenario gives training.checkpoint): the resilience model's figures (plan::ResilienceFigures,
+// docs/resilience.md) of the option's best layout on that pool, predicted with the analytic backend.
+struct CheckpointCost {
+  double stall_s = 0;     // C: one checkpoint's stall (no progress while it is taken)
+  double load_s = 0;      // reading it back at a start, resume, move or failure restart
+  double interval_s = 0;  // training between two checkpoints: training.checkpoint.interval on this option
+};
+
 // One (training scenario, pool, GPU count).
 struct MatrixEntry {
   size_t job_class = 0;      // index into ThroughputMatrix::classes()
@@ -38,6 +48,7 @@ struct MatrixEntry {
   double tokens_per_s = 0;   // 0 for a layer-graph model
   std::string layout;        // Layout::describe()
   Scenario scenario;         // the job's scenario on the pool with the best layout (what `run` runs)
+  std::optional<CheckpointCost> checkpoint;  // SchedulerConfig::checkpoint_costs and training.checkpoint
 };
 
 // Jobs that share a training scenario (after overrides) share a class.
@@ -49,18 +60,23 @@ struct JobClass {
   double tokens_per_iteration = 0;   // global batch x sequence length; 0 for a layer graph
 };
 
-// One way a job can run: on `gpus` GPUs of pool `pool`, doing `iterations_per_s`.
+// One way a job can run: on `gpus` GPUs of pool `pool`, doing `iterations_per_s`; with checkpoint
+// costs, what its checkpoints cost there (absent: nothing).
 struct JobOption {
   size_t pool = 0;
   int gpus = 0;
   double iterations_per_s = 0;
+  std::optional<CheckpointCost> checkpoint;
 };
 
 class ThroughputMatrix {
  public:
   // Computes every entry the trace needs. Throws InputError naming the trace file and the job's
   // pointer for a job that fits no pool (every allowed count on every pool infeasible, each reason
-  // given), for a scenario that is malformed, and for work in tokens of a layer-graph model.
+  // given), for a scenario that is malformed, and for work in tokens of a layer-graph model. With
+  // cluster.scheduler.checkpoint_costs, each feasible entry of a scenario with training.checkpoint
+  // also gets its CheckpointCost (predict() of the entry's scenario with the analytic backend; an
+  // interval shorter than an iteration is its InputError).
   ThroughputMatrix(const ClusterSpec& cluster, const JobTrace& trace, const MatrixOptions& options);
 
   const std::vector<JobClass>& classes() const { return classes_; }

@@ -8,6 +8,8 @@
 #include <map>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "sim/core/error.hpp"
 
 namespace trainsim::plan {
@@ -41,6 +43,11 @@ struct JobState {
   double since_checkpoint_iterations = 0;
   double failure_restart_left = 0;  // a failure's restart cut by the round's end
   std::mt19937_64 failure_draws;
+  // SchedulerConfig::checkpoint_costs: a periodic checkpoint's stall cut by the round's end (it goes
+  // on in the next round if the job keeps its lease), and the training at the end of the last round
+  // since its last restart or checkpoint stall (seconds): where a preemption's checkpoint goes.
+  double stall_left = 0;
+  double tail_s = 0;
 };
 
 // Where each active job runs this round: an option index or NO_LEASE.
@@ -71,6 +78,7 @@ class Simulation {
     }
     result_.policy = config.policy;
     result_.failures = config.failures.has_value();
+    result_.checkpoint_costs = config.checkpoint_costs;
     result_.jobs.resize(in.jobs.size());
     for (size_t j = 0; j < in.jobs.size(); ++j) {
       JobOutcome& r = result_.jobs[j];
@@ -103,6 +111,7 @@ class Simulation {
       if (config_.policy != Policy::FIFO && changed) reallocate(t);
       changed = false;
       const Placement placement = config_.policy == Policy::FIFO ? fifo_placement() : priority_placement();
+      if (config_.checkpoint_costs) checkpoint_leavers(placement);
       const size_t finished = run_round(t, placement);
       TRAINSIM_CHECK(finished > 0 || std::any_of(placement.begin(), placement.end(), [](int o) { return o != NO_LEASE; }) ||
                          next < order.size(),
@@ -223,6 +232,42 @@ class Simulation {
     return free;
   }
 
+  // A job that held an option in the last round and is preempted or moved now saved a checkpoint at
+  // that round's end (as Gavel assumes): its last C seconds there were the checkpoint, not training.
+  // What they had trained is given back, at most the training since its last restart or stall there
+  // (a checkpoint in progress at the round's end is the preemption's).
+  void checkpoint_leavers(const Placement& placement) {
+    for (size_t i = 0; i < active_.size(); ++i) {
+      JobState& s = state_[active_[i]];
+      if (s.lease == NO_LEASE || placement[i] == s.lease) continue;
+      const JobOption& old = in_.jobs[active_[i]].options[s.lease];
+      if (!old.checkpoint || old.checkpoint->stall_s <= 0) continue;
+      const double stall = std::min(old.checkpoint->stall_s, s.tail_s);
+      if (stall <= 0 && s.stall_left <= 0) continue;  // nothing trained since its last restart or checkpoint
+      s.remaining += stall * old.iterations_per_s;
+      JobOutcome& r = result_.jobs[active_[i]];
+      ++r.checkpoints;
+      r.checkpoint_stall_s += stall;
+      r.checkpoint_gpu_hours += stall * old.gpus / 3600;
+    }
+  }
+
+  // Seconds without progress at a start, resume or move onto `opt`: restart_s, and with checkpoint
+  // costs the checkpoint's load and the pool's warm-up.
+  double lease_restart_s(const JobOption& opt) const {
+    if (!config_.checkpoint_costs) return config_.restart_s;
+    return config_.restart_s + (opt.checkpoint ? opt.checkpoint->load_s : 0) + in_.pools[opt.pool].warmup_s;
+  }
+
+  // Seconds without progress after a failure on `opt`: restart_s, or with checkpoint costs the pool's
+  // relaunch (restart_s where it gives none), the checkpoint's load and the warm-up.
+  double failure_restart_s(const JobOption& opt) const {
+    if (!config_.checkpoint_costs) return config_.restart_s;
+    const SchedulePool& pool = in_.pools[opt.pool];
+    return pool.failure_relaunch_s.value_or(config_.restart_s) + (opt.checkpoint ? opt.checkpoint->load_s : 0) +
+           pool.warmup_s;
+  }
+
   // Runs [t, t + round_s) under `placement`; returns the jobs that completed (removed from active_).
   size_t run_round(double t, const Placement& placement) {
     std::vector<size_t> still;
@@ -241,7 +286,7 @@ class Simulation {
       const JobOption& opt = in_.jobs[j].options[o];
       double restart = 0;
       if (s.lease != o) {
-        restart = config_.restart_s;
+        restart = lease_restart_s(opt);
         ++r.restarts;
       }
       if (!s.started) {
@@ -252,13 +297,15 @@ class Simulation {
         s.since_checkpoint_s = 0;
         s.since_checkpoint_iterations = 0;
         s.failure_restart_left = 0;
+        s.stall_left = 0;
+        s.tail_s = 0;
       }
       s.lease = o;
       s.time_on[o] += config_.round_s;
       double held = config_.round_s;
       bool completed = false;
-      if (config_.failures) {
-        held = run_with_failures(s, r, opt, restart);
+      if (config_.failures || config_.checkpoint_costs) {
+        held = run_events(s, r, opt, restart);
         completed = s.remaining <= 0;
       } else {
         const double needed = s.remaining / opt.iterations_per_s;
@@ -293,36 +340,57 @@ class Simulation {
     return finished;
   }
 
-  // One round of a job on `opt` with failures, after a start's restart of `restart` s (0 when it
-  // keeps its lease): events in time order (a restart's end, a checkpoint, a failure, the job's
-  // completion, the round's end). A failure returns the work since the last checkpoint to the job
-  // and starts a restart of restart_s on the same GPUs (one cut by the round's end goes on in the
-  // next round on the same lease; a failure during a restart starts it over). Lost: the GPU time of
-  // the work since the checkpoint and of the restarts failures cause. Returns the seconds the job
-  // held its GPUs (the round, or until it completed).
-  double run_with_failures(JobState& s, JobOutcome& r, const JobOption& opt, double restart) {
+  // One round of a job on `opt` with failures or checkpoint costs, after a start's restart of
+  // `restart` s (0 when it keeps its lease): events in time order (a restart's end, a checkpoint's
+  // start or end, a failure, the job's completion, the round's end). Checkpoints come every interval
+  // of training (the option's CheckpointCost, else the failures' checkpoint_interval), each stalling
+  // the job for its C (none without checkpoint costs: taken at once); a stall or restart cut by the
+  // round's end goes on in the next round if the job keeps its lease. A failure (with
+  // SchedulerConfig::failures) returns the work since the last completed checkpoint to the job and
+  // starts a restart on the same GPUs (failure_restart_s; a failure during a restart starts it over).
+  // Lost: the GPU time of the training since the checkpoint and of the restarts failures cause.
+  // Returns the seconds the job held its GPUs (the round, or until it completed).
+  double run_events(JobState& s, JobOutcome& r, const JobOption& opt, double restart) {
     const SchedulePool& pool = in_.pools[opt.pool];
     const double nodes = std::ceil(static_cast<double>(opt.gpus) / pool.gpus_per_node);
-    const double hazard_per_s = pool.node_mtbf_s > 0 ? nodes / pool.node_mtbf_s : 0;
-    const double interval = config_.failures->checkpoint_interval_s;
+    const double hazard_per_s = config_.failures && pool.node_mtbf_s > 0 ? nodes / pool.node_mtbf_s : 0;
+    const double interval = opt.checkpoint   ? opt.checkpoint->interval_s
+                            : config_.failures ? config_.failures->checkpoint_interval_s
+                                               : std::numeric_limits<double>::infinity();
+    const double stall = opt.checkpoint ? opt.checkpoint->stall_s : 0;
     bool after_failure = restart == 0 && s.failure_restart_left > 0;
     double t = 0, restart_left = after_failure ? s.failure_restart_left : restart, lost_s = 0;
     while (t < config_.round_s && s.remaining > 0) {
       const double to_failure = hazard_per_s > 0 ? (s.next_failure - s.exposure) / hazard_per_s
                                                  : std::numeric_limits<double>::infinity();
       const double to_done = s.remaining / opt.iterations_per_s;
-      const double to_event = restart_left > 0 ? restart_left : std::min(to_done, interval - s.since_checkpoint_s);
+      const double to_event = restart_left > 0 ? restart_left
+                              : s.stall_left > 0 ? s.stall_left
+                                                 : std::min(to_done, interval - s.since_checkpoint_s);
       const double step = std::min({to_event, to_failure, config_.round_s - t});
       t += step;
       s.exposure += step * hazard_per_s;
       if (restart_left > 0) {
         restart_left -= step;
         if (after_failure) lost_s += step;
+        s.tail_s = 0;
+      } else if (s.stall_left > 0) {
+        s.stall_left -= step;
+        r.checkpoint_stall_s += step;
+        r.checkpoint_gpu_hours += step * opt.gpus / 3600;
+        s.tail_s = 0;
+        if (s.stall_left <= 0 && step != to_failure) {  // the checkpoint is saved
+          s.stall_left = 0;
+          ++r.checkpoints;
+          s.since_checkpoint_s = 0;
+          s.since_checkpoint_iterations = 0;
+        }
       } else {
         const double done = step == to_done ? s.remaining : step * opt.iterations_per_s;
         s.remaining -= done;
         s.since_checkpoint_s += step;
         s.since_checkpoint_iterations += done;
+        s.tail_s += step;
         if (s.remaining <= 0) break;
       }
       if (step == to_failure) {
@@ -332,11 +400,18 @@ class Simulation {
         s.since_checkpoint_s = 0;
         s.since_checkpoint_iterations = 0;
         s.next_failure += exponential_draw(s.failure_draws);
-        restart_left = config_.restart_s;
+        s.stall_left = 0;  // a checkpoint in progress is lost with the work before it
+        s.tail_s = 0;
+        restart_left = failure_restart_s(opt);
         after_failure = true;
-      } else if (restart_left <= 0 && s.since_checkpoint_s >= interval) {
-        s.since_checkpoint_s = 0;  // a checkpoint (its cost is not modelled)
-        s.since_checkpoint_iterations = 0;
+      } else if (restart_left <= 0 && s.stall_left <= 0 && s.since_checkpoint_s >= interval) {
+        if (stall > 0) {
+          s.stall_left = stall;  // a checkpoint begins: no progress until it is saved
+        } else {
+          s.since_checkpoint_s = 0;  // a checkpoint taken at once (no checkpoint costs)
+          s.since_checkpoint_iterations = 0;
+          if (config_.checkpoint_costs && opt.checkpoint) ++r.checkpoints;
+        }
       }
     }
     s.failure_restart_left = after_failure ? std::max(0.0, restart_left) : 0;
@@ -380,6 +455,9 @@ class Simulation {
       m.cost_usd += r.cost_usd;
       m.failures += r.failures;
       m.lost_gpu_hours += r.lost_gpu_hours;
+      m.checkpoints += r.checkpoints;
+      m.checkpoint_stall_s += r.checkpoint_stall_s;
+      m.checkpoint_gpu_hours += r.checkpoint_gpu_hours;
       gpu_seconds += r.gpu_hours * 3600;
     }
     if (jct.empty()) return;
@@ -403,58 +481,43 @@ class Simulation {
   ScheduleResult result_;
 };
 
-core::Json summary_json(const ScheduleSummary& m) {
-  core::Json j = core::Json::object();
-  j["jobs"] = m.jobs;
-  j["average_jct_s"] = m.average_jct_s;
-  j["p95_jct_s"] = m.p95_jct_s;
-  j["makespan_s"] = m.makespan_s;
-  j["utilization"] = m.utilization;
-  j["gpu_hours"] = m.gpu_hours;
-  j["cost_usd"] = m.cost_usd;
-  j["average_slowdown"] = m.average_slowdown;
-  j["max_slowdown"] = m.max_slowdown;
-  j["deadlines_missed"] = m.deadlines_missed;
-  j["rounds"] = m.rounds;
-  j["allocations"] = m.allocations;
-  return j;
-}
-
-core::Json outcome_json(const JobOutcome& r, const std::vector<SchedulePool>& pools) {
-  core::Json j = core::Json::object();
-  j["name"] = r.name;
-  j["arrival_s"] = r.arrival_s;
-  j["start_s"] = r.start_s;
-  j["completion_s"] = r.completion_s;
-  j["jct_s"] = r.jct_s;
-  j["waiting_s"] = r.waiting_s;
-  j["gpu_hours"] = r.gpu_hours;
-  j["cost_usd"] = r.cost_usd;
-  j["restarts"] = r.restarts;
-  j["slowdown"] = r.slowdown;
-  core::Json leases = core::Json::array();
-  for (const Lease& l : r.leases) {
-    leases.push_back({{"start_s", l.start_s}, {"end_s", l.end_s}, {"pool", pools[l.pool].name}, {"gpus", l.gpus}});
-  }
-  j["leases"] = std::move(leases);
-  j["deadline_s"] = r.deadline_s ? core::Json(*r.deadline_s) : core::Json();
-  j["met_deadline"] = r.met_deadline;
-  return j;
-}
-
 }  // namespace
 
 ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, const ThroughputMatrix& matrix) {
   ScheduleInput in;
+  const SchedulerConfig& config = cluster.scheduler;
   for (const Pool& p : cluster.pools) {
     const network::ReliabilitySpec reliability = p.config.reliability.value_or(network::ReliabilitySpec{});
-    in.pools.push_back({p.name, p.gpus(), p.price_per_gpu_hour().value_or(0), reliability.node_mtbf.value(),
-                        p.config.gpus_per_node});
+    SchedulePool sp{p.name, p.gpus(), p.price_per_gpu_hour().value_or(0), reliability.node_mtbf.value(),
+                    p.config.gpus_per_node, std::nullopt, 0};
+    if (config.checkpoint_costs) {
+      // Only a relaunch the pool states replaces restart_s (ReliabilitySpec's default is the
+      // resilience model's, for a whole training run, not the scheduler's).
+      const core::Json* given = p.cluster.is_object() && p.cluster.contains("reliability") ? &p.cluster.at("reliability") : nullptr;
+      if (given != nullptr && given->is_object() && given->contains("restart")) sp.failure_relaunch_s = reliability.restart.value();
+      sp.warmup_s = reliability.warmup.value();
+    }
+    in.pools.push_back(std::move(sp));
   }
+  core::Diagnostics diag;
   for (size_t j = 0; j < trace.jobs.size(); ++j) {
     const Job& job = trace.jobs[j];
     in.jobs.push_back({job.name, job.arrival_s, matrix.work_iterations(j), job.weight, job.deadline_s, matrix.options_of(j)});
+    if (!config.checkpoint_costs) continue;
+    for (const JobOption& o : in.jobs.back().options) {
+      const double load = o.checkpoint ? o.checkpoint->load_s : 0, stall = o.checkpoint ? o.checkpoint->stall_s : 0;
+      const double warmup = in.pools[o.pool].warmup_s;
+      if (config.restart_s + load + warmup + stall < config.round_s) continue;
+      diag.add(trace.file, job.pointer,
+               fmt::format("job \"{}\" on {} x {}: a restart (restart_s {:.4g} s + checkpoint load {:.4g} s + warm-up {:.4g} "
+                           "s) and a checkpoint ({:.4g} s) take {:.4g} s, not less than the round ({:.4g} s): moved every "
+                           "round it would never progress; give a longer scheduler.round_s",
+                           job.name, o.gpus, in.pools[o.pool].name, config.restart_s, load, warmup, stall,
+                           config.restart_s + load + warmup + stall, config.round_s));
+      break;
+    }
   }
+  diag.throw_if_any();
   return in;
 }
 
@@ -489,68 +552,6 @@ std::vector<ClusterRuns> schedule_clusters(std::vector<ClusterSpec> clusters, co
     runs.push_back(schedule_cluster(std::move(clusters[c]), on_this, matrix, policies));
   }
   return runs;
-}
-
-core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& config, const std::vector<ScheduleResult>& results) {
-  core::Json doc = core::Json::object();
-  doc["schema"] = "trainsim.schedule/1";
-  core::Json pools = core::Json::array();
-  for (const SchedulePool& p : input.pools) {
-    pools.push_back({{"name", p.name}, {"gpus", p.gpus},
-                     {"price_per_gpu_hour", p.price_per_gpu_hour > 0 ? core::Json(p.price_per_gpu_hour) : core::Json()}});
-  }
-  doc["pools"] = std::move(pools);
-  doc["scheduler"] = {{"round_s", config.round_s}, {"restart_s", config.restart_s}};
-  if (config.failures) {
-    doc["scheduler"]["failures"] = {{"checkpoint_interval_s", config.failures->checkpoint_interval_s},
-                                    {"seed", config.failures->seed}};
-  }
-  core::Json runs = core::Json::array();
-  for (const ScheduleResult& r : results) {
-    core::Json run = core::Json::object();
-    run["policy"] = to_string(r.policy);
-    run["summary"] = summary_json(r.summary);
-    if (r.failures) {
-      run["summary"]["failures"] = r.summary.failures;
-      run["summary"]["lost_gpu_hours"] = r.summary.lost_gpu_hours;
-    }
-    core::Json jobs = core::Json::array();
-    for (const JobOutcome& o : r.jobs) {
-      jobs.push_back(outcome_json(o, input.pools));
-      if (r.failures) {
-        jobs.back()["failures"] = o.failures;
-        jobs.back()["lost_gpu_hours"] = o.lost_gpu_hours;
-      }
-    }
-    run["jobs"] = std::move(jobs);
-    run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};
-    runs.push_back(std::move(run));
-  }
-  doc["policies"] = std::move(runs);
-  return doc;
-}
-
-core::Json matrix_json(const ClusterSpec& cluster, const ThroughputMatrix& m) {
-  core::Json rows = core::Json::array();
-  for (const MatrixEntry& e : m.entries()) {
-    core::Json r = core::Json::object();
-    r["job"] = m.classes()[e.job_class].name;
-    r["pool"] = cluster.pools[e.pool].name;
-    r["gpu"] = cluster.pools[e.pool].config.gpu;
-    r["gpus"] = e.gpus;
-    r["feasible"] = e.feasible;
-    r["iteration_time_s"] = e.feasible ? core::Json(e.iteration_time_s) : core::Json();
-    r["iterations_per_s"] = e.feasible ? core::Json(1 / e.iteration_time_s) : core::Json();
-    r["samples_per_s"] = e.feasible ? core::Json(e.samples_per_s) : core::Json();
-    r["tokens_per_s"] = e.feasible && e.tokens_per_s > 0 ? core::Json(e.tokens_per_s) : core::Json();
-    r["layout"] = e.layout;
-    r["reason"] = e.reason;
-    rows.push_back(std::move(r));
-  }
-  core::Json doc = core::Json::object();
-  doc["schema"] = "trainsim.throughput-matrix/1";
-  doc["entries"] = std::move(rows);
-  return doc;
 }
 
 }  // namespace trainsim::plan

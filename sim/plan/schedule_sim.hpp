@@ -4,9 +4,11 @@
 // of the option (pool, GPU count) they hold, and complete. Time advances round by round (idle stretches
 // are skipped to the next arrival); a job that finishes inside a round leaves its GPUs idle until the
 // round ends, as in Gavel. Each start, resume or move of a job costs SchedulerConfig::restart_s of no
-// progress. The LP policies recompute their allocation at a round start when jobs arrived or completed
-// since the last one; each round, jobs are placed by Gavel's priority: the allocation's share of an
-// option over the share of time the job has had there since the allocation was computed.
+// progress; with SchedulerConfig::checkpoint_costs the checkpoints' stalls and loads are priced too
+// (docs/schedule.md, "Checkpoint costs"). The LP policies recompute their allocation at a round
+// start when jobs arrived or completed since the last one; each round, jobs are placed by Gavel's
+// priority: the allocation's share of an option over the share of time the job has had there since
+// the allocation was computed.
 //
 //   plan::ScheduleInput in = plan::schedule_input(cluster, trace, matrix);
 //   const plan::ScheduleResult r = plan::simulate_schedule(in, cluster.scheduler);
@@ -29,6 +31,11 @@ struct SchedulePool {
   double price_per_gpu_hour = 0;  // 0: no price
   double node_mtbf_s = 0;         // SchedulerConfig::failures: a node's MTBF (0: its nodes never fail)
   int gpus_per_node = 1;          // a job on g GPUs spans ceil(g / gpus_per_node) nodes
+  // SchedulerConfig::checkpoint_costs: the relaunch after a failure (the pool's
+  // reliability.restart; absent where the pool gives none: SchedulerConfig::restart_s), and the
+  // warm-up after every restart's checkpoint load (reliability.warmup).
+  std::optional<double> failure_relaunch_s;
+  double warmup_s = 0;
 };
 
 struct ScheduleJob {
@@ -44,7 +51,10 @@ struct ScheduleInput {
   std::vector<SchedulePool> pools;
   std::vector<ScheduleJob> jobs;
 };
-// The simulation's input from a cluster, its trace and their matrix.
+// The simulation's input from a cluster, its trace and their matrix. With
+// cluster.scheduler.checkpoint_costs, throws InputError naming the trace file and the job's pointer
+// for an option on which a restart and a checkpoint together (restart_s + load + warm-up + C) do not
+// fit in a round: a job moved every round would never progress.
 ScheduleInput schedule_input(const ClusterSpec& cluster, const JobTrace& trace, const ThroughputMatrix& matrix);
 
 // GPUs a job held without a break on one option (consecutive rounds merged).
@@ -68,6 +78,11 @@ struct JobOutcome {
   // the last checkpoint, and the restart after each (GPUs held x seconds, in hours).
   int failures = 0;
   double lost_gpu_hours = 0;
+  // With SchedulerConfig::checkpoint_costs: the checkpoints the job took (periodic ones, and one at
+  // each preemption or move) and the time they stalled it (seconds; GPUs held x seconds, in hours).
+  int checkpoints = 0;
+  double checkpoint_stall_s = 0;
+  double checkpoint_gpu_hours = 0;
   // JCT over the time the job would take alone on its fastest option (work / best throughput):
   // 1 = never waited, never slowed down.
   double slowdown = 0;
@@ -89,6 +104,9 @@ struct ScheduleSummary {
   size_t deadlines_missed = 0;
   int failures = 0;             // with SchedulerConfig::failures: summed over the jobs
   double lost_gpu_hours = 0;
+  int checkpoints = 0;          // with SchedulerConfig::checkpoint_costs: summed over the jobs
+  double checkpoint_stall_s = 0;
+  double checkpoint_gpu_hours = 0;
   size_t rounds = 0;
   size_t allocations = 0;    // LP allocations computed
   double wall_s = 0;         // CPU time of the simulation (logged; not in JSON or CSV)
@@ -105,6 +123,7 @@ struct UtilizationTimeline {
 struct ScheduleResult {
   Policy policy = Policy::FIFO;
   bool failures = false;         // simulated with SchedulerConfig::failures (JSON then has the counts)
+  bool checkpoint_costs = false; // simulated with SchedulerConfig::checkpoint_costs (JSON then has the stalls)
   std::vector<JobOutcome> jobs;  // in input order
   ScheduleSummary summary;
   UtilizationTimeline timeline;

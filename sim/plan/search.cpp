@@ -799,12 +799,15 @@ Search::Search(SearchOptions options)
     core::Json mixed = doc;
     if (mixed.contains("training")) mixed["training"].erase("batch_split");
     if (mixed.contains("parallelism")) mixed["parallelism"].erase("stage_layers");
-    // The scenario on one GPU type: pool i's GPU on `nodes` nodes.
+    // The scenario on one GPU type: pool i's GPU on `nodes` nodes, with its NICs where it gives them.
     const auto one_type = [&](size_t i, int nodes) {
       core::Json d = mixed;
       d["cluster"].erase("pools");
       d["cluster"]["gpu"] = pools_doc[i]["gpu"];
       d["cluster"]["nodes"] = nodes;
+      if (pools_doc[i].contains("network") && pools_doc[i]["network"].is_object()) {
+        for (const auto& [key, value] : pools_doc[i]["network"].items()) d["cluster"]["network"][key] = value;
+      }
       return d;
     };
     if (pools.size() > 1) {

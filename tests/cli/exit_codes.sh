@@ -555,6 +555,31 @@ contains schedule-vs-gantt "$tmp/err" "--gantt: draws the jobs of one cluster: l
 expect schedule-vs-missing 2 "$bin" schedule "$sched_c" "$sched_j" --vs "$tmp/none.json"
 contains schedule-vs-missing "$tmp/err" "none.json: cannot open file"
 
+# Checkpoint costs (scheduler.checkpoint_costs): a table line per policy, the job rows' last CSV
+# columns, the matrix's figures, and a round too short for a restart and a checkpoint (exit 2).
+cat >"$tmp/ckpt-cluster.json" <<'JSON'
+{ "pools": [ { "name": "a100", "gpu": "A100-SXM4-80GB", "nodes": 1,
+               "storage": { "parallel_fs": { "write_bandwidth": "1 GB/s", "read_bandwidth": "1 GB/s" } } } ],
+  "scheduler": { "round_s": 360, "restart_s": 30, "checkpoint_costs": true } }
+JSON
+cat >"$tmp/ckpt-jobs.json" <<'JSON'
+{ "jobs": [ { "name": "ckpt", "work": { "iterations": 3000 }, "gpus": [8],
+              "scenario": { "model": "gpt3-125m", "training": { "sequence_length": 1024, "global_batch": 32,
+                            "checkpoint": { "interval": 500, "mode": "sync" } } } },
+            { "name": "plain", "work": { "iterations": 3000 }, "gpus": [8],
+              "scenario": { "model": "gpt3-125m", "training": { "sequence_length": 1024, "global_batch": 32 } } } ] }
+JSON
+expect schedule-checkpoints 0 "$bin" schedule "$tmp/ckpt-cluster.json" "$tmp/ckpt-jobs.json" --policy fifo --refine 2
+contains schedule-checkpoints "$tmp/out" "fifo: 5 checkpoint(s), "
+expect schedule-checkpoints-csv 0 "$bin" schedule "$tmp/ckpt-cluster.json" "$tmp/ckpt-jobs.json" --policy fifo --refine 2 \
+  --format csv
+contains schedule-checkpoints-csv "$tmp/out" "met_deadline,checkpoints,checkpoint_stall_s,checkpoint_gpu_hours"
+expect schedule-checkpoints-matrix 0 "$bin" schedule "$tmp/ckpt-cluster.json" "$tmp/ckpt-jobs.json" --matrix --refine 2 \
+  --format csv
+contains schedule-checkpoints-matrix "$tmp/out" "reason,checkpoint_stall_s,checkpoint_load_s,checkpoint_interval_s"
+expect schedule-checkpoints-round 2 "$bin" schedule "$tmp/ckpt-cluster.json" "$tmp/ckpt-jobs.json" --refine 2 --round-s 31
+contains schedule-checkpoints-round "$tmp/err" "ckpt-jobs.json: /jobs/0: job \"ckpt\" on 8 x a100: a restart (restart_s 30 s"
+
 # A synthetic trace written out (--write-trace) reads back to the same schedule, byte for byte.
 expect schedule-write-trace 0 "$bin" schedule "$sched_c" "$src/tests/data/schedule/synthetic-20.json" --format json \
   --policy fifo,gavel-las --write-trace "$tmp/trace.json"

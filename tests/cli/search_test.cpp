@@ -14,6 +14,8 @@
 #include <tuple>
 #include <utility>
 
+#include <unistd.h>
+
 #include "sim/plan/prediction.hpp"
 #include "sim/cli/search_command.hpp"
 #include "sim/core/error.hpp"
@@ -28,7 +30,10 @@ const std::string SCENARIOS = std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/";
 // A tiny GPT on one node of 8 GPUs: 4 layers, 4 heads, sequences of 63 tokens (odd: no context
 // parallelism, and no sequence parallelism with tensor > 1, can divide them), global batch 8.
 std::string tiny_scenario() {
-  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_search_tiny.json").string();
+  // One file per process: ctest runs this suite's tests in parallel processes (and other checkouts'
+  // suites may run beside them), each rewriting it.
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("trainsim_search_tiny-{}.json", ::getpid())).string();
   std::ofstream f(path);
   f << R"({
     "name": "tiny",
@@ -593,7 +598,8 @@ TEST(Search, ReChecksAboveTheFlowBudgetApproximateByDefault) {
 // plane per GPU with a halo of 1 (kernel 3), which fits. Each of the 9 others is priced exactly by
 // the analytic backend already in the first pass (no closed form for layer graphs).
 TEST(Search, LayerGraphModelsSearchSpatialDataAndMicroBatch) {
-  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_search_cnn.json").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("trainsim_search_cnn-{}.json", ::getpid())).string();
   std::ofstream(path) << R"({
     "name": "tiny-cnn",
     "cluster": { "gpu": "A100-SXM4-80GB", "nodes": 1, "gpus_per_node": 8,

@@ -5,7 +5,7 @@
 // Two pools of one node of one GPU each: pool 0 a GPU of twice the A100's bf16 peak ("fast"), pool 1
 // an A100. With the unit profile (every efficiency 1, no overhead) a task of one A100-second of
 // FLOPs (fixtures' compute(1.0)) takes 0.5 s on pool 0 and 1 s on pool 1. One NIC of 25 GB/s per node,
-// no latency.
+// no latency; or, where a pool gives its own network, its nodes' NICs (the slower side binds).
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -134,6 +134,46 @@ TEST_P(PoolOracle, WithoutPoolsEveryProgramRunsOnTheClusterGpu) {
   network::ClusterConfig c = testing::make_cluster(2, 1, 300e9, NIC, 0);
   const SimulationResult r = run(pipeline_split(), c);
   EXPECT_NEAR(r.iteration_time.value(), 11.001, 1e-6);
+}
+
+// Pool 1 (the A100 node) with its own network: 2 NICs of 2.5 GB/s, 5 GB/s for its one GPU, against
+// the cluster's (the fabric's) one NIC of 25 GB/s per node. Every transfer between the pools crosses
+// the A100 node's NICs: it runs at 5 GB/s.
+network::ClusterConfig two_pools_slow_nics() {
+  network::ClusterConfig c = two_pools();
+  c.pools[1].own_network = true;
+  c.pools[1].nics_per_node = 2;
+  c.pools[1].nic_bandwidth = core::BytesPerSecond(2.5e9);
+  return c;
+}
+
+TEST_P(PoolOracle, DataParallelAllReduceCrossesTheSlowPoolsNics) {
+  // As DataParallelReplicasOnTwoGpuTypes, the all-reduce at 5 GB/s: 2(n-1)/n x 1 GB / 5 GB/s = 0.2 s
+  // after the A100 replica's 2 s of compute.
+  const SimulationResult r = run(data_parallel_split(), two_pools_slow_nics());
+  EXPECT_NEAR(r.iteration_time.value(), 2.2, 1e-6);
+}
+
+TEST_P(PoolOracle, PipelineTransfersRunAtTheSlowerSide) {
+  // As PipelineStagesOnTwoGpuTypes, each 25 MB activation at 5 GB/s: 5 ms. 1.5 + 0.005 + 3 x 2 s.
+  const SimulationResult r = run(pipeline_split(), two_pools_slow_nics());
+  EXPECT_NEAR(r.iteration_time.value(), 7.505, 1e-6);
+  EXPECT_EQ(r.critical_rank, 1);
+}
+
+TEST_P(PoolOracle, PoolsFasterThanTheClusterNetworkUseTheirOwnNics) {
+  // A cluster network of one 5 GB/s NIC per node, both pools' nodes with 2 NICs of 10 GB/s (20 GB/s
+  // per GPU, below the GPU's PCIe link, which the SimGrid platform also crosses): the pools' NICs
+  // decide (the fabric is built for the fastest), 1 GB / 20 GB/s = 0.05 s after the 2 s of compute.
+  network::ClusterConfig c = two_pools();
+  c.network.nic_bandwidth = core::BytesPerSecond(5e9);
+  for (network::NodePool& p : c.pools) {
+    p.own_network = true;
+    p.nics_per_node = 2;
+    p.nic_bandwidth = core::BytesPerSecond(10e9);
+  }
+  const SimulationResult r = run(data_parallel_split(), c);
+  EXPECT_NEAR(r.iteration_time.value(), 2.05, 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PoolOracle, ::testing::Values("analytic", "simgrid"));

@@ -79,6 +79,33 @@ TEST(MixedDataParallel, AGivenSplitIsKeptAndTheReportSaysWhichPoolBinds) {
   EXPECT_NEAR(r["samples_per_s"].get<double>() * p.iteration_time_s(), 256, 1e-9);
 }
 
+TEST(MixedDataParallel, APoolsOwnSlowNicsSlowTheAllReduce) {
+  // The A100 node with 2 NICs of 10 Gb/s instead of the fabric's 8 of 200 Gb/s: the gradient
+  // all-reduce crosses them, so data-parallel communication takes longer; the batch split (compute
+  // speeds) is the same. The resolved scenario keeps the pool's network.
+  const std::string slow =
+      R"(cluster.pools=[{"name": "h100", "gpu": "H100-SXM5-80GB", "nodes": 1}, )"
+      R"({"name": "a100", "gpu": "A100-SXM4-80GB", "nodes": 1, "network": {"nics_per_node": 2, "nic_bandwidth": "10 Gb/s"}}])";
+  const Scenario base = load_scenario(DP);
+  const Scenario s = load_scenario(DP, {slow});
+  ASSERT_TRUE(s.cluster.pools[1].own_network);
+  EXPECT_EQ(s.cluster.pools[1].nics_per_node, 2);
+  EXPECT_FALSE(s.cluster.pools[0].own_network);
+  EXPECT_EQ(s.cluster.pools[0].nics_per_node, 8);  // the cluster's
+  EXPECT_EQ(s.training.batch_split, base.training.batch_split);
+  // One GPU's share of the slow node's NICs: 2 x 1.25 GB/s / 8 GPUs.
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bandwidth_per_gpu_of_node(1).value(), 2 * 1.25e9 / 8);
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bandwidth_per_gpu_of_node(0).value(), base.cluster.nic_bandwidth_per_gpu().value());
+  const core::Json fast_report = report_json(base, predict(base, "analytic"));
+  const Prediction p = predict(s, "analytic");
+  const core::Json slow_report = report_json(s, p);
+  EXPECT_GT(slow_report["communication_s"]["data"].get<double>(), fast_report["communication_s"]["data"].get<double>());
+  EXPECT_GT(p.iteration_time_s(), fast_report["iteration_time_s"].get<double>());
+  const Scenario again = read_scenario(s.to_json(Scenario::ProfileOut::AS_GIVEN), "resolved");
+  ASSERT_TRUE(again.cluster.pools[1].own_network);
+  EXPECT_EQ(predict(again, "analytic").iteration_time_s(), p.iteration_time_s());
+}
+
 TEST(MixedPipeline, LayersFollowStageSpeedAndBothBackendsAgree) {
   const Scenario s = load_scenario(PP);
   ASSERT_EQ(s.parallelism.stage_layers.size(), 2u);

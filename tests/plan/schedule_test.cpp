@@ -26,8 +26,9 @@ const std::filesystem::path SRC(TRAINSIM_SOURCE_DIR);
 // 1000 iterations, J2 at 50 with 50; both do 1 it/s.
 ScheduleInput one_gpu_two_jobs() {
   ScheduleInput in;
-  in.pools = {{"p", 1, 2.0, 0, 1}};
-  in.jobs = {{"J1", 0, 1000, 1, std::nullopt, {{0, 1, 1.0}}}, {"J2", 50, 50, 1, std::nullopt, {{0, 1, 1.0}}}};
+  in.pools = {{"p", 1, 2.0, 0, 1, std::nullopt, 0}};
+  in.jobs = {{"J1", 0, 1000, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}}},
+             {"J2", 50, 50, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}}}};
   return in;
 }
 
@@ -95,9 +96,9 @@ TEST(ClusterSchedule, GavelLasPreemptsForTheShortJobByHand) {
 // and finishes both sooner on average.
 TEST(ClusterSchedule, AwareBeatsAgnosticOnTwoTypes) {
   ScheduleInput in;
-  in.pools = {{"slow", 1, 0, 0, 1}, {"fast", 1, 0, 0, 1}};
-  in.jobs = {{"J1", 0, 400, 1, std::nullopt, {{0, 1, 1.0}, {1, 1, 4.0}}},
-             {"J2", 0, 400, 1, std::nullopt, {{0, 1, 1.0}, {1, 1, 1.25}}}};
+  in.pools = {{"slow", 1, 0, 0, 1, std::nullopt, 0}, {"fast", 1, 0, 0, 1, std::nullopt, 0}};
+  in.jobs = {{"J1", 0, 400, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}, {1, 1, 4.0, std::nullopt}}},
+             {"J2", 0, 400, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}, {1, 1, 1.25, std::nullopt}}}};
   SchedulerConfig c = config(Policy::FIFO);
   c.restart_s = 0;
   const ScheduleResult fifo = simulate_schedule(in, c);
@@ -119,8 +120,10 @@ TEST(ClusterSchedule, DeadlineMissedIsCounted) {
 // The 95th percentile by nearest rank: of 20 JCTs the 19th smallest.
 TEST(ClusterSchedule, P95IsTheNearestRank) {
   ScheduleInput in;
-  in.pools = {{"p", 20, 0, 0, 1}};
-  for (int i = 1; i <= 20; ++i) in.jobs.push_back({fmt::format("j{}", i), 0, i * 10.0, 1, std::nullopt, {{0, 1, 1.0}}});
+  in.pools = {{"p", 20, 0, 0, 1, std::nullopt, 0}};
+  for (int i = 1; i <= 20; ++i) {
+    in.jobs.push_back({fmt::format("j{}", i), 0, i * 10.0, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}}});
+  }
   SchedulerConfig c = config(Policy::FIFO);
   c.restart_s = 0;
   c.round_s = 1000;
@@ -143,8 +146,8 @@ std::vector<double> failure_draws(uint64_t seed, size_t j, int n) {
 // One job of 60 iterations at 1 it/s on a pool of one 1-GPU node of the given MTBF (2 $/GPU-hour).
 ScheduleInput failing_job(double node_mtbf_s) {
   ScheduleInput in;
-  in.pools = {{"p", 1, 2.0, node_mtbf_s, 1}};
-  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0}}}};
+  in.pools = {{"p", 1, 2.0, node_mtbf_s, 1, std::nullopt, 0}};
+  in.jobs = {{"J", 0, 60, 1, std::nullopt, {{0, 1, 1.0, std::nullopt}}}};
   return in;
 }
 
