@@ -9,7 +9,8 @@ relative to its series' mean, and sigma is chosen on a grid to minimize the sum 
 within-series residuals. The script prints, for each sigma, every case's residual and within-series
 residual, how much the residual changes from the smallest to the largest GPU count of each series
 (-: the run slowed down with scale more than the prediction did), and the sum of squares.
-Predictions are real ones (analytic backend, `--set cluster.gpu_speed_spread=S`).
+Predictions are real ones (`--set cluster.gpu_speed_spread=S`; analytic backend unless `--backend
+simgrid`, which sees the fabric's contention).
 
   scripts/fit_speed_spread.py build/sim/cli/trainsim validation/training-scale
   scripts/fit_speed_spread.py build/sim/cli/trainsim validation/training-scale --grid 0,0.01,0.05
@@ -27,8 +28,8 @@ import sys
 TIME_FIGURES = {"iteration_time_s"}
 
 
-def validate(trainsim, paths, sigma):
-    cmd = [trainsim, "validate", *paths, "--backend", "analytic", "--format", "json", "--quiet",
+def validate(trainsim, paths, sigma, backend):
+    cmd = [trainsim, "validate", *paths, "--backend", backend, "--format", "json", "--quiet",
            "--set", f"cluster.gpu_speed_spread={sigma}"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 3):
@@ -66,11 +67,12 @@ def main():
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--grid", default="0,0.0025,0.005,0.01,0.02,0.03,0.04,0.05,0.06,0.08",
                     help="comma-separated sigma values")
+    ap.add_argument("--backend", default="analytic", help="analytic (default) or simgrid")
     args = ap.parse_args()
     grid = [float(s) for s in args.grid.split(",")]
     best = None
     for sigma in grid:
-        series = residuals(validate(args.trainsim, args.paths, sigma))
+        series = residuals(validate(args.trainsim, args.paths, sigma, args.backend))
         ss = 0.0
         print(f"sigma {sigma:g}")
         for key, rows in sorted(series.items()):
