@@ -1,6 +1,7 @@
 // stage_ops.cpp: a layer's ops, with their tensor/context/expert collectives, TP overlap and recompute.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -22,7 +23,20 @@ enum class Side { FORWARD_BEFORE, FORWARD_AFTER, BACKWARD_BEFORE, BACKWARD_AFTER
 // all-to-alls sit inside that tensor-parallel pair); under parallel folding with expert_tensor 1
 // they are whole and only the all-to-alls surround them. Context parallelism gathers K and V before attention and reduce-scatters
 // their gradients after its backward.
-std::vector<Comm> comms_around(const BuildPlan& plan, OpKind kind, Side side) {
+// At most three collectives on a side of an op: a fixed array, not a vector (GCC 12 reports false
+// -Warray-bounds / -Wstringop-overflow on a vector's growth once this is inlined into its callers).
+struct Comms {
+  std::array<Comm, 3> items{};
+  size_t n = 0;
+  const Comm* begin() const { return items.data(); }
+  const Comm* end() const { return items.data() + n; }
+  void push_back(const Comm& c) {
+    TRAINSIM_CHECK(n < items.size(), "more than three collectives on a side of an op");
+    items[n++] = c;
+  }
+};
+
+Comms comms_around(const BuildPlan& plan, OpKind kind, Side side) {
   const ParallelismConfig& p = *plan.parallelism;
   const bool tp = p.tensor > 1;
   const bool sp = tp && p.sequence_parallel;
@@ -33,8 +47,7 @@ std::vector<Comm> comms_around(const BuildPlan& plan, OpKind kind, Side side) {
                       (experts_split && kind == OpKind::EXPERT_UP);
   const bool row = kind == OpKind::PROJECTION || kind == OpKind::MLP_DOWN || kind == OpKind::EMBEDDING ||
                    (experts_split && kind == OpKind::EXPERT_DOWN);
-  std::vector<Comm> out;
-  out.reserve(3);  // at most three per side (also keeps GCC 12 from a false -Wstringop-overflow)
+  Comms out;
   auto tensor = [&](CollectiveOp op, double bytes) {
     out.push_back({op, plan.groups.tensor, Stream::TENSOR_COMM, bytes});
   };
