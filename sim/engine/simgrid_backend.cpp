@@ -431,14 +431,15 @@ class SimgridRun final : public FlowDriver, public CommunicationLauncher {
     const bool fabric = topology_.count(network::LinkClass::FABRIC) > 0;
     if (!folding_allowed(options_, cluster_, fabric)) return;
     const RankTable& table = executor_.table();
-    bool dominated = false;
+    const NodeFolding by_tree(w_, table, topology_, options_.node_symmetry);  // the mode's fold of the tree
     if (options_.node_symmetry == NodeSymmetry::EXACT && fabric && cluster_.network.oversubscription == 1.0) {
-      const NodeFolding exact(w_, table, topology_, options_.node_symmetry);
       const NodeFolding ideal(w_, table, topology_, options_.node_symmetry, true);
-      dominated = ideal.active() && !same_folding(ideal, exact) && fabric_dominated();
+      if (ideal.active() && !same_folding(ideal, by_tree) && fabric_dominated()) {
+        folding_.emplace(ideal);
+        fabric_dropped_ = true;
+      }
     }
-    folding_.emplace(w_, table, topology_, options_.node_symmetry, dominated);
-    fabric_dropped_ = dominated;
+    if (!folding_) folding_.emplace(by_tree);
     if (!folding_->active()) {
       folding_.reset();
       fabric_dropped_ = false;

@@ -45,6 +45,21 @@ core::Json outcome_json(const JobOutcome& r, const std::vector<SchedulePool>& po
   return j;
 }
 
+// The figures failures and checkpoint costs add, where they are on: to a policy's summary and to
+// each job's outcome alike (ScheduleSummary and JobOutcome name them the same).
+template <class Figures>
+void add_failure_and_checkpoint_figures(core::Json& j, const ScheduleResult& r, const Figures& f) {
+  if (r.failures) {
+    j["failures"] = f.failures;
+    j["lost_gpu_hours"] = f.lost_gpu_hours;
+  }
+  if (r.checkpoint_costs) {
+    j["checkpoints"] = f.checkpoints;
+    j["checkpoint_stall_s"] = f.checkpoint_stall_s;
+    j["checkpoint_gpu_hours"] = f.checkpoint_gpu_hours;
+  }
+}
+
 }  // namespace
 
 core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& config, const std::vector<ScheduleResult>& results) {
@@ -67,27 +82,11 @@ core::Json schedule_json(const ScheduleInput& input, const SchedulerConfig& conf
     core::Json run = core::Json::object();
     run["policy"] = to_string(r.policy);
     run["summary"] = summary_json(r.summary);
-    if (r.failures) {
-      run["summary"]["failures"] = r.summary.failures;
-      run["summary"]["lost_gpu_hours"] = r.summary.lost_gpu_hours;
-    }
-    if (r.checkpoint_costs) {
-      run["summary"]["checkpoints"] = r.summary.checkpoints;
-      run["summary"]["checkpoint_stall_s"] = r.summary.checkpoint_stall_s;
-      run["summary"]["checkpoint_gpu_hours"] = r.summary.checkpoint_gpu_hours;
-    }
+    add_failure_and_checkpoint_figures(run["summary"], r, r.summary);
     core::Json jobs = core::Json::array();
     for (const JobOutcome& o : r.jobs) {
       jobs.push_back(outcome_json(o, input.pools));
-      if (r.failures) {
-        jobs.back()["failures"] = o.failures;
-        jobs.back()["lost_gpu_hours"] = o.lost_gpu_hours;
-      }
-      if (r.checkpoint_costs) {
-        jobs.back()["checkpoints"] = o.checkpoints;
-        jobs.back()["checkpoint_stall_s"] = o.checkpoint_stall_s;
-        jobs.back()["checkpoint_gpu_hours"] = o.checkpoint_gpu_hours;
-      }
+      add_failure_and_checkpoint_figures(jobs.back(), r, o);
     }
     run["jobs"] = std::move(jobs);
     run["utilization_over_time"] = {{"bucket_s", r.timeline.bucket_s}, {"utilization", r.timeline.utilization}};

@@ -173,11 +173,12 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   const double routed = p.experts_span_tensor() && p.sequence_parallel ? tokens / p.tensor : tokens;
   const double all_to_all_bytes = m.top_k * routed * h * e;
 
-  // One tensor-parallel "exchange": an all-reduce, or an all-gather + reduce-scatter pair.
-  const double tp_pair = p.sequence_parallel
-                             ? x.collective(CollectiveOp::ALL_GATHER, tensor_bytes, tensor_group) +
-                                   x.collective(CollectiveOp::REDUCE_SCATTER, tensor_bytes, tensor_group)
-                             : x.collective(CollectiveOp::ALL_REDUCE, tensor_bytes, tensor_group);
+  // One tensor-parallel "exchange": an all-reduce, or an all-gather + reduce-scatter pair. Its first
+  // collective (the all-gather, or the all-reduce) is what selective-op's recompute repeats.
+  const double tp_first = p.sequence_parallel ? x.collective(CollectiveOp::ALL_GATHER, tensor_bytes, tensor_group)
+                                              : x.collective(CollectiveOp::ALL_REDUCE, tensor_bytes, tensor_group);
+  const double tp_pair =
+      p.sequence_parallel ? tp_first + x.collective(CollectiveOp::REDUCE_SCATTER, tensor_bytes, tensor_group) : tp_first;
   const double cp_gather = x.collective(CollectiveOp::ALL_GATHER, context_bytes, context_group);
   const double cp_scatter = x.collective(CollectiveOp::REDUCE_SCATTER, context_bytes, context_group);
   const double a2a = x.collective(CollectiveOp::ALL_TO_ALL, all_to_all_bytes, expert_group);
@@ -202,8 +203,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
       backward_compute += x.op_time(op, true);
     }
     if (p.recompute == models::Recompute::SELECTIVE_OP) {
-      unsaved += 2 * (p.sequence_parallel ? x.collective(CollectiveOp::ALL_GATHER, tensor_bytes, tensor_group)
-                                          : x.collective(CollectiveOp::ALL_REDUCE, tensor_bytes, tensor_group));
+      unsaved += 2 * tp_first;
     }
     const double comm = 2 * tp_pair + (kind == LayerKind::MOE ? 2 * a2a : 0.0);
     l.forward = forward_compute + comm + cp_gather;
