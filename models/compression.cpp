@@ -278,10 +278,8 @@ void check_compression(const CompressionConfig& c, const ModelSpec& m, const Par
 }
 
 double gradient_reduce_bytes(const TrainingConfig& t, const ParallelismConfig& p) {
-  // zero_stage 3 is never Megatron's distributed optimizer (from_json resolves it to fsdp).
-  const bool framework_reduce =
-      p.zero_stage == 3 || (p.zero_stage >= 1 && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
-  return framework_reduce ? activation_element_bytes(t.precision) : gradient_bytes_per_parameter();
+  if (!p.framework_reduce()) return gradient_bytes_per_parameter();
+  return p.reduce_fp32() ? 4.0 : activation_element_bytes(t.precision);
 }
 
 std::vector<std::string> compression_warnings(const CompressionConfig& c, const TrainingConfig& t,

@@ -126,8 +126,8 @@ void check_compression(const CompressionConfig& c, const ModelSpec& m, const Par
                        const PruningConfig& pruning, const std::string& file, core::Diagnostics& diag);
 // Bytes per gradient element of the data-parallel gradient reductions without compression
 // (BuildPlan::gradient_reduce_bytes): fp32 main gradients (4) for Megatron-LM and without ZeRO; the
-// 16-bit compute dtype where a framework ZeRO reduces (zero_impl fsdp, fsdp2, deepspeed, and
-// zero_stage 3 whatever its zero_impl); 4 in fp32 / tf32 training.
+// 16-bit compute dtype where a framework ZeRO reduces (ParallelismConfig::framework_reduce()), or 4
+// with its reduce_dtype "fp32"; 4 in fp32 / tf32 training.
 double gradient_reduce_bytes(const TrainingConfig& t, const ParallelismConfig& p);
 
 // Combinations that are allowed but do nothing or little (fp16 / bf16 where the reduction is already

@@ -127,6 +127,16 @@ void StageEmitter::reduce_gradients(CollectiveOp op, bool expert, double sent, d
   const CompressionConfig& c = *plan_.compression;
   const double plain = message_bytes(sent, index, plan_.gradient_reduce_bytes);
   if (!c.enabled()) {
+    if (plan_.gradient_cast_bytes > 0) {
+      // The 16-bit gradient cast to the fp32 reduce dtype first (BuildPlan::gradient_cast_bytes).
+      CompressionStep cast;
+      cast.collective = false;
+      cast.bytes = sent * plan_.gradient_cast_bytes;
+      cast.name = "gradient cast (fp32)";
+      Task t = make(TaskKind::COMPUTE, Stream::DATA_COMM, Phase::BACKWARD, layer, mb, cast.name);
+      set_compute_fields(cast, t);
+      after = prog().add(t, {after});
+    }
     gradient_collective(op, group, plain, layer, mb, fmt::format("gradient {}", core::to_string(op)), after,
                         dense_bytes);
     return;

@@ -98,6 +98,10 @@ struct BuildPlan {
   // reduce_dtype defaults to param_dtype) and DeepSpeed (communication_data_type defaults to the
   // model's 16-bit dtype); 4 in fp32 training.
   double gradient_reduce_bytes = 4;
+  // HBM bytes per gradient element of the cast before each uncompressed data-parallel reduction: 6
+  // (read 2, write 4) where a 16-bit gradient is reduced in fp32 (ParallelismConfig::reduce_fp32()),
+  // else 0.
+  double gradient_cast_bytes = 0;
   double optimizer_step_bytes = 0;
   ZeroImpl zero_impl = ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;  // resolved (zero_stage 3: never megatron)
   bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gathers during the next forward

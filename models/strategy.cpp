@@ -302,6 +302,22 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   const std::string prefetch_default = stack == core::Stack::COMPOSER ? "post" : "pre";
   p.backward_prefetch_post = r.choice("backward_prefetch", prefetch_default, {"pre", "post"}) == "post" && fsdp1;
 
+  // The gradient reduction's dtype (reduce_dtype above): Composer's default mixed_precision DEFAULT
+  // (composer/distributed/mosaic_fsdp_utils get_mixed_precision: reduce_dtype torch.float32) and
+  // torchtitan's mixed_precision_reduce "float32" (torchtitan/config job_config.py) reduce in fp32;
+  // PyTorch FSDP (MixedPrecision.reduce_dtype None: the param dtype) and DeepSpeed
+  // (communication_data_type None: the model's dtype) in 16 bits.
+  if (r.has("reduce_dtype") && !p.framework_reduce()) {
+    r.problem("reduce_dtype",
+              fmt::format("reduce_dtype is the dtype of FSDP's, FSDP2's or DeepSpeed's gradient reduction: it needs "
+                          "zero_stage 3, or 1-2 with zero_impl \"fsdp\", \"fsdp2\" or \"deepspeed\", found zero_stage "
+                          "{}{} (Megatron-LM reduces its fp32 main gradients; optimizations.gradient_compression "
+                          "\"bf16\" is its --grad-reduce-in-bf16)",
+                          p.zero_stage, p.zero_stage >= 1 ? fmt::format(" with zero_impl \"{}\"", impl) : std::string()));
+  }
+  const bool fp32_default = stack == core::Stack::COMPOSER || stack == core::Stack::TORCHTITAN;
+  p.reduce_dtype = r.choice("reduce_dtype", fp32_default ? "fp32" : "bf16", {"fp32", "bf16", "fp16"});
+
   if (r.has("shard_group")) {
     p.shard_group = static_cast<int>(r.integer("shard_group", 1, 1, MAX_PARALLEL));
     const bool fsdp_impl = p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2;
@@ -345,6 +361,7 @@ core::Json ParallelismConfig::to_json() const {
   if (gathers_parameters() && prefetch >= 0) j["prefetch"] = prefetch;
   if (shard_group > 0) j["shard_group"] = shard_group;  // absent: one shard group (all of data)  // deepspeed's default depends on the model
   if (zero_stage == 3 && zero_impl == ZeroImpl::FSDP) j["backward_prefetch"] = backward_prefetch_post ? "post" : "pre";
+  if (framework_reduce()) j["reduce_dtype"] = reduce_dtype;
   j["tp_comm_overlap"] = tp_comm_overlap;
   if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
   return j;

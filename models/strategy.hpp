@@ -226,6 +226,18 @@ std::string to_string(ZeroImpl z);
 //                        after it, ahead of the current unit's reduce-scatter, so the gather is
 //                        exposed). Default "post" with training.stack "composer", else "pre". An error
 //                        with another zero_impl.
+//   reduce_dtype         the dtype the sharded implementations reduce gradients in (fsdp, fsdp2,
+//                        deepspeed; framework_reduce()): "fp32" | "bf16" | "fp16". The 16-bit
+//                        names mean the 16-bit parameter dtype (2 bytes per element); "fp32" sends
+//                        4 and first casts each unit's (bucket's) 16-bit gradient to fp32 on the
+//                        reduction's stream. FSDP1 MixedPrecision.reduce_dtype, FSDP2
+//                        MixedPrecisionPolicy.reduce_dtype, DeepSpeed communication_data_type.
+//                        Default: "fp32" with training.stack "composer" (Composer's default
+//                        mixed_precision DEFAULT reduces in fp32; PURE reduces in bf16) or
+//                        "torchtitan" (its mixed_precision_reduce default "float32"), else the
+//                        16-bit dtype (PyTorch's reduce_dtype defaults to param_dtype; DeepSpeed's
+//                        communication_data_type to the model's). An error where no such
+//                        implementation reduces (Megatron's fp32 main gradients, stage 0).
 //   tp_comm_overlap      Megatron / Transformer Engine --tp-comm-overlap (userbuffers): with
 //                        sequence parallelism the QKV / MLP-up all-gathers and the projection /
 //                        MLP-down reduce-scatters run pipelined with their GEMMs in `tensor` chunks,
@@ -268,6 +280,7 @@ struct ParallelismConfig {
   int prefetch = -1;                // zero_stage 3: gathers ahead; -1: the implementation's default (deepspeed:
                                     // always -1, its prefetch is training.deepspeed's)
   bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST (zero_impl fsdp)
+  std::string reduce_dtype = "bf16";  // "fp32" | "bf16" | "fp16" (as given; meaningful under framework_reduce())
   int shard_group = 0;              // HSDP: data ranks per shard group; 0: not given (all of data)
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
   bool moe_a2a_overlap = false;     // Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B)
@@ -289,6 +302,14 @@ struct ParallelismConfig {
   }
   // Parameters gathered unit by unit during the passes: ZeRO-3 (any implementation) or shard_grad_op().
   bool gathers_parameters() const { return zero_stage == 3 || shard_grad_op(); }
+  // Gradients reduced in fp32 by the framework (reduce_dtype "fp32" under framework_reduce()).
+  bool reduce_fp32() const { return framework_reduce() && reduce_dtype == "fp32"; }
+  // Gradients reduced by the framework's sharded implementation (FSDP, FSDP2, DeepSpeed; ZeRO-3 is
+  // never Megatron's distributed optimizer after from_json), in reduce_dtype; otherwise Megatron's fp32
+  // main gradients or DDP's gradients in the parameter dtype.
+  bool framework_reduce() const {
+    return zero_stage == 3 || (zero_stage >= 1 && zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  }
 
   bool folded() const { return expert_tensor > 0; }  // Megatron-core parallel folding
   // Default: tensor x context x expert x data x pipeline; folded: tensor x context x data x pipeline.

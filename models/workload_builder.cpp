@@ -148,6 +148,9 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
                                                                                                : p.zero_impl;
   plan.overlap_param_gather = p.overlap_param_gather && (p.zero_stage == 1 || p.zero_stage == 2) && !p.shard_grad_op();
   plan.gradient_reduce_bytes = gradient_reduce_bytes(t, p);
+  // FSDP1 (_post_backward_hook), FSDP2 (foreach_reduce) and DeepSpeed cast the 16-bit gradient to the
+  // reduce dtype on the reduction's stream before the collective.
+  if (p.reduce_fp32() && activation_element_bytes(t.precision) < 4) plan.gradient_cast_bytes = activation_element_bytes(t.precision) + 4;
   const double word_embedding = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / p.tensor;
   plan.embedding_gradient_bytes = word_embedding * plan.gradient_reduce_bytes;
   if (pruning.embeddings && pruning.communication != SparseCommunication::DENSE) {

@@ -243,6 +243,9 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
     default: w.lose("training.precision", fmt::format("{} is not a torchtitan precision: written as bfloat16", core::to_string(t.precision)));
       out += "mixed_precision_param = \"bfloat16\"\n";
   }
+  if (s.parallelism.framework_reduce()) {
+    out += fmt::format("mixed_precision_reduce = \"{}\"\n", s.parallelism.reduce_fp32() ? "float32" : "bfloat16");
+  }
   const bool cpu_offload = s.offload.optimizer_states == models::OffloadTarget::CPU && s.offload.gradients == models::OffloadTarget::CPU &&
                            s.offload.parameters == models::OffloadTarget::CPU && s.offload.activations == models::OffloadTarget::NONE;
   if (cpu_offload) out += "enable_cpu_offload = true\n";
@@ -344,6 +347,7 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
     offload_expressed = true;
   }
   c["zero_optimization"] = z;
+  if (p.reduce_fp32()) c["communication_data_type"] = "fp32";
   if (p.recompute == Recompute::FULL) {
     c["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", s.offload.activations == models::OffloadTarget::CPU}};

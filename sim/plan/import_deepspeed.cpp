@@ -174,8 +174,16 @@ ImportFragment read_deepspeed_json(const std::string& path) {
     }
     ac->unread_notes(f.notes, [](const std::string&) { return std::string("no counterpart in trainsim (not modelled)"); });
   }
-  if (const std::optional<std::string> dtype = c.string("communication_data_type"); dtype && *dtype != "fp16" && *dtype != "bf16") {
-    add_note(f, c.field("communication_data_type"), *dtype, "no counterpart: trainsim's DeepSpeed reduces gradients in 16 bits");
+  if (const std::optional<std::string> dtype = c.string("communication_data_type")) {
+    if (*dtype == "fp32" && stage >= 1) {
+      set("/parallelism/reduce_dtype", "fp32", c.field("communication_data_type"));
+    } else if (*dtype == "fp16" || *dtype == "bf16") {
+      f.matched.push_back(c.field("communication_data_type"));
+    } else {
+      add_note(f, c.field("communication_data_type"), *dtype,
+               stage >= 1 ? "no counterpart: trainsim's DeepSpeed reduces gradients in 16 bits or fp32 (parallelism.reduce_dtype)"
+                          : "no counterpart: without ZeRO the gradients are all-reduced in fp32 (Megatron-style main gradients)");
+    }
   }
   c.unread_notes(f.notes, unread_reason);
   diag.throw_if_any();

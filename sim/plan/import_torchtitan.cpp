@@ -194,6 +194,8 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
   if (sharded) {
     set("/parallelism/zero_stage", keep_gathered ? 2 : 3, keep_gathered || reshard != "default" ? rfield : pfield);
     set("/parallelism/zero_impl", "fsdp2", pfield);
+    // FSDP2's MixedPrecisionPolicy(reduce_dtype=...) from training.mixed_precision_reduce (read below).
+    set("/parallelism/reduce_dtype", "fp32", "training.mixed_precision_reduce (absent: torchtitan's default float32)");
     if (keep_gathered && reshard == "default") {
       add_note(f, rfield, "default", "with a pipeline, torchtitan keeps each unit gathered from its forward to its backward: "
                                      "zero_stage 2 (SHARD_GRAD_OP)");
@@ -276,9 +278,8 @@ ImportFragment read_torchtitan_toml(const std::string& path, bool shape_elsewher
       f.deferred.steps_field = training->field("steps");
     }
     precision = training->choice("mixed_precision_param", {"bfloat16", "float32"}).value_or(precision);
-    if (const std::optional<std::string> reduce = training->string("mixed_precision_reduce"); reduce && *reduce == "float32") {
-      add_note(f, training->field("mixed_precision_reduce"), *reduce,
-               "approximated: trainsim's fsdp2 reduce-scatters gradients in the parameter dtype (half the bytes of float32)");
+    if (const std::optional<std::string> reduce = training->choice("mixed_precision_reduce", {"float32", "bfloat16"}); reduce && sharded) {
+      set("/parallelism/reduce_dtype", *reduce == "float32" ? "fp32" : "bf16", training->field("mixed_precision_reduce"));
     }
     compile = training->boolean("compile").value_or(false);
     if (training->boolean("enable_cpu_offload").value_or(false)) {

@@ -364,6 +364,26 @@ TEST(StackDefaults, ZeroImplAndBackwardPrefetch) {
   pre["backward_prefetch"] = "pre";
   EXPECT_FALSE(parse_parallelism(pre, core::Stack::COMPOSER, errors).backward_prefetch_post);
   EXPECT_EQ(errors, Lines{});
+  // The reduce dtype: Composer (mixed_precision DEFAULT) and torchtitan (mixed_precision_reduce
+  // float32) reduce in fp32; PyTorch FSDP and DeepSpeed in the 16-bit dtype; given, it wins.
+  EXPECT_TRUE(parse_parallelism(zero3, core::Stack::COMPOSER, errors).reduce_fp32());
+  EXPECT_TRUE(parse_parallelism(zero3, core::Stack::TORCHTITAN, errors).reduce_fp32());
+  EXPECT_FALSE(parse_parallelism(zero3, core::Stack::FSDP, errors).reduce_fp32());
+  EXPECT_FALSE(parse_parallelism(zero3, core::Stack::DEEPSPEED, errors).reduce_fp32());
+  EXPECT_FALSE(parse_parallelism(zero3, std::nullopt, errors).reduce_fp32());
+  core::Json pure = zero3;
+  pure["reduce_dtype"] = "bf16";
+  EXPECT_FALSE(parse_parallelism(pure, core::Stack::COMPOSER, errors).reduce_fp32());
+  pure["reduce_dtype"] = "fp32";
+  EXPECT_TRUE(parse_parallelism(pure, std::nullopt, errors).reduce_fp32());
+  EXPECT_FALSE(parse_parallelism(zero2, std::nullopt, errors).framework_reduce()) << "Megatron's fp32 main gradients";
+  EXPECT_EQ(errors, Lines{});
+  const core::Json megatron = {{"data", 8}, {"zero_stage", 1}, {"reduce_dtype", "fp32"}};
+  parse_parallelism(megatron, std::nullopt, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("/parallelism/reduce_dtype: reduce_dtype is the dtype of FSDP's, FSDP2's or DeepSpeed's"),
+            std::string::npos) << errors[0];
+  errors.clear();
   const core::Json zero1 = {{"data", 8}, {"zero_stage", 1}, {"backward_prefetch", "post"}};
   parse_parallelism(zero1, std::nullopt, errors);
   EXPECT_EQ(errors, Lines{"/parallelism/backward_prefetch: backward_prefetch is FSDP1's option: it needs zero_stage 3 "

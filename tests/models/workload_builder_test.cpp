@@ -601,6 +601,45 @@ TEST(BuildWorkload, FsdpBackwardPostIssuesEachGatherAfterThePreviousUnitsGradien
   }
 }
 
+// parallelism.reduce_dtype "fp32" (Composer's DEFAULT mixed precision, torchtitan's float32 reduce):
+// every unit's reduce-scatter sends 4 bytes per element instead of 2, after a cast of the unit's
+// bf16 gradient on the reduction's stream (read 2, write 4 bytes per element). The stage holds
+// 6,613,504 parameter elements (Fsdp2AndDeepSpeedZeroThree below), reduced once per micro-batch.
+TEST(BuildWorkload, FsdpReduceInFp32SendsFourBytesAfterACast) {
+  Config c;
+  c.par.data = 2;
+  c.par.zero_stage = 3;
+  c.par.zero_impl = ZeroImpl::FSDP;
+  c.par.prefetch = 1;
+  const int m = 2;
+  const BuiltWorkload bf16 = c.build(m);
+  c.par.reduce_dtype = "fp32";
+  const BuiltWorkload fp32 = c.build(m);
+  auto rs = collective_on(fp32, "data", CollectiveOp::REDUCE_SCATTER);
+  const Program& p16 = bf16.workload.programs[0];
+  const Program& p32 = fp32.workload.programs[0];
+  EXPECT_DOUBLE_EQ(sum_bytes(p16, rs), m * 6613504.0 * 2);
+  EXPECT_DOUBLE_EQ(sum_bytes(p32, rs), m * 6613504.0 * 4);
+  EXPECT_EQ(count(p32, rs), count(p16, rs));
+  double cast_bytes = 0;
+  size_t casts = 0;
+  for (const Task& t : p32.tasks) {
+    if (t.kind != TaskKind::COLLECTIVE || !rs(t)) continue;
+    ASSERT_EQ(t.dep_count, 1u);
+    const Task& cast = p32.tasks[p32.deps_of(t)[0]];
+    EXPECT_EQ(cast.kind, TaskKind::COMPUTE);
+    EXPECT_EQ(cast.stream, Stream::DATA_COMM);
+    EXPECT_EQ(name(fp32, cast), "gradient cast (fp32)");
+    EXPECT_DOUBLE_EQ(cast.bytes, t.bytes / 4 * 6) << "read 2, write 4 bytes per element";
+    cast_bytes += cast.bytes;
+    ++casts;
+  }
+  EXPECT_EQ(casts, count(p32, rs));
+  EXPECT_DOUBLE_EQ(cast_bytes, m * 6613504.0 * 6);
+  for (const Task& t : p16.tasks) EXPECT_NE(t.kind == TaskKind::COMPUTE ? name(bf16, t) : "", "gradient cast (fp32)");
+  expect_runs_to_completion(fp32);
+}
+
 // FSDP2 has FSDP's message pattern; DeepSpeed ZeRO-3 reduces per reduce bucket (5e8 elements: one
 // bucket holding the whole stage per micro-batch here) and gathers weight matrices, not units: those
 // of at least stage3_param_persistence_threshold = 1e5 elements, in each pass: the embedding

@@ -321,6 +321,25 @@ TEST(ConfigImport, TorchtitanReshardPolicyGivesTheShardingStage) {
   EXPECT_EQ(stage("data_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 4"), 0);  // DDP
 }
 
+// training.mixed_precision_reduce is FSDP2's reduce dtype: torchtitan's default float32 unless set,
+// and nothing where the job is not sharded.
+TEST(ConfigImport, TorchtitanReduceDtypeIsTheReduceDtype) {
+  const auto reduce = [](const std::string& training) -> std::string {
+    const std::string file = testing::TempDir() + "/reduce.toml";
+    std::ofstream(file) << "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\n" << training << "\n";
+    const ImportFragment f = read_torchtitan_toml(file);
+    const core::Json& p = f.scenario.at("parallelism");
+    return p.contains("reduce_dtype") ? p.at("reduce_dtype").get<std::string>() : "absent";
+  };
+  EXPECT_EQ(reduce(""), "fp32");
+  EXPECT_EQ(reduce("mixed_precision_reduce = \"float32\""), "fp32");
+  EXPECT_EQ(reduce("mixed_precision_reduce = \"bfloat16\""), "bf16");
+  const std::string file = testing::TempDir() + "/ddp.toml";
+  std::ofstream(file) << "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 1\n"
+                         "data_parallel_replicate_degree = 4\n[training]\nmixed_precision_reduce = \"bfloat16\"\n";
+  EXPECT_FALSE(read_torchtitan_toml(file).scenario.at("parallelism").contains("reduce_dtype")) << "DDP: no framework reduce";
+}
+
 TEST(ConfigImport, TorchtitanReplicateDegreeIsHybridSharding) {
   // torchtitan HSDP: 2 replicas of shard groups of 32 on 64 GPUs; data_parallel_shard_degree -1
   // resolves to the 32 ranks left after the replicate degree.
