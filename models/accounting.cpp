@@ -182,6 +182,10 @@ OpCost core_attention(const Shape& x) {
     c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + stats);
     c.backward_bytes = core::Bytes((3 * q + kv) * x.e + stats + (q + kv) * x.e);
     c.backward_recompute_flops = core::Flops(2.0 * x.b * x.sl * x.s * x.q / x.t);
+    // The kernel's shape for the compute model: per (sequence, head) a [sl x d]·[d x s] product; k
+    // is the head size (engine::flash_head_dim_factor).
+    c.gemm = {static_cast<float>(x.sl), static_cast<float>(x.s), static_cast<float>(x.q / x.a),
+              static_cast<uint32_t>(x.b * x.a / x.t)};
     return c;
   }
   c.forward_bytes = core::Bytes((q + kv) * x.e + q * x.e + scores * (6 * x.e + MASK_BYTES));

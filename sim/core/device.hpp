@@ -140,6 +140,12 @@ struct DeviceProfile {
   // program starts with a host task this long (plan::build_for). 0 (built-in profiles): none; set
   // by `calibrate --scenario` from a traced run (sim/plan/stack_fit.hpp).
   Seconds step_host_latency;
+  // FlashAttention's work per score element that is not a tensor-core product (the online softmax:
+  // exp, max, rescaling), in head-dimension units: a head of d computes d multiply-adds per score in
+  // QK^T (and d in PV) on tensor cores beside this fixed cost, so its efficiency scales as d / (d + c)
+  // against the head-128 kernels the FLASH_ATTENTION efficiency was measured on (capped at 1 above
+  // 128). 0: no dependence on the head size (compute_model.hpp flash_head_dim_factor).
+  double flash_head_dim_overhead = 0;
   // The job's compute runs at the pace of its slowest rank (core/variability.hpp): device time of
   // every compute task x this (>= 1). Set from cluster.gpu_speed_spread and the job's world size when
   // a scenario is read, not part of a profile file. 1: identical GPUs.

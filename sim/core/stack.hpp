@@ -6,7 +6,10 @@
 //     (sim/core/device.cpp: Megatron's fused kernels, TE GEMMs and gradient-accumulation fusion are
 //     what the built-in profiles were fitted on);
 //   - host-side overhead: the CPU time to dispatch and launch one kernel, which binds compute tasks
-//     shorter than it (small models, small micro-batches; sim/engine/compute_model.hpp);
+//     shorter than it (small models, small micro-batches; sim/engine/compute_model.hpp), and the
+//     training loop's own host time per step (Composer's; DeviceProfile::step_host_latency);
+//   - the stack's own attention kernel where it is not the FlashAttention-2 the profiles hold
+//     (llm-foundry's Triton FlashAttention);
 //   - the stack's defaults for the parallelism keys (zero_impl, backward_prefetch; models/strategy.hpp)
 //     and the layouts it can run at all (check_strategy);
 //   - what the workload holds, not priced here: eager PyTorch's op chains for a Llama-style block
@@ -53,9 +56,13 @@ struct StackCosts {
   double gemm = 1.0;      // x the profile's GEMM and attention efficiencies
   double memory = 1.0;    // x the profile's memory-bound efficiencies
   Seconds host_per_kernel;  // CPU time to dispatch and launch one kernel (0: never binds)
+  double flash = 1.0;     // x the profile's FlashAttention efficiency (the stack's own attention kernel)
+  Seconds step_latency;   // DeviceProfile::step_host_latency: the training loop's host time per step (0: none)
   std::string gemm_source;
   std::string memory_source;
   std::string host_source;
+  std::string flash_source;   // empty: the stack runs the profile's FlashAttention
+  std::string step_source;    // empty: no step latency
 };
 
 // The costs of `s` on the built-in profile of `gpu_name` (a catalog name; unknown GPUs take the

@@ -40,6 +40,12 @@ double quantized_flops(const core::Task& task, const core::GpuSpec& gpu, const c
 
 }  // namespace
 
+double flash_head_dim_factor(double head_dim, double overhead) {
+  if (head_dim <= 0 || overhead <= 0) return 1.0;
+  constexpr double MEASURED = 128;  // the head size of the FlashAttention ceilings (device.cpp)
+  return std::min(1.0, (head_dim / (head_dim + overhead)) / (MEASURED / (MEASURED + overhead)));
+}
+
 int kernel_launches(const core::Task& task) {
   // A split backward (zero-bubble B or W) runs one of the two.
   return task.phase == core::Phase::BACKWARD && task.gradient == core::BackwardPart::BOTH ? 2 : 1;
@@ -81,7 +87,9 @@ core::Seconds compute_time(const core::Task& task, core::Precision precision, co
     const bool tensor_core = task.op_class == core::OpClass::GEMM || task.op_class == core::OpClass::FLASH_ATTENTION;
     const double scale = tensor_core ? profile.gemm_precision_scale[static_cast<size_t>(p)] : 1.0;
     double work = quantized_flops(task, gpu, profile);
-    if (task.op_class == core::OpClass::FLASH_ATTENTION) work *= FLASH_CAUSAL_FRACTION;
+    if (task.op_class == core::OpClass::FLASH_ATTENTION) {
+      work *= FLASH_CAUSAL_FRACTION / flash_head_dim_factor(task.gemm.k, profile.flash_head_dim_overhead);
+    }
     math = (work + eff.half_flops) / (peak.value() * eff.max_efficiency * scale);
   }
   const double memory = task.bytes > 0 ? task.bytes / (gpu.hbm_bandwidth.value() * eff.memory_efficiency) : 0.0;

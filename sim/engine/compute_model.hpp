@@ -12,7 +12,8 @@
 // (m x k output) and the weight gradient (k x n output), half of its FLOPs each, and u is their
 // FLOP-weighted harmonic mean; a split backward task (Task::gradient INPUT or WEIGHT, zero-bubble
 // schedules) runs only one of them, all its FLOPs at that product's u. FlashAttention executes half of the attention FLOPs a task counts
-// (causal mask: blocks above the diagonal are skipped), so its F is halved.
+// (causal mask: blocks above the diagonal are skipped), so its F is halved, and divided by
+// flash_head_dim_factor (below) of its head size.
 //
 // Tile and wave quantization (the usual GEMM performance model; NVIDIA "Matrix Multiplication
 // Background User's Guide"): with a tile of tm x tn output elements, `count` products need
@@ -47,6 +48,11 @@ using core::TileChoice;
 // The speedup of a pass with the task's sparse kernel over the dense GEMM (1 for GemmSparsity::NONE).
 // REQUIRES: for STRUCTURED_2_4, gpu.sparse_tensor_cores; density in (0, 1].
 double sparse_speedup(const core::Task& task, const core::GpuSpec& gpu, const core::DeviceProfile& profile);
+
+// FlashAttention's efficiency at head size d relative to head size 128 (its ceilings' measurement),
+// with c = DeviceProfile::flash_head_dim_overhead: min(1, (d / (d + c)) / (128 / (128 + c))); 1 when
+// either is 0 (a task without a head size). A FLASH_ATTENTION task carries d as Task::gemm.k.
+double flash_head_dim_factor(double head_dim, double overhead);
 
 // Kernels the task launches: 1, or 2 for a whole backward (data and weight gradient, or a gradient
 // and its accumulation). With the profile's host_overhead_per_kernel h a task takes at least

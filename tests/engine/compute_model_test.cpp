@@ -70,18 +70,56 @@ TEST(DeviceProfile, StackCostsAmendTheBuiltInProfileWithSources) {
   const core::StackCosts c = core::stack_costs(core::Stack::COMPOSER, false, "A100-SXM4-80GB");
   EXPECT_LT(c.gemm, 1.0);
   EXPECT_DOUBLE_EQ(composer.op(core::OpClass::GEMM).max_efficiency, base.op(core::OpClass::GEMM).max_efficiency * c.gemm);
+  // Composer's own (llm-foundry's Triton) attention kernel and its training loop's time per step.
+  EXPECT_LT(c.flash, 1.0);
   EXPECT_DOUBLE_EQ(composer.op(core::OpClass::FLASH_ATTENTION).max_efficiency,
-                   base.op(core::OpClass::FLASH_ATTENTION).max_efficiency * c.gemm);
+                   base.op(core::OpClass::FLASH_ATTENTION).max_efficiency * c.gemm * c.flash);
   EXPECT_DOUBLE_EQ(composer.host_overhead_per_kernel.value(), 25e-6);
+  EXPECT_GT(c.step_latency.value(), 0.0);
+  EXPECT_DOUBLE_EQ(composer.step_host_latency.value(), c.step_latency.value());
   int named = 0;
   for (const auto& [key, source] : composer.sources) {
-    if (key == "stack.gemm" || key == "stack.memory" || key == "host_overhead_per_kernel") named += !source.empty();
+    if (key == "stack.gemm" || key == "stack.memory" || key == "host_overhead_per_kernel" || key == "stack.flash_attention" ||
+        key == "step_host_latency") {
+      named += !source.empty();
+    }
   }
-  EXPECT_EQ(named, 3);
+  EXPECT_EQ(named, 5);
+  // The other eager stacks run the profile's FlashAttention-2 and have no step latency of their own.
+  core::DeviceProfile titan = base;
+  core::apply_stack(titan, core::Stack::TORCHTITAN, false, "A100-SXM4-80GB");
+  EXPECT_DOUBLE_EQ(titan.op(core::OpClass::FLASH_ATTENTION).max_efficiency,
+                   base.op(core::OpClass::FLASH_ATTENTION).max_efficiency * c.gemm);
+  EXPECT_EQ(titan.step_host_latency.value(), 0.0);
   // torch.compile: Megatron-like fused elementwise kernels, fewer host microseconds per kernel.
   const core::StackCosts compiled = core::stack_costs(core::Stack::TORCHTITAN, true, "H100-SXM5-80GB");
   EXPECT_DOUBLE_EQ(compiled.memory, 1.0);
   EXPECT_LT(compiled.host_per_kernel.value(), c.host_per_kernel.value());
+}
+
+// FlashAttention's head-size term (DeviceProfile::flash_head_dim_overhead, c): efficiency x
+// (d / (d + c)) / (128 / (128 + c)), at most 1. With c = 12: head 64 runs at (64/76)/(128/140) =
+// 0.92105 of head 128's efficiency, head 256 at 128's (capped); c = 0 or no head size: unchanged.
+TEST(FlashAttention, HeadSizeScalesTheEfficiency) {
+  EXPECT_NEAR(flash_head_dim_factor(64, 12), (64.0 / 76) / (128.0 / 140), 1e-15);
+  EXPECT_NEAR(flash_head_dim_factor(64, 12), 0.9210526315789473, 1e-12);
+  EXPECT_DOUBLE_EQ(flash_head_dim_factor(128, 12), 1.0);
+  EXPECT_DOUBLE_EQ(flash_head_dim_factor(256, 12), 1.0);
+  EXPECT_DOUBLE_EQ(flash_head_dim_factor(64, 0), 1.0);
+  EXPECT_DOUBLE_EQ(flash_head_dim_factor(0, 12), 1.0);
+  // A FlashAttention task of 1e12 counted FLOPs (half executed under the causal mask) on an A100
+  // profile with efficiency 0.5 and no half_flops: 0.5e12 / (312e12 x 0.5) at head 128, / 0.92105 at 64.
+  core::DeviceProfile p = core::DeviceProfile::defaults();
+  p.op(core::OpClass::FLASH_ATTENTION) = {0.5, 0, 0.8};
+  p.kernel_overhead = core::Seconds(0);
+  p.flash_head_dim_overhead = 12;
+  const core::GpuSpec gpu = *core::find_gpu("A100-SXM4-80GB");
+  core::Task t = task(1e12, 0, core::OpClass::FLASH_ATTENTION);
+  t.gemm = {2048, 2048, 128, 32};
+  const double at128 = compute_time(t, core::Precision::BF16, gpu, p).value();
+  EXPECT_NEAR(at128, 0.5e12 / (312e12 * 0.5), 1e-15);
+  t.gemm.k = 64;
+  EXPECT_NEAR(compute_time(t, core::Precision::BF16, gpu, p).value(), at128 / 0.9210526315789473, 1e-15);
 }
 
 // Tile and wave quantization (compute_model.hpp). GPT-3 175B's QKV GEMM under TP8 with one 2048-token
