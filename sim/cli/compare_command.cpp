@@ -85,6 +85,10 @@ void write_table(const CompareResult& result, bool color, std::ostream& out) {
     for (const std::string& l : accuracy) out << "  " << l << "\n";
   }
   for (const Configuration& c : cs) {
+    if (c.stack_defaults.empty()) continue;
+    out << fmt::format("\n{}: the stack's defaults instead of the scenario's {}\n", c.label, fmt::join(c.stack_defaults, ", "));
+  }
+  for (const Configuration& c : cs) {
     if (c.ok()) continue;
     out << fmt::format("\n{} cannot run:\n", c.label);
     for (const core::InputProblem& p : c.problems) out << "  " << p.to_string() << "\n";

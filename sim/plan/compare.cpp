@@ -50,6 +50,43 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
   return c;
 }
 
+// --vary training.stack=...: the scenario's keys that the varied stack would refuse are dropped, so
+// that it runs the layout with its own defaults for them: a ZeRO implementation the stack does not
+// run (Composer and PyTorch FSDP run "fsdp", torchtitan "fsdp2", DeepSpeed "deepspeed", Megatron its
+// distributed optimizer) and FSDP1's backward_prefetch with it, DeepSpeed's section outside
+// DeepSpeed, parallelism.prefetch under DeepSpeed, shard_group (HSDP) and reduce_dtype where no FSDP
+// runs, torch.compile under Megatron. Keys the stack accepts stay as the user chose them (a PURE
+// run's reduce_dtype "bf16"), and so does any key the user varies or sets. Returns the keys dropped.
+std::vector<std::string> drop_stack_owned_keys(core::Json& doc, const std::string& stack,
+                                               const std::vector<std::string>& given) {
+  std::vector<std::string> refused;
+  const core::Json* par = doc.contains("parallelism") && doc["parallelism"].is_object() ? &doc["parallelism"] : nullptr;
+  if (par != nullptr && par->contains("zero_impl") && (*par)["zero_impl"].is_string()) {
+    const std::string impl = (*par)["zero_impl"].get<std::string>();
+    const std::map<std::string, std::string> runs = {{"composer", "fsdp"},     {"fsdp", "fsdp"},
+                                                     {"torchtitan", "fsdp2"},  {"deepspeed", "deepspeed"},
+                                                     {"megatron", "megatron-distributed-optimizer"}};
+    if (const auto it = runs.find(stack); it != runs.end() && it->second != impl) {
+      refused.insert(refused.end(), {"parallelism.zero_impl", "parallelism.backward_prefetch"});
+    }
+  }
+  if (stack == "deepspeed") refused.insert(refused.end(), {"parallelism.prefetch", "parallelism.shard_group"});
+  if (stack == "megatron") refused.insert(refused.end(), {"parallelism.shard_group", "parallelism.reduce_dtype", "training.compile"});
+  if (stack != "deepspeed") refused.emplace_back("training.deepspeed");
+  std::vector<std::string> dropped;
+  for (const std::string& path : refused) {
+    const std::string section = path.substr(0, path.find('.')), key = path.substr(path.find('.') + 1);
+    const bool user_given = std::any_of(given.begin(), given.end(), [&](const std::string& g) {
+      return g.rfind(path + "=", 0) == 0 || g.rfind(path + ".", 0) == 0;
+    });
+    if (user_given || !doc.contains(section) || !doc[section].is_object() || !doc[section].contains(key)) continue;
+    if (std::find(dropped.begin(), dropped.end(), path) != dropped.end()) continue;
+    doc[section].erase(key);
+    dropped.push_back(path);
+  }
+  return dropped;
+}
+
 // The value of "key=value" to label: an object as apply_override reads it, anything else as written
 // ("1e3", "\"full\"" stay as the user typed them).
 core::Json assigned_value(const std::string& assignment) {
@@ -166,9 +203,17 @@ std::vector<Configuration> configurations_of(const CompareOptions& args) {
       }
       std::vector<std::string> overrides = args.overrides;
       overrides.insert(overrides.end(), assignments.begin(), assignments.end());
-      Configuration c = predict_configuration(doc, path, overrides, args, gpus, bands);
+      core::Json varied = doc;
+      std::vector<std::string> dropped;
+      for (const std::string& a : assignments) {
+        if (a.rfind("training.stack=", 0) != 0) continue;
+        core::Json value = assigned_value(a);
+        if (value.is_string()) dropped = drop_stack_owned_keys(varied, value.get<std::string>(), overrides);
+      }
+      Configuration c = predict_configuration(varied, path, overrides, args, gpus, bands);
       c.label = label;
       c.overrides = assignments;
+      c.stack_defaults = dropped;
       out.push_back(std::move(c));
     }
     if (!gpus.empty()) args.prices.check_used(gpus, "--price");

@@ -75,6 +75,9 @@ struct Configuration {
   std::string source;                        // the file it came from
   std::string kind;                          // "report" | "scenario"
   std::vector<std::string> overrides;        // the vary assignments that made it (overrides not repeated)
+  // --vary training.stack: the scenario's keys left to that stack's defaults (compare.cpp
+  // drop_stack_owned_keys), e.g. "parallelism.zero_impl"; empty otherwise.
+  std::vector<std::string> stack_defaults;
   core::Json report;                         // null when it cannot run
   std::vector<core::InputProblem> problems;  // why it cannot run
 

@@ -77,6 +77,7 @@ core::Json compare_json(const CompareResult& result) {
     cj["source"] = c.source;
     cj["kind"] = c.kind;
     if (!c.overrides.empty()) cj["vary"] = c.overrides;
+    if (!c.stack_defaults.empty()) cj["stack_defaults"] = c.stack_defaults;
     if (c.ok()) {
       cj["report"] = c.report;
     } else {

@@ -168,6 +168,31 @@ TEST(Plan, CompareReturnsAColumnPerConfigurationAndTheRows) {
   EXPECT_EQ(t->differs[1], std::abs(*t->diff_pct[1]) > HIGHLIGHT_PCT);
 }
 
+// --vary training.stack on a Composer FSDP case (zero_impl "fsdp" given, reduce_dtype "bf16" as the
+// run was PURE): torchtitan and DeepSpeed run the layout with their own ZeRO implementation (the
+// scenario's "fsdp" dropped, and said so), the PURE run's reduce dtype stays; Composer and PyTorch
+// FSDP keep every key. Each column equals the scenario run with its own stack and implementation.
+TEST(Plan, CompareOverStacksRunsEachStacksOwnImplementation) {
+  const std::string mpt = (SOURCE / "validation/training-fsdp-dev/llmfoundry-mpt-7b-a100-40gb-128gpu-s2048-mb18-ga1.json").string();
+  const CompareResult r =
+      compare({.inputs = {mpt}, .vary = {"training.stack=composer,fsdp,torchtitan,deepspeed"}, .backend = "analytic", .quiet = true});
+  ASSERT_EQ(r.configurations.size(), 4u);
+  for (const Configuration& c : r.configurations) EXPECT_TRUE(c.ok()) << c.label << ": " << (c.ok() ? "" : c.error());
+  EXPECT_EQ(r.configurations[0].stack_defaults, std::vector<std::string>{});
+  EXPECT_EQ(r.configurations[1].stack_defaults, std::vector<std::string>{});
+  EXPECT_EQ(r.configurations[2].stack_defaults, std::vector<std::string>{"parallelism.zero_impl"});
+  EXPECT_EQ(r.configurations[3].stack_defaults, std::vector<std::string>{"parallelism.zero_impl"});
+  const double titan = predict(load_scenario(mpt, {"training.stack=torchtitan", "parallelism.zero_impl=fsdp2"}), "analytic")
+                           .iteration_time_s();
+  EXPECT_DOUBLE_EQ(r.configurations[2].report["iteration_time_s"].get<double>(), titan);
+  // Given by the user, the implementation is kept, and the stack refuses it.
+  const CompareResult kept = compare({.inputs = {mpt}, .vary = {"training.stack=torchtitan"},
+                                      .overrides = {"parallelism.zero_impl=fsdp"}, .backend = "analytic", .quiet = true});
+  ASSERT_EQ(kept.configurations.size(), 1u);
+  EXPECT_FALSE(kept.configurations[0].ok());
+  EXPECT_TRUE(kept.configurations[0].stack_defaults.empty());
+}
+
 TEST(Plan, SweepReturnsAPointPerValueWithTheScalingEfficiency) {
   const SweepResult r = sweep({.scenario = SMALL, .ranges = {"training.micro_batch=1,2,3"}, .quiet = true});
   ASSERT_EQ(r.points.size(), 3u);
