@@ -64,10 +64,11 @@ constexpr double EAGER_HOST_S = EAGER_HOST_PER_LAUNCH_S;
 //     runs at 8k-64k tokens per sequence, whose time is mostly attention, are 30-60% slower than
 //     FlashAttention-2 would make them (the FlashAttention-2 paper, Dao 2023, benchmarks the Triton
 //     implementation as a slower baseline on A100);
-//   - every optimizer step costs COMPOSER_STEP_S of host time before the GPU gets work: Composer's
-//     event loop (about 20 events a batch, each run through every callback), the batch's transfer,
-//     the loss logged with a synchronizing .item(); it is what makes the table's runs with one
-//     micro-batch per step 3-6% slower per token than the same micro-batch with accumulation.
+//   - every optimizer step costs COMPOSER_STEP_S of host time before the GPU gets work. Fitted, not
+//     measured piece by piece: it is what makes the table's runs with one micro-batch per step 3-6%
+//     slower per token than the same micro-batch with accumulation. What it stands for (assumed):
+//     Composer's per-batch event loop and callbacks, the batch's transfer, and the synchronizations
+//     of a step (the logged loss, the optimizer step's own launches) that drain the GPU.
 constexpr double COMPOSER_FLASH = 0.675;
 constexpr double COMPOSER_STEP_S = 75e-3;
 // Composer on Hopper as benchmarked (the H100 rows: torch 2.0.1 image, amp_bf16, 2023): its GEMMs and
