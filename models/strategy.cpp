@@ -229,15 +229,7 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
 
   // Implementation defaults first, then the keys that override them.
   const bool sharded = p.zero_stage >= 1;
-  // The stack's own sharding where it has one (training.stack): torchtitan shards with FSDP2,
-  // DeepSpeed with its ZeRO at every stage.
-  ZeroImpl default_zero = p.zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
-  // Stage 2 under a PyTorch stack is its ZeRO-2-style FSDP: Composer's and FSDP1's SHARD_GRAD_OP,
-  // torchtitan's fully_shard(reshard_after_forward=False).
-  if ((stack == core::Stack::COMPOSER || stack == core::Stack::FSDP) && p.zero_stage == 2) default_zero = ZeroImpl::FSDP;
-  if (stack == core::Stack::TORCHTITAN && p.zero_stage >= 2) default_zero = ZeroImpl::FSDP2;
-  if (stack == core::Stack::DEEPSPEED) default_zero = ZeroImpl::DEEPSPEED;
-  const std::string default_impl = to_string(default_zero);
+  const std::string default_impl = to_string(default_zero_impl(p.zero_stage, stack));
   if (r.has("zero_impl") && !sharded) {
     r.problem("zero_impl", "zero_impl needs zero_stage 1, 2 or 3 (nothing is sharded at zero_stage 0), found zero_stage 0");
   }
@@ -379,6 +371,16 @@ core::Stack implied_stack(const ParallelismConfig& p) {
   if (p.zero_stage >= 2 && p.zero_impl == ZeroImpl::FSDP2) return core::Stack::TORCHTITAN;
   if (p.zero_stage == 3 || p.shard_grad_op()) return core::Stack::FSDP;
   return core::Stack::MEGATRON;
+}
+
+ZeroImpl default_zero_impl(int zero_stage, std::optional<core::Stack> stack) {
+  // The stack's own sharding where it has one: torchtitan shards with FSDP2, DeepSpeed with its ZeRO
+  // at every stage. Stage 2 under a PyTorch stack is its ZeRO-2-style FSDP: Composer's and FSDP1's
+  // SHARD_GRAD_OP, torchtitan's fully_shard(reshard_after_forward=False).
+  if (stack == core::Stack::DEEPSPEED) return ZeroImpl::DEEPSPEED;
+  if (stack == core::Stack::TORCHTITAN && zero_stage >= 2) return ZeroImpl::FSDP2;
+  if ((stack == core::Stack::COMPOSER || stack == core::Stack::FSDP) && zero_stage == 2) return ZeroImpl::FSDP;
+  return zero_stage == 3 ? ZeroImpl::FSDP : ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER;
 }
 
 core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p) { return t.stack.value_or(implied_stack(p)); }

@@ -307,8 +307,9 @@ struct ParallelismConfig {
   // Gradients reduced by the framework's sharded implementation (FSDP, FSDP2, DeepSpeed; ZeRO-3 is
   // never Megatron's distributed optimizer after from_json), in reduce_dtype; otherwise Megatron's fp32
   // main gradients or DDP's gradients in the parameter dtype.
-  bool framework_reduce() const {
-    return zero_stage == 3 || (zero_stage >= 1 && zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
+  bool framework_reduce() const { return framework_reduces(zero_stage, zero_impl); }
+  static bool framework_reduces(int stage, ZeroImpl impl) {
+    return stage == 3 || (stage >= 1 && impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER);
   }
 
   bool folded() const { return expert_tensor > 0; }  // Megatron-core parallel folding
@@ -357,6 +358,11 @@ struct ParallelismConfig {
 // The stack a layout implies when training.stack is absent: ZeRO-3 "fsdp" -> FSDP, "fsdp2" ->
 // TORCHTITAN, "deepspeed" (any stage) -> DEEPSPEED, otherwise MEGATRON.
 core::Stack implied_stack(const ParallelismConfig& p);
+// The ZeRO implementation parallelism.zero_impl defaults to at `zero_stage` (>= 1) under `stack`
+// (training.stack when the scenario gives it): torchtitan's fully_shard at stages 2-3, Composer's
+// and PyTorch FSDP's FSDP1 at 2-3, DeepSpeed's ZeRO at every stage; otherwise FSDP at stage 3 and
+// Megatron's distributed optimizer at 1-2.
+ZeroImpl default_zero_impl(int zero_stage, std::optional<core::Stack> stack);
 // training.stack, or implied_stack() of the layout.
 core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p);
 // Empty when `stack` can run the layout, else why not (one sentence naming the stack):

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "models/strategy.hpp"
+#include "sim/core/stack.hpp"
 #include "sim/plan/bands.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/progress.hpp"
@@ -51,9 +53,9 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
 }
 
 // --vary training.stack=...: the scenario's keys that the varied stack would refuse are dropped, so
-// that it runs the layout with its own defaults for them: a ZeRO implementation the stack does not
-// run (Composer and PyTorch FSDP run "fsdp", torchtitan "fsdp2", DeepSpeed "deepspeed", Megatron its
-// distributed optimizer) and FSDP1's backward_prefetch with it, DeepSpeed's section outside
+// that it runs the layout with its own defaults for them: a ZeRO implementation other than the one
+// the stack defaults to at the scenario's stage (models::default_zero_impl) and FSDP1's
+// backward_prefetch with it, DeepSpeed's section outside
 // DeepSpeed, parallelism.prefetch under DeepSpeed, shard_group (HSDP) and reduce_dtype where no FSDP
 // runs, torch.compile under Megatron. Keys the stack accepts stay as the user chose them (a PURE
 // run's reduce_dtype "bf16"), and so does any key the user varies or sets. Returns the keys dropped.
@@ -61,12 +63,11 @@ std::vector<std::string> drop_stack_owned_keys(core::Json& doc, const std::strin
                                                const std::vector<std::string>& given) {
   std::vector<std::string> refused;
   const core::Json* par = doc.contains("parallelism") && doc["parallelism"].is_object() ? &doc["parallelism"] : nullptr;
-  if (par != nullptr && par->contains("zero_impl") && (*par)["zero_impl"].is_string()) {
-    const std::string impl = (*par)["zero_impl"].get<std::string>();
-    const std::map<std::string, std::string> runs = {{"composer", "fsdp"},     {"fsdp", "fsdp"},
-                                                     {"torchtitan", "fsdp2"},  {"deepspeed", "deepspeed"},
-                                                     {"megatron", "megatron-distributed-optimizer"}};
-    if (const auto it = runs.find(stack); it != runs.end() && it->second != impl) {
+  const std::optional<core::Stack> target = core::stack_named(stack);
+  if (target && par != nullptr && par->contains("zero_impl") && (*par)["zero_impl"].is_string()) {
+    const core::Json* stage = par->contains("zero_stage") ? &(*par)["zero_stage"] : nullptr;
+    if (stage != nullptr && stage->is_number_integer() &&
+        (*par)["zero_impl"].get<std::string>() != models::to_string(models::default_zero_impl(stage->get<int>(), target))) {
       refused.insert(refused.end(), {"parallelism.zero_impl", "parallelism.backward_prefetch"});
     }
   }

@@ -227,9 +227,7 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
     section.erase("backward_prefetch");
   }
   // The scenario's reduce dtype stays with the layouts whose framework reduces (ParallelismConfig::framework_reduce).
-  if (!(z.stage == 3 || (z.stage >= 1 && z.impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER))) {
-    section.erase("reduce_dtype");
-  }
+  if (!models::ParallelismConfig::framework_reduces(z.stage, z.impl)) section.erase("reduce_dtype");
   core::Diagnostics diag;
   core::ObjectReader r(section, file, "/parallelism", diag);
   models::ParallelismConfig p = models::ParallelismConfig::from_json(r, stack);
