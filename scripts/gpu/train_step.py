@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from nvml import try_open  # scripts/gpu/nvml.py: the board's energy counter
 from scenario import add_model_args  # scripts/gpu/scenario.py: the same job's arguments
@@ -52,8 +53,9 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, hidden, heads, vocab, seq):
+    def __init__(self, layers, hidden, heads, vocab, seq, recompute="none"):
         super().__init__()
+        self.recompute = recompute
         self.tok = nn.Embedding(vocab, hidden)
         self.pos = nn.Embedding(seq, hidden)
         self.blocks = nn.ModuleList(Block(hidden, heads) for _ in range(layers))
@@ -62,7 +64,20 @@ class GPT(nn.Module):
     def forward(self, ids):
         x = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
         for blk in self.blocks:
-            x = blk(x)
+            # full recomputation, every block its own unit (llm-foundry's activation_checkpointing,
+            # torchtitan's mode "full", Megatron's --recompute-granularity full --recompute-method
+            # uniform --recompute-num-layers 1): each block keeps only its input and re-runs its
+            # forward when its backward begins. "full": non-reentrant, as torchtitan and FSDP's
+            # checkpoint_wrapper run it, which stops the re-run once the last tensor the backward needs
+            # is saved again (PyTorch >= 2.1); "full-no-early-stop": the same without that;
+            # "full-reentrant": the reentrant variant, which always re-runs the whole block
+            if self.recompute == "none":
+                x = blk(x)
+            elif self.recompute == "full-reentrant":
+                x = checkpoint(blk, x, use_reentrant=True)
+            else:
+                with set_checkpoint_early_stop(self.recompute == "full"):
+                    x = checkpoint(blk, x, use_reentrant=False)
         return F.linear(self.ln(x), self.tok.weight)  # tied output layer
 
 
@@ -113,6 +128,8 @@ def main():
                     help="shard with FSDP1 (FullyShardedDataParallel, FULL_SHARD, BACKWARD_PRE, "
                          "limit_all_gathers, as llm-foundry configures it) or FSDP2 (fully_shard per block, "
                          "reshard_after_forward, as torchtitan does); bf16 parameters, fp32 gradient reduce")
+    ap.add_argument("--recompute", choices=("none", "full", "full-no-early-stop", "full-reentrant"), default="none",
+                    help="every block checkpointed: full (non-reentrant, early stop), without early stop, or reentrant")
     args = ap.parse_args()
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -124,7 +141,7 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     torch.manual_seed(0)
 
-    model = GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq).cuda()
+    model = GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq, args.recompute).cuda()
     if args.fsdp:
         model = shard(model, args.fsdp)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -139,13 +156,24 @@ def main():
     groups = buckets(params)
     world = dist.get_world_size()
 
+    # CUDA events around each phase of a step (forward with the loss, backward, the rest: gradient
+    # reduction and the optimizer), read after the step's synchronize
+    phases = {"forward": [], "backward": [], "optimizer": []}
+
     def step():
+        marks = []
         for _ in range(args.accum):
             ids = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+            ev[0].record()
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 logits = model(ids)
             loss = F.cross_entropy(logits.float().view(-1, args.vocab), ids.view(-1))
+            ev[1].record()
             (loss / args.accum).backward()
+            ev[2].record()
+            marks.append(ev)
+        end = torch.cuda.Event(enable_timing=True)
         for g in ([] if args.ddp or args.fsdp else groups):  # DDP-like bucketed all-reduce of the fp32 gradients
             flat = torch.cat([p.grad.view(-1) for p in g])
             dist.all_reduce(flat)
@@ -156,6 +184,8 @@ def main():
                 off += p.numel()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        end.record()
+        return marks, end
 
     for _ in range(args.warmup):
         step()
@@ -175,9 +205,12 @@ def main():
         if args.nvtx:
             torch.cuda.nvtx.range_push(f"ProfilerStep#{i}")
         t = time.perf_counter()
-        step()
+        marks, end = step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t)
+        phases["forward"].append(sum(a.elapsed_time(b) for a, b, _ in marks) / 1e3)
+        phases["backward"].append(sum(b.elapsed_time(c) for _, b, c in marks) / 1e3)
+        phases["optimizer"].append(marks[-1][2].elapsed_time(end) / 1e3)
         if args.nvtx:
             torch.cuda.nvtx.range_pop()
         if prof is not None:
@@ -189,10 +222,11 @@ def main():
     print(json.dumps({
         "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "vocab": args.vocab,
         "seq": args.seq, "micro_batch": args.micro_batch, "accum": args.accum, "world": world,
-        "ddp": args.ddp, "compile": args.compile, "fsdp": args.fsdp,
+        "ddp": args.ddp, "compile": args.compile, "fsdp": args.fsdp, "recompute": args.recompute,
         "params": n_params, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
         "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         "step_s": times, "median_s": statistics.median(times),
+        "phase_median_s": {k: statistics.median(v) for k, v in phases.items()},
         "tokens_per_s": args.micro_batch * args.accum * args.seq * world / statistics.median(times),
         "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
         "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
