@@ -322,6 +322,25 @@ std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const
   return layer_ops(m, t, p, m.is_moe() ? LayerKind::MOE : LayerKind::DENSE);
 }
 
+size_t full_recompute_ops(const std::vector<OpCost>& ops, bool early_stop) {
+  if (!early_stop) return ops.size();
+  for (size_t i = ops.size(); i > 0; --i) {
+    switch (ops[i - 1].kind) {
+      case OpKind::BIAS_DROPOUT_ADD: continue;
+      case OpKind::QKV:
+      case OpKind::PROJECTION:
+      case OpKind::ROUTER:
+      case OpKind::MLP_UP:
+      case OpKind::MLP_ACTIVATION:
+      case OpKind::MLP_DOWN:
+      case OpKind::EXPERT_UP:
+      case OpKind::LOGITS: return i - 1;
+      default: return i;
+    }
+  }
+  return 0;
+}
+
 void mark_op_sac(std::vector<OpCost>& ops, const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   const Shape x = shape_of(m, t, p);
   const std::vector<MmCall> calls = layer_mm_calls(x);
@@ -400,7 +419,10 @@ IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, cons
     const std::vector<OpCost> layer = layer_ops(m, whole, single, kind);
     f.model += total_flops(layer) * layers;
     f.hardware += (total_flops(layer) + backward_recompute_flops(layer)) * layers;
-    if (p.recompute == Recompute::FULL) f.hardware += forward_flops(layer, false) * layers;
+    if (p.recompute == Recompute::FULL) {
+      const size_t rerun = full_recompute_ops(layer, p.recompute_early_stop);
+      for (size_t i = 0; i < rerun; ++i) f.hardware += layer[i].forward_flops * layers;
+    }
     if (p.recompute == Recompute::SELECTIVE) f.hardware += forward_flops(layer, true) * layers;
     if (p.recompute == Recompute::SELECTIVE_OP) {
       std::vector<OpCost> marked = layer;

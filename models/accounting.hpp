@@ -143,6 +143,17 @@ std::vector<OpCost> layer_ops(const ModelSpec& m, const TrainingConfig& t, const
 // unfused attention core (its bmm and softmax are not in the save list). Sets op_sac_recompute on the
 // dense layer `ops` (QKV re-runs its K share kv / (q + 2·kv), a SwiGLU MLP_UP half of it).
 void mark_op_sac(std::vector<OpCost>& ops, const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
+// The ops a full recomputation re-runs: the number of leading `ops` of a layer. All of them, or with
+// early_stop (parallelism.recompute_early_stop: PyTorch's non-reentrant checkpoint stops the re-run
+// once the last tensor the backward needs is saved again; torch/utils/checkpoint.py,
+// set_checkpoint_early_stop) those before the layer's trailing ops that save nothing the backward
+// needs. Walking back from the layer's end: a residual add (bias_dropout_add, assumed without
+// dropout) saves nothing and is not re-run; a GEMM or an activation saves only its input, before its
+// kernel runs, so the re-run stops there without running it; any other op (a norm's statistics,
+// attention's output and softmax statistics, the routed experts' down-projection, whose output the
+// MoE combine saves) must run, and the re-run ends after it. A dense GPT layer so skips its MLP
+// down-projection (with its tensor-parallel collective) and its last residual add.
+size_t full_recompute_ops(const std::vector<OpCost>& ops, bool early_stop);
 // Embedding lookup (first stage): "embedding" (+ "embedding_ln" for models with an embedding norm).
 std::vector<OpCost> embedding_ops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 // Output head (last stage): "final_ln", "logits" (2·b·(s/c)·h·V/t), "loss" (vocabulary-parallel
@@ -155,7 +166,8 @@ struct IterationFlops {
 };
 // Whole-model FLOPs per iteration summed over all GPUs. Without recompute this equals
 // 72·B·s·l·h²·(1 + s/6h + V/12lh) (Korthikanti Eq. 7) for a GPT with ffn = 4h; with full recompute the
-// hardware FLOPs equal 96·B·s·l·h²·(1 + s/6h + V/16lh) (Narayanan Eq. 3). Selective recompute adds the
+// hardware FLOPs equal 96·B·s·l·h²·(1 + s/6h + V/16lh) (Narayanan Eq. 3), less the ops an early stop
+// leaves out (full_recompute_ops). Selective recompute adds the
 // forward attention products (4·B·s²·h per layer). Independent of the parallel layout.
 IterationFlops iteration_flops(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p);
 

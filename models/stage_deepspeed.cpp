@@ -56,14 +56,16 @@ namespace {
 
 // The hooks of a unit's ops in a pass, in the order ops_forward / ops_recompute_unsaved /
 // ops_backward run them (stage_passes.cpp).
-std::vector<const OpCost*> unit_hooks(const std::vector<OpCost>& ops, bool backward, Recompute recompute, bool layer) {
+// `recomputed`: the leading ops a full recompute re-runs (LayerPlan::recompute_ops).
+std::vector<const OpCost*> unit_hooks(const std::vector<OpCost>& ops, bool backward, Recompute recompute, bool layer,
+                                      size_t recomputed = 0) {
   std::vector<const OpCost*> hooks;
   if (!backward) {
     for (const OpCost& op : ops) hooks.push_back(&op);
     return hooks;
   }
   if (layer && recompute == Recompute::FULL) {
-    for (const OpCost& op : ops) hooks.push_back(&op);
+    for (size_t i = 0; i < recomputed; ++i) hooks.push_back(&ops[i]);
   }
   if (layer && recompute == Recompute::SELECTIVE_OP) {
     for (const OpCost& op : ops) {
@@ -132,7 +134,8 @@ void StageEmitter::zero3_start_pass(const std::vector<const Unit*>& order, bool 
         break;
       case UnitKind::HEAD: zero3_add_unit(*u, unit_hooks(plan_.head, backward, par_.recompute, false)); break;
       case UnitKind::LAYER:
-        zero3_add_unit(*u, unit_hooks(plan_.layer(u->layer).ops, backward, par_.recompute, true));
+        zero3_add_unit(*u, unit_hooks(plan_.layer(u->layer).ops, backward, par_.recompute, true,
+                                      plan_.layer(u->layer).recompute_ops));
         break;
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -106,7 +107,7 @@ class StageEmitter {
   Comm tensor_comm(CollectiveOp op) const { return {op, plan_.groups.tensor, Stream::TENSOR_COMM, plan_.tensor_bytes}; }
   void overlapped_forward(const OpCost& op, Phase phase, int layer, int mb);
   void overlapped_backward(const OpCost& op, int layer, int mb);
-  void ops_forward(const std::vector<OpCost>& ops, Phase phase, int layer, int mb);
+  void ops_forward(std::span<const OpCost> ops, Phase phase, int layer, int mb);
   void ops_recompute_unsaved(const std::vector<OpCost>& ops, int layer, int mb);
   void ops_weight_gradient(const std::vector<OpCost>& ops, int layer, int mb);
   void ops_backward(const std::vector<OpCost>& ops, bool selective_recompute, int layer, int mb);

@@ -147,7 +147,7 @@ void StageEmitter::overlapped_backward(const OpCost& op, int layer, int mb) {
   }
 }
 
-void StageEmitter::ops_forward(const std::vector<OpCost>& ops, Phase phase, int layer, int mb) {
+void StageEmitter::ops_forward(std::span<const OpCost> ops, Phase phase, int layer, int mb) {
   for (const OpCost& op : ops) {
     zero3_hook(op, phase, layer, mb);
     if (tp_overlapped(op.kind)) {

@@ -57,7 +57,9 @@ void StageEmitter::unit_backward(const std::vector<const Unit*>& order, size_t i
     case UnitKind::LAYER: {
       const LayerPlan& layer = plan_.layer(u.layer);
       if (par_.recompute != Recompute::NONE) memory(layer.recompute_bytes, Phase::RECOMPUTE, u.layer, mb);
-      if (par_.recompute == Recompute::FULL) ops_forward(layer.ops, Phase::RECOMPUTE, u.layer, mb);
+      if (par_.recompute == Recompute::FULL) {
+        ops_forward(std::span(layer.ops).first(layer.recompute_ops), Phase::RECOMPUTE, u.layer, mb);
+      }
       if (par_.recompute == Recompute::SELECTIVE_OP) ops_recompute_unsaved(layer.ops, u.layer, mb);
       ops_backward(layer.ops, par_.recompute == Recompute::SELECTIVE, u.layer, mb);
       memory(kept_for_weight_gradient(u) - (layer.stored_bytes + layer.recompute_bytes), Phase::BACKWARD, u.layer, mb);

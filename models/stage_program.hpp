@@ -40,6 +40,7 @@ struct LayerPlan {
   double stored_bytes = 0;       // kept from forward to backward under the configured recompute
   double recompute_bytes = 0;    // re-created right before the backward (score matrix under selective
                                  // recompute, the whole layer under full recompute)
+  size_t recompute_ops = 0;      // full recompute: the leading ops re-run (full_recompute_ops)
   ParameterCount params;
   PrunedParameters pruned;       // the pruned part of params (optimizations.pruning)
   std::vector<WeightMatrix> matrices;  // its weight matrices (gradient compression: PowerSGD)

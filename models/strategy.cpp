@@ -220,6 +220,21 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
                 : recompute == "selective"    ? Recompute::SELECTIVE
                 : recompute == "selective-op" ? Recompute::SELECTIVE_OP
                                               : Recompute::FULL;
+  // recompute_early_stop above: which checkpoint the stack's full recomputation runs.
+  const bool early_stop_default =
+      stack == core::Stack::TORCHTITAN || stack == core::Stack::FSDP || stack == core::Stack::DDP;
+  if (r.has("recompute_early_stop") && p.recompute != Recompute::FULL) {
+    r.problem("recompute_early_stop", fmt::format("recompute_early_stop applies to a full recomputation (PyTorch's "
+                                                  "non-reentrant checkpoint of each layer): it needs recompute "
+                                                  "\"full\", found \"{}\"",
+                                                  recompute));
+  }
+  p.recompute_early_stop = r.boolean("recompute_early_stop", early_stop_default) && p.recompute == Recompute::FULL;
+  if (p.recompute_early_stop && stack == core::Stack::MEGATRON) {
+    r.problem("recompute_early_stop", "training.stack \"megatron\" re-runs each recomputed layer whole (Megatron-LM's "
+                                      "reentrant CheckpointFunction, tensor_parallel.checkpoint): recompute_early_stop "
+                                      "needs a PyTorch stack's non-reentrant checkpoint");
+  }
   p.zero_stage = static_cast<int>(r.integer("zero_stage", p.zero_stage, 0, 3));
   p.bucket_size = r.bytes("bucket_size", p.bucket_size);
   if (p.bucket_size.value() <= 0) {
@@ -345,6 +360,7 @@ core::Json ParallelismConfig::to_json() const {
   j["virtual_stages"] = virtual_stages;
   if (!stage_layers.empty()) j["stage_layers"] = stage_layers;
   j["recompute"] = to_string(recompute);
+  if (recompute == Recompute::FULL) j["recompute_early_stop"] = recompute_early_stop;
   j["zero_stage"] = zero_stage;
   j["bucket_size"] = core::format_bytes(bucket_size);
   j["overlap_grad_reduce"] = overlap_grad_reduce;

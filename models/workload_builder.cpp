@@ -114,6 +114,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
     LayerPlan l;
     l.ops = layer_ops(m, t, p, kind);
     if (p.recompute == Recompute::SELECTIVE_OP) mark_op_sac(l.ops, m, t, p);
+    l.recompute_ops = p.recompute == Recompute::FULL ? full_recompute_ops(l.ops, p.recompute_early_stop) : 0;
     apply_pruning(l.ops, pruning);
     l.pruned = pruned_parameters(layer_pruned_matrices(m, p, kind), pruning);
     l.stored_bytes = activation_bytes_per_layer(m, t, p, kind).value();

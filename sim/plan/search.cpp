@@ -228,6 +228,9 @@ models::ParallelismConfig zero_template(const core::Json& doc, const std::string
   }
   // The scenario's reduce dtype stays with the layouts whose framework reduces (ParallelismConfig::framework_reduce).
   if (!models::ParallelismConfig::framework_reduces(z.stage, z.impl)) section.erase("reduce_dtype");
+  // Read as for a full recompute, so that the template holds the scenario's (or the stack's)
+  // recompute_early_stop; each layout sets its own recompute (layout_config).
+  section["recompute"] = "full";
   core::Diagnostics diag;
   core::ObjectReader r(section, file, "/parallelism", diag);
   models::ParallelismConfig p = models::ParallelismConfig::from_json(r, stack);
@@ -998,6 +1001,8 @@ void configure(const Scenario& base, const std::vector<models::ParallelismConfig
   p.execution = base.parallelism.execution;
   p.sequence_parallel = l.sequence_parallel;
   p.recompute = l.recompute;
+  // The template read the scenario's (or its stack's) early stop as if recompute were "full".
+  if (p.recompute != models::Recompute::FULL) p.recompute_early_stop = false;
   p.shard_group = l.shard_group;
   // The scenario's moe_a2a_overlap if it gives one, else the default for this layout.
   p.moe_a2a_overlap_given = base.parallelism.moe_a2a_overlap_given;

@@ -187,13 +187,18 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
   no_recompute.recompute = models::Recompute::NONE;
   auto layer_cost = [&](LayerKind kind) {
     LayerCost l;
-    double forward_compute = 0, selective = 0, backward_compute = 0, unsaved = 0;
+    double forward_compute = 0, selective = 0, backward_compute = 0, unsaved = 0, not_rerun = 0;
     std::vector<models::OpCost> ops = models::layer_ops(m, t, p, kind);
     if (p.recompute == models::Recompute::SELECTIVE_OP) models::mark_op_sac(ops, m, t, p);
+    const size_t rerun = models::full_recompute_ops(ops, p.recompute_early_stop);
     models::apply_pruning(ops, pruning);
-    for (const models::OpCost& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const models::OpCost& op = ops[i];
       const double f = x.op_time(op, false);
       forward_compute += f;
+      // What an early-stopped full recompute leaves out (the program's LayerPlan::recompute_ops): the
+      // trailing ops, and the tensor-parallel collective after a row-parallel MLP down-projection.
+      if (i >= rerun) not_rerun += f + (op.kind == models::OpKind::MLP_DOWN ? tp_pair - tp_first : 0.0);
       if (op.recomputed_selective) selective += f;
       if (op.op_sac_recompute > 0) unsaved += f * op.op_sac_recompute;
       // The collectives the per-op policy re-runs with its forward (models/stage_ops.cpp,
@@ -208,7 +213,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     const double comm = 2 * tp_pair + (kind == LayerKind::MOE ? 2 * a2a : 0.0);
     l.forward = forward_compute + comm + cp_gather;
     l.backward = backward_compute + comm + cp_scatter;
-    if (p.recompute == models::Recompute::FULL) l.backward += l.forward;
+    if (p.recompute == models::Recompute::FULL) l.backward += l.forward - not_rerun;
     if (p.recompute == models::Recompute::SELECTIVE) l.backward += selective;
     if (p.recompute == models::Recompute::SELECTIVE_OP) l.backward += unsaved;
     l.stored = models::activation_bytes_per_layer(m, t, p, kind).value();

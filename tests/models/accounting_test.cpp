@@ -59,10 +59,42 @@ TEST(IterationFlops, MatchKorthikantiEq7AndNarayananEq3) {
     const IterationFlops full = iteration_flops(m, t, p);
     expect_relative(full.model.value(), eq7);
     expect_relative(full.hardware.value(), eq3);
+    // An early-stopped re-run (recompute_early_stop) leaves out each layer's MLP down-projection:
+    // 2·B·s·4h·h FLOPs per layer.
+    p.recompute_early_stop = true;
+    expect_relative(iteration_flops(m, t, p).hardware.value(), eq3 - 8 * B * s * h * h * l);
+    p.recompute_early_stop = false;
     // Selective recompute re-executes only QKᵀ and ·V: 4·B·s²·h per layer (Korthikanti §5).
     p.recompute = Recompute::SELECTIVE;
     expect_relative(iteration_flops(m, t, p).hardware.value(), eq7 + 4 * B * s * s * h * l);
   }
+}
+
+// Non-reentrant checkpointing's early stop (recompute_early_stop): walking back from the layer's end,
+// the residual add saves nothing, the down-projection saves only its input (before its kernel), so a
+// dense layer's re-run ends after its activation; an MoE layer's combine saves the experts' output,
+// so only its residual add is left out.
+TEST(FullRecompute, EarlyStopEndsTheReRunAtTheLastSavedTensor) {
+  const ModelSpec dense = gpt(2, 256, 8, 1000);
+  TrainingConfig t;
+  t.global_batch = 2;
+  t.micro_batch = 2;
+  t.sequence_length = 128;
+  const ParallelismConfig p;
+  const std::vector<OpCost> ops = layer_ops(dense, t, p);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < full_recompute_ops(ops, true); ++i) names.push_back(ops[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"ln1", "qkv", "attention", "proj", "attn_bda", "ln2", "mlp_up", "mlp_act"}));
+  EXPECT_EQ(full_recompute_ops(ops, false), ops.size());
+
+  ModelSpec moe = dense;
+  moe.experts = 4;
+  moe.top_k = 2;
+  const std::vector<OpCost> moe_ops = layer_ops(moe, t, p, LayerKind::MOE);
+  ASSERT_EQ(moe_ops.back().name, "mlp_bda");
+  EXPECT_EQ(moe_ops[moe_ops.size() - 2].name, "expert_down");
+  EXPECT_EQ(full_recompute_ops(moe_ops, true), moe_ops.size() - 1);
+  EXPECT_EQ(full_recompute_ops({}, true), 0u);
 }
 
 // Per-op selective checkpointing (recompute "selective-op", torchtitan's selective_ac_option "op").

@@ -390,5 +390,37 @@ TEST(StackDefaults, ZeroImplAndBackwardPrefetch) {
                           "with zero_impl \"fsdp\", found zero_stage 1 (megatron-distributed-optimizer)"});
 }
 
+// recompute_early_stop: the stacks whose checkpoint is non-reentrant stop early by default; it means
+// something only with recompute "full", and Megatron's reentrant CheckpointFunction never does.
+TEST(ParseParallelism, RecomputeEarlyStopFollowsTheStacksCheckpoint) {
+  Lines errors;
+  const core::Json full = {{"recompute", "full"}};
+  EXPECT_TRUE(parse_parallelism(full, core::Stack::TORCHTITAN, errors).recompute_early_stop);
+  EXPECT_TRUE(parse_parallelism(full, core::Stack::FSDP, errors).recompute_early_stop);
+  EXPECT_TRUE(parse_parallelism(full, core::Stack::DDP, errors).recompute_early_stop);
+  EXPECT_FALSE(parse_parallelism(full, core::Stack::COMPOSER, errors).recompute_early_stop);
+  EXPECT_FALSE(parse_parallelism(full, core::Stack::DEEPSPEED, errors).recompute_early_stop);
+  EXPECT_FALSE(parse_parallelism(full, core::Stack::MEGATRON, errors).recompute_early_stop);
+  EXPECT_FALSE(parse_parallelism(full, std::nullopt, errors).recompute_early_stop);
+  EXPECT_FALSE(parse_parallelism({{"recompute", "selective"}}, core::Stack::TORCHTITAN, errors).recompute_early_stop);
+  core::Json given = full;
+  given["recompute_early_stop"] = false;
+  EXPECT_FALSE(parse_parallelism(given, core::Stack::TORCHTITAN, errors).recompute_early_stop);
+  given["recompute_early_stop"] = true;
+  const ParallelismConfig composer = parse_parallelism(given, core::Stack::COMPOSER, errors);
+  EXPECT_TRUE(composer.recompute_early_stop);
+  EXPECT_EQ(composer.to_json()["recompute_early_stop"], true);
+  EXPECT_FALSE(parse_parallelism({{"recompute", "none"}}, std::nullopt, errors).to_json().contains("recompute_early_stop"));
+  EXPECT_EQ(errors, Lines{});
+  parse_parallelism(given, core::Stack::MEGATRON, errors);
+  parse_parallelism({{"recompute", "selective-op"}, {"recompute_early_stop", true}}, core::Stack::TORCHTITAN, errors);
+  EXPECT_EQ(errors,
+            (Lines{"/parallelism/recompute_early_stop: training.stack \"megatron\" re-runs each recomputed layer whole "
+                   "(Megatron-LM's reentrant CheckpointFunction, tensor_parallel.checkpoint): recompute_early_stop needs a "
+                   "PyTorch stack's non-reentrant checkpoint",
+                   "/parallelism/recompute_early_stop: recompute_early_stop applies to a full recomputation (PyTorch's "
+                   "non-reentrant checkpoint of each layer): it needs recompute \"full\", found \"selective-op\""}));
+}
+
 }  // namespace
 }  // namespace trainsim::models

@@ -143,6 +143,17 @@ TEST(BuildWorkload, OneComputeTaskPerOpLayerMicroBatchAndDirection) {
 
   c.par.recompute = Recompute::FULL;
   EXPECT_EQ(count(c.build(m).workload.programs[1], compute_in(Phase::RECOMPUTE)), static_cast<size_t>(m * 4 * 10));
+  // Early stop (recompute_early_stop): the re-run ends before mlp_down; mlp_bda is not re-run either.
+  c.par.recompute_early_stop = true;
+  const BuiltWorkload early = c.build(m);
+  EXPECT_EQ(count(early.workload.programs[1], compute_in(Phase::RECOMPUTE)), static_cast<size_t>(m * 4 * 8));
+  for (const Task& t : early.workload.programs[1].tasks) {
+    if (t.phase == Phase::RECOMPUTE && t.kind == TaskKind::COMPUTE) {
+      EXPECT_NE(name(early, t), "mlp_down");
+      EXPECT_NE(name(early, t), "mlp_bda");
+    }
+  }
+  c.par.recompute_early_stop = false;
   c.par.recompute = Recompute::SELECTIVE;
   const BuiltWorkload s = c.build(m);
   EXPECT_EQ(count(s.workload.programs[1], compute_in(Phase::RECOMPUTE)), static_cast<size_t>(m * 4));
@@ -151,6 +162,22 @@ TEST(BuildWorkload, OneComputeTaskPerOpLayerMicroBatchAndDirection) {
       EXPECT_EQ(name(s, t), "attention");
     }
   }
+}
+
+// An early-stopped re-run leaves out the MLP down-projection and so the tensor all-reduce after it:
+// one all-reduce per layer is re-run (the projection's), not two.
+TEST(BuildWorkload, EarlyStoppedRecomputeSkipsTheDownProjectionsAllReduce) {
+  Config c;
+  c.par.tensor = 4;
+  c.par.recompute = Recompute::FULL;
+  const int m = 2, layers = 8;
+  auto rerun_all_reduces = [&](const BuiltWorkload& w) {
+    const auto all_reduce = collective_on(w, "tensor", CollectiveOp::ALL_REDUCE);
+    return count(w.workload.programs[0], [&](const Task& t) { return t.phase == Phase::RECOMPUTE && all_reduce(t); });
+  };
+  EXPECT_EQ(rerun_all_reduces(c.build(m)), static_cast<size_t>(m * layers * 2));
+  c.par.recompute_early_stop = true;
+  EXPECT_EQ(rerun_all_reduces(c.build(m)), static_cast<size_t>(m * layers));
 }
 
 TEST(BuildWorkload, TensorParallelCollectivesWithAndWithoutSequenceParallelism) {
@@ -856,6 +883,7 @@ TEST(BuildWorkload, ComputeFlopsOfAllRanksSumToTheIterationFlops) {
     c.par.recompute = k.recompute;
     for (bool overlap : {false, true}) {
       c.par.tp_comm_overlap = overlap;  // chunked GEMMs and dgrad / wgrad halves keep the sum
+      c.par.recompute_early_stop = overlap && k.recompute == Recompute::FULL;  // and so does an early stop
       const BuiltWorkload w = c.build(4);
       double flops = 0;
       for (int r = 0; r < w.workload.layout.world_size(); ++r) {
