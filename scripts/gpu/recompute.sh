@@ -9,6 +9,8 @@
 #     the step split into forward, backward and optimizer by CUDA events.
 # `recompute.sh variants` runs only part 2, with the three ways PyTorch re-runs a checkpointed block
 # (non-reentrant with early stop, the default; without early stop; reentrant), to isolate early stop.
+# `recompute.sh memory` runs part 2 with --memory-phases (torch's allocated memory at each phase of a
+# step) on the smallest and the widest job, for the memory model.
 # Writes $OUT/kernels.jsonl, $OUT/recompute.jsonl and $OUT/recompute-log.txt. Results: docs/gpu-runs.md.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -19,8 +21,12 @@ section() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv
 variants=(none full)
+extra=()
 if [[ ${1:-} == variants ]]; then
   variants=(none full full-no-early-stop full-reentrant)
+elif [[ ${1:-} == memory ]]; then
+  variants=(none full full-reentrant)
+  extra=(--memory-phases)
 else
   section kernels
   timeout 150 python3 scripts/gpu/kernels.py | tee "$OUT/kernels.jsonl"
@@ -31,11 +37,11 @@ run() {  # NAME ARGS...
   shift
   for r in "${variants[@]}"; do
     section "$name recompute=$r"
-    timeout 120 python3 scripts/gpu/train_step.py "$@" --recompute $r --warmup 3 --steps 10 |
+    timeout 120 python3 scripts/gpu/train_step.py "$@" "${extra[@]}" --recompute $r --warmup 3 --steps 10 |
       sed "s/^{/{\"config\": \"$name\", /" | tee -a "$OUT/recompute.jsonl"
   done
 }
 run gpt-356m --layers 24 --hidden 1024 --heads 16 --seq 2048 --micro-batch 8
-run gpt-l12-h2048 --layers 12 --hidden 2048 --heads 16 --seq 2048 --micro-batch 8
+[[ ${1:-} == memory ]] || run gpt-l12-h2048 --layers 12 --hidden 2048 --heads 16 --seq 2048 --micro-batch 8
 run gpt-l6-h4096 --layers 6 --hidden 4096 --heads 32 --seq 2048 --micro-batch 4
 section done

@@ -128,6 +128,11 @@ def main():
                     help="shard with FSDP1 (FullyShardedDataParallel, FULL_SHARD, BACKWARD_PRE, "
                          "limit_all_gathers, as llm-foundry configures it) or FSDP2 (fully_shard per block, "
                          "reshard_after_forward, as torchtitan does); bf16 parameters, fp32 gradient reduce")
+    ap.add_argument("--memory-phases", action="store_true",
+                    help="also report torch's allocated memory at each phase of the last step: at its start "
+                         "(parameters and optimizer states), the peak of the forward (with the loss), what the "
+                         "forward leaves for the backward, the peaks of the backward and of the gradient "
+                         "reduction with the optimizer step")
     ap.add_argument("--recompute", choices=("none", "full", "full-no-early-stop", "full-reentrant"), default="none",
                     help="every block checkpointed: full (non-reentrant, early stop), without early stop, or reentrant")
     args = ap.parse_args()
@@ -159,9 +164,17 @@ def main():
     # CUDA events around each phase of a step (forward with the loss, backward, the rest: gradient
     # reduction and the optimizer), read after the step's synchronize
     phases = {"forward": [], "backward": [], "optimizer": []}
+    memory = {}  # --memory-phases: GiB at the phase boundaries of the last step (allocator counters, no sync)
+
+    def mark_memory(name, peak=False):
+        if args.memory_phases:
+            memory[name] = (torch.cuda.max_memory_allocated() if peak else torch.cuda.memory_allocated()) / 2**30
+            memory["peak"] = max(memory.get("peak", 0.0), torch.cuda.max_memory_allocated() / 2**30)
+            torch.cuda.reset_peak_memory_stats()
 
     def step():
         marks = []
+        mark_memory("step_start")
         for _ in range(args.accum):
             ids = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
             ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
@@ -170,8 +183,11 @@ def main():
                 logits = model(ids)
             loss = F.cross_entropy(logits.float().view(-1, args.vocab), ids.view(-1))
             ev[1].record()
+            mark_memory("forward_peak", peak=True)
+            mark_memory("after_forward")
             (loss / args.accum).backward()
             ev[2].record()
+            mark_memory("backward_peak", peak=True)
             marks.append(ev)
         end = torch.cuda.Event(enable_timing=True)
         for g in ([] if args.ddp or args.fsdp else groups):  # DDP-like bucketed all-reduce of the fp32 gradients
@@ -183,6 +199,7 @@ def main():
                 p.grad.copy_(flat[off:off + p.numel()].view_as(p.grad))
                 off += p.numel()
         opt.step()
+        mark_memory("optimizer_peak", peak=True)
         opt.zero_grad(set_to_none=True)
         end.record()
         return marks, end
@@ -228,7 +245,8 @@ def main():
         "step_s": times, "median_s": statistics.median(times),
         "phase_median_s": {k: statistics.median(v) for k, v in phases.items()},
         "tokens_per_s": args.micro_batch * args.accum * args.seq * world / statistics.median(times),
-        "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30,
+        "peak_allocated_gib": memory["peak"] if args.memory_phases else torch.cuda.max_memory_allocated() / 2**30,
+        "memory_phases_gib": memory or None,
         "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
         "energy_j_per_step": energy / args.steps if energy is not None else None,
         "avg_power_w": energy / sum(times) if energy is not None else None,

@@ -171,6 +171,10 @@ std::string megatron(const Scenario& s, ExportResult& r) {
     arg("recompute-granularity", "full");
     arg("recompute-method", "uniform");
     arg("recompute-num-layers", "1");
+    if (p.recompute_early_stop) {
+      w.lose("parallelism.recompute_early_stop", "Megatron-LM re-runs each recomputed layer whole (its reentrant "
+                                                 "CheckpointFunction): the early stop is left out");
+    }
   } else if (p.recompute == Recompute::SELECTIVE) {
     arg("recompute-granularity", "selective");
   } else if (p.recompute == Recompute::SELECTIVE_OP) {
@@ -298,6 +302,9 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
     w.lose("parallelism.recompute", "selective (Megatron's attention core) has no torchtitan form: written as the per-op "
                                     "policy (selective-op)");
   }
+  if (p.recompute == Recompute::FULL && !p.recompute_early_stop) {
+    w.lose("parallelism.recompute_early_stop", "false: torchtitan's full checkpointing is non-reentrant and stops early");
+  }
   out += fmt::format("\n[compile]\nenable = {}\n", t.compile ? "true" : "false");
   if (t.fp8_params) out += "\n[float8]\nenable_fsdp_float8_all_gather = true\n";
   if (t.attention != models::Attention::FLASH) w.lose("training.attention", "torchtitan runs scaled_dot_product_attention (flash)");
@@ -351,6 +358,10 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
   if (p.recompute == Recompute::FULL) {
     c["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", s.offload.activations == models::OffloadTarget::CPU}};
+    if (p.recompute_early_stop) {
+      w.lose("parallelism.recompute_early_stop", "deepspeed.checkpointing re-runs each layer whole (reentrant): the "
+                                                 "early stop is left out");
+    }
   } else if (p.recompute != Recompute::NONE) {
     w.lose("parallelism.recompute", fmt::format("{} recompute is not DeepSpeed's (it checkpoints whole layers)", models::to_string(p.recompute)));
   }

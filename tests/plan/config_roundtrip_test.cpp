@@ -189,5 +189,29 @@ TEST(ConfigRoundTrip, TorchtitanPipelineKeepsItsShardingStage) {
   }
 }
 
+// parallelism.recompute_early_stop is the checkpoint's, so a format whose checkpoint differs says so:
+// Megatron-LM and DeepSpeed re-run whole layers, torchtitan always stops early.
+TEST(ConfigRoundTrip, EarlyStopIsReportedLostWhereTheFormatsCheckpointDiffers) {
+  auto lost_keys = [](const Scenario& s, ConfigFormat f) {
+    std::set<std::string> keys;
+    for (const ExportLoss& l : export_scenario(s, f).lost) keys.insert(l.key);
+    return keys;
+  };
+  for (bool early_stop : {true, false}) {
+    SCOPED_TRACE(early_stop);
+    const std::string file = testing::TempDir() + fmt::format("/torchtitan-full-{}.json", early_stop);
+    core::write_output_file(file, fmt::format(R"({{"name": "tt-full", "cluster": {{"gpu": "A100-SXM4-80GB", "nodes": 2}},
+      "model": "llama3-8b",
+      "training": {{"sequence_length": 4096, "global_batch": 16, "micro_batch": 1, "attention": "flash", "stack": "torchtitan"}},
+      "parallelism": {{"data": 16, "zero_stage": 3, "recompute": "full", "recompute_early_stop": {}}}}})",
+                                              early_stop));
+    const Scenario s = load_scenario(file);
+    EXPECT_EQ(s.parallelism.recompute_early_stop, early_stop);
+    EXPECT_EQ(lost_keys(s, ConfigFormat::MEGATRON).count("parallelism.recompute_early_stop"), early_stop ? 1u : 0u);
+    EXPECT_EQ(lost_keys(s, ConfigFormat::DEEPSPEED).count("parallelism.recompute_early_stop"), early_stop ? 1u : 0u);
+    EXPECT_EQ(lost_keys(s, ConfigFormat::TORCHTITAN).count("parallelism.recompute_early_stop"), early_stop ? 0u : 1u);
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::plan
