@@ -70,33 +70,6 @@ TEST(IterationFlops, MatchKorthikantiEq7AndNarayananEq3) {
   }
 }
 
-// Non-reentrant checkpointing's early stop (recompute_early_stop): walking back from the layer's end,
-// the residual add saves nothing, the down-projection saves only its input (before its kernel), so a
-// dense layer's re-run ends after its activation; an MoE layer's combine saves the experts' output,
-// so only its residual add is left out.
-TEST(FullRecompute, EarlyStopEndsTheReRunAtTheLastSavedTensor) {
-  const ModelSpec dense = gpt(2, 256, 8, 1000);
-  TrainingConfig t;
-  t.global_batch = 2;
-  t.micro_batch = 2;
-  t.sequence_length = 128;
-  const ParallelismConfig p;
-  const std::vector<OpCost> ops = layer_ops(dense, t, p);
-  std::vector<std::string> names;
-  for (size_t i = 0; i < full_recompute_ops(ops, true); ++i) names.push_back(ops[i].name);
-  EXPECT_EQ(names, (std::vector<std::string>{"ln1", "qkv", "attention", "proj", "attn_bda", "ln2", "mlp_up", "mlp_act"}));
-  EXPECT_EQ(full_recompute_ops(ops, false), ops.size());
-
-  ModelSpec moe = dense;
-  moe.experts = 4;
-  moe.top_k = 2;
-  const std::vector<OpCost> moe_ops = layer_ops(moe, t, p, LayerKind::MOE);
-  ASSERT_EQ(moe_ops.back().name, "mlp_bda");
-  EXPECT_EQ(moe_ops[moe_ops.size() - 2].name, "expert_down");
-  EXPECT_EQ(full_recompute_ops(moe_ops, true), moe_ops.size() - 1);
-  EXPECT_EQ(full_recompute_ops({}, true), 0u);
-}
-
 // Per-op selective checkpointing (recompute "selective-op", torchtitan's selective_ac_option "op").
 // A Llama-style layer (SwiGLU, GQA): h 1024, 16 heads of 64 (q 1024), 4 KV heads (kv 256), f 2816,
 // flash attention, b·s = 2 x 512 = 1024 tokens per micro-batch, bf16. Its mm calls in forward order,
@@ -122,6 +95,30 @@ TrainingConfig one_micro_batch_of_1024_tokens() {
   t.sequence_length = 512;
   t.attention = Attention::FLASH;
   return t;
+}
+
+// Non-reentrant checkpointing's early stop (recompute_early_stop): walking back from the layer's end,
+// the residual add saves nothing, the down-projection saves only its input (before its kernel), so a
+// dense layer's re-run ends after its activation; an MoE layer's combine saves the experts' output,
+// so only its residual add is left out.
+TEST(FullRecompute, EarlyStopEndsTheReRunAtTheLastSavedTensor) {
+  const ModelSpec dense = gpt(2, 256, 8, 1000);
+  const TrainingConfig t = one_micro_batch_of_1024_tokens();
+  const ParallelismConfig p;
+  const std::vector<OpCost> ops = layer_ops(dense, t, p);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < full_recompute_ops(ops, true); ++i) names.push_back(ops[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"ln1", "qkv", "attention", "proj", "attn_bda", "ln2", "mlp_up", "mlp_act"}));
+  EXPECT_EQ(full_recompute_ops(ops, false), ops.size());
+
+  ModelSpec moe = dense;
+  moe.experts = 4;
+  moe.top_k = 2;
+  const std::vector<OpCost> moe_ops = layer_ops(moe, t, p, LayerKind::MOE);
+  ASSERT_EQ(moe_ops.back().name, "mlp_bda");
+  EXPECT_EQ(moe_ops[moe_ops.size() - 2].name, "expert_down");
+  EXPECT_EQ(full_recompute_ops(moe_ops, true), moe_ops.size() - 1);
+  EXPECT_EQ(full_recompute_ops({}, true), 0u);
 }
 
 TEST(SelectiveOp, RecomputesEverySecondMmAndTheNonMatmulOps) {
