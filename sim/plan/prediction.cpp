@@ -1028,7 +1028,8 @@ std::string report_table(const Scenario& s, const Prediction& p) {
                    std::string(par.sequence_parallel ? " +SP" : "") + (par.moe_a2a_overlap ? " +A2A overlap" : ""),
                    models::to_string(par.schedule),
                    par.virtual_stages > 1 ? fmt::format(" (v={})", par.virtual_stages) : "",
-                   models::to_string(par.recompute), par.zero_stage, p.built.micro_batches, s.training.micro_batch));
+                   models::to_string(par.recompute) + (par.recompute_early_stop ? " (early stop)" : ""), par.zero_stage,
+                   p.built.micro_batches, s.training.micro_batch));
   line(fmt::format("pipeline: {}", split_description(p)));
   line("");
   const Uncertainty u = uncertainty_of(s, p);
