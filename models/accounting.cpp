@@ -557,6 +557,11 @@ double optimizer_step_bytes_per_parameter(core::Precision p) {
   return 2 * FP32_BYTES + 6 * FP32_BYTES + (mixed ? 2 : 0);
 }
 
+double accumulated_gradient_bytes_per_parameter(core::Precision precision, const ParallelismConfig& p) {
+  if (!p.fsdp2_pipelined()) return 0;
+  return p.reduce_fp32() ? FP32_BYTES : activation_element_bytes(precision);
+}
+
 MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p) {
   auto sharded = [&](int from_stage) {
     const bool shard = p.zero_stage >= from_stage;
@@ -566,6 +571,7 @@ MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision 
   mem.weights = core::Bytes(sharded(3) * weight_bytes_per_parameter(precision));
   mem.gradients = core::Bytes(sharded(2) * gradient_bytes_per_parameter());
   mem.optimizer_states = core::Bytes(sharded(1) * optimizer_bytes_per_parameter(precision));
+  mem.gradients += core::Bytes(local.total() * accumulated_gradient_bytes_per_parameter(precision, p));
   return mem;
 }
 

@@ -266,6 +266,10 @@ double optimizer_step_bytes_per_parameter(core::Precision p);
 // Weights, gradients and optimizer states of `local` parameters (activations and buffers zero).
 // ZeRO-1 shards optimizer states over the replicas, ZeRO-2 also gradients, ZeRO-3 also weights.
 MemoryBreakdown model_state_memory(const ParameterCount& local, core::Precision precision, const ParallelismConfig& p);
+// FSDP2 under a pipeline (ParallelismConfig::fsdp2_pipelined): each parameter's gradient accumulates
+// unsharded over the step's micro-batches, in the reduce dtype (4 bytes with reduce_dtype "fp32",
+// else the 16-bit dtype); model_state_memory counts it in the gradients. 0 otherwise.
+double accumulated_gradient_bytes_per_parameter(core::Precision precision, const ParallelismConfig& p);
 // The same, with FP8 parameters' 1-byte weights where the run has them.
 MemoryBreakdown model_state_memory(const ParameterCount& local, const TrainingConfig& t, const ParallelismConfig& p);
 

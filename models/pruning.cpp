@@ -294,7 +294,8 @@ MemoryBreakdown model_state_memory(const ParameterCount& local, const TrainingCo
   };
   MemoryBreakdown mem;
   mem.weights = core::Bytes(sharded(stored, 3) * weight_bytes_per_parameter(t) + sharded(pruned.index_bytes, 3));
-  mem.gradients = core::Bytes(sharded(stored, 2) * gradient_bytes_per_parameter());
+  mem.gradients = core::Bytes(sharded(stored, 2) * gradient_bytes_per_parameter() +
+                              stored.total() * accumulated_gradient_bytes_per_parameter(t.precision, p));
   mem.optimizer_states = core::Bytes(sharded(stored, 1) * optimizer_bytes_per_parameter(t.precision));
   return mem;
 }

@@ -28,8 +28,11 @@ namespace trainsim::models::emit {
 //   SHARD_GRAD_OP (FSDP1) and reshard_after_forward=False (FSDP2) keep every unit as the root:
 //     no unit is gathered again for backward; each micro-batch's backward frees them after its
 //     reduce-scatter (FSDP1 _should_free_in_backward: gradients are synchronized every micro-batch).
+//     FSDP2 under a pipeline keeps them to the step's last backward (gather_once_per_step): only
+//     the first micro-batch's forward gathers.
 void StageEmitter::gather_unit(const Unit& u, size_t index, Phase phase, int mb) {
   const bool root = u.kind != UnitKind::LAYER;
+  if (plan_.gather_once_per_step && mb > 0) return;
   if (phase == Phase::BACKWARD && !plan_.reshard_after_forward) return;
   if (phase == Phase::BACKWARD && root && plan_.zero_impl != ZeroImpl::DEEPSPEED) return;
   std::vector<uint32_t> deps;
@@ -82,6 +85,21 @@ void StageEmitter::gather_parameters(const std::vector<const Unit*>& order, size
   pending_.insert(pending_.end(), mine.begin(), mine.end());
 }
 
+// FSDP2 under a pipeline (BuildPlan::reduce_once_per_step) with an fp32 reduce dtype: each
+// micro-batch's 16-bit gradient of the unit goes into an fp32 accumulator of the unit's unsharded
+// size, on the compute stream in FSDP2's post-backward: FSDPParam.to_accumulated_grad_if_needed at
+// the first micro-batch (read e, write 4 bytes per element), accumulate_unsharded_grad_if_needed
+// after it (read e + 4, write 4). The reduce-scatter then sends the accumulator with no cast.
+void StageEmitter::accumulate_unsharded_gradients(const Unit& u, int mb) {
+  if (!plan_.reduce_once_per_step || plan_.gradient_cast_bytes <= 0 || !last_compute_) return;
+  const double elements = (plan_.reduce_dense ? u.params.dense : 0.0) + (plan_.reduce_expert ? u.params.expert : 0.0);
+  if (elements <= 0) return;
+  Task t = make(TaskKind::COMPUTE, Stream::COMPUTE, Phase::BACKWARD, u.layer, mb, "gradient accumulate (fp32)");
+  t.op_class = core::OpClass::ELEMENTWISE;
+  t.bytes = elements * (plan_.activation_bytes + (mb == 0 ? 4.0 : 8.0));
+  last_compute_ = prog().add(t, {*last_compute_});
+}
+
 void StageEmitter::flush_sharded_reductions(int mb) {
   for (const Reduction& r : sharded_reductions_) {
     reduce_gradients(CollectiveOp::REDUCE_SCATTER, r.expert, r.sent, r.index, {}, r.layer, mb, *last_compute_,
@@ -127,8 +145,9 @@ void StageEmitter::reduce_gradients(CollectiveOp op, bool expert, double sent, d
   const CompressionConfig& c = *plan_.compression;
   const double plain = message_bytes(sent, index, plan_.gradient_reduce_bytes);
   if (!c.enabled()) {
-    if (plan_.gradient_cast_bytes > 0) {
-      // The 16-bit gradient cast to the fp32 reduce dtype first (BuildPlan::gradient_cast_bytes).
+    if (plan_.gradient_cast_bytes > 0 && !plan_.reduce_once_per_step) {
+      // The 16-bit gradient cast to the fp32 reduce dtype first (BuildPlan::gradient_cast_bytes;
+      // FSDP2 under a pipeline reduces its fp32 accumulator, accumulate_unsharded_gradients).
       CompressionStep cast;
       cast.collective = false;
       cast.bytes = sent * plan_.gradient_cast_bytes;

@@ -129,6 +129,7 @@ class StageEmitter {
   void gather_unit(const Unit& u, size_t index, Phase phase, int mb);
   void gather_parameters(const std::vector<const Unit*>& order, size_t index, Phase phase, int mb);
   void flush_sharded_reductions(int mb);
+  void accumulate_unsharded_gradients(const Unit& u, int mb);
   struct Reduction;
   void replicate_gradient_shard(const Reduction& r, int mb);
   void reduce_bucket(const Bucket& b, int layer, int mb);

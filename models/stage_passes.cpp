@@ -103,11 +103,12 @@ void StageEmitter::unit_weight_gradient(const Unit& u, int mb, const std::vector
 
 // After the last compute that writes the unit's gradients for micro-batch `mb`.
 void StageEmitter::unit_gradients_final(const Unit& u, int mb, const std::vector<Bucket>& ready, bool last_of_chunk) {
-  if (plan_.sharded_params) {
-    // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their
-    // defaults) reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync
-    // is unsupported for stages 2-3). FSDP: one reduce-scatter per unit; DeepSpeed: per reduce
-    // bucket.
+  // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their defaults)
+  // reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync is unsupported
+  // for stages 2-3). FSDP: one reduce-scatter per unit; DeepSpeed: per reduce bucket. FSDP2 under a
+  // pipeline: after the last micro-batch's backward only (reduce_once_per_step).
+  accumulate_unsharded_gradients(u, mb);
+  if (plan_.sharded_params && (!plan_.reduce_once_per_step || last_of_chunk)) {
     const double grad = plan_.gradient_reduce_bytes;
     if (plan_.zero_impl == ZeroImpl::DEEPSPEED) {
       for (const Bucket& b : ready) {

@@ -127,6 +127,9 @@ struct BuildPlan {
                                  // FSDP's SHARD_GRAD_OP at zero_stage 2), with more than one replica
   bool reshard_after_forward = true;  // sharded_params: gathered again for the backward (ZeRO-3); false
                                       // for SHARD_GRAD_OP, which keeps them from forward to backward
+  bool reduce_once_per_step = false;  // sharded_params: reduce-scattered after the last micro-batch only
+                                      // (ParallelismConfig::fsdp2_pipelined)
+  bool gather_once_per_step = false;  // and gathered before the first micro-batch's forward only
   bool reduce_dense = false;     // dense gradients need a data-parallel reduction
   bool reduce_expert = false;    // expert gradients need one
 

@@ -318,6 +318,18 @@ struct ParallelismConfig {
   }
   // Parameters gathered unit by unit during the passes: ZeRO-3 (any implementation) or shard_grad_op().
   bool gathers_parameters() const { return zero_stage == 3 || shard_grad_op(); }
+  // FSDP2 under pipeline parallelism, as PyTorch's pipelining runs it (torch/distributed/pipelining/
+  // stage.py, backward_maybe_with_nosync): every micro-batch's backward but the last runs with
+  // set_requires_gradient_sync(False) and set_reshard_after_backward(False), so each unit's
+  // gradients accumulate unsharded, in reduce_dtype (FSDPParam.to_accumulated_grad_if_needed), and
+  // are reduce-scattered once per step, after the last micro-batch's backward; under SHARD_GRAD_OP
+  // (fully_shard(reshard_after_forward=False): torchtitan's default with a pipeline, "to avoid
+  // per-microbatch all-gathers") each unit is then also gathered once per step, before the first
+  // micro-batch's forward. Not for PipeDream, which updates after every micro-batch.
+  bool fsdp2_pipelined() const {
+    return zero_impl == ZeroImpl::FSDP2 && gathers_parameters() && pipeline > 1 && schedule != PipelineSchedule::PIPEDREAM &&
+           schedule != PipelineSchedule::PIPEDREAM_2BW;
+  }
   // Gradients reduced in fp32 by the framework (reduce_dtype "fp32" under framework_reduce()).
   bool reduce_fp32() const { return framework_reduce() && reduce_dtype == "fp32"; }
   // Gradients reduced by the framework's sharded implementation (FSDP, FSDP2, DeepSpeed; ZeRO-3 is

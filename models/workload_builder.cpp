@@ -181,6 +181,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.reduce_expert = p.expert_replicas() > 1;
   plan.sharded_params = p.gathers_parameters() && plan.reduce_dense;
   plan.reshard_after_forward = p.zero_stage == 3;
+  plan.reduce_once_per_step = plan.sharded_params && p.fsdp2_pipelined();
+  plan.gather_once_per_step = plan.reduce_once_per_step && !plan.reshard_after_forward;
 
   // Ideal timing with costs proportional to layers (backward twice forward, plus the recompute; a
   // split backward's B and W one forward each, B with the recompute).

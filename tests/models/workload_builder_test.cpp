@@ -525,6 +525,63 @@ TEST(BuildWorkload, ShardGradOpGathersOnlyBeforeTheForward) {
   EXPECT_EQ(count(w2.workload.programs[0], rs), count(p, rs));
 }
 
+// FSDP2 under a pipeline (ParallelismConfig::fsdp2_pipelined: PyTorch's pipelining runs every
+// backward but the last without gradient sync or resharding). Pipeline 2 x data 2, 4 micro-batches,
+// SHARD_GRAD_OP (torchtitan's default with a pipeline), gradients reduced in fp32: each stage's layer
+// (789,760 parameters) is gathered once per step, before micro-batch 0's forward (1,579,520 bytes in
+// bf16), and reduce-scattered once, after micro-batch 3's backward, from its fp32 accumulator
+// (789,760 x 4 = 3,159,040 bytes, no cast task). The accumulator costs 789,760 x (2 + 4) bytes at
+// micro-batch 0 and 789,760 x (2 + 8) at each later one, on the compute stream; it holds the stage's
+// parameters unsharded in fp32 (4 bytes each) on top of the sharded gradients.
+TEST(BuildWorkload, Fsdp2UnderAPipelineGathersAndReducesOncePerStep) {
+  Config c = fsdp_over_two();
+  c.par.zero_stage = 2;
+  c.par.zero_impl = ZeroImpl::FSDP2;
+  c.par.pipeline = 2;
+  c.par.reduce_dtype = "fp32";
+  ASSERT_TRUE(c.par.fsdp2_pipelined());
+  const int m = 4;
+  const BuiltWorkload w = c.build(m);
+  const Program& p = w.workload.programs[0];  // layers 0-3 and the embedding
+  for (uint32_t mb = 0; mb < static_cast<uint32_t>(m); ++mb) {
+    for (uint16_t layer = 1; layer < 4; ++layer) {
+      double gather = 0, scatter = 0, accumulate = 0, cast = 0;
+      for (const Task& t : p.tasks) {
+        if (t.micro_batch != mb || t.layer != layer) continue;
+        if (name(w, t) == "parameter all_gather") gather += t.bytes;
+        if (name(w, t) == "gradient reduce_scatter") scatter += t.bytes;
+        if (name(w, t) == "gradient accumulate (fp32)") accumulate += t.bytes;
+        if (name(w, t) == "gradient cast (fp32)") cast += t.bytes;
+      }
+      EXPECT_DOUBLE_EQ(gather, mb == 0 ? 1579520.0 : 0.0) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(scatter, mb == 3 ? 3159040.0 : 0.0) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(accumulate, 789760.0 * (mb == 0 ? 6 : 10)) << "layer " << layer << " mb " << mb;
+      EXPECT_DOUBLE_EQ(cast, 0.0);
+    }
+  }
+  // Memory: the same stage without the pipeline's accumulation (FSDP1's SHARD_GRAD_OP, which
+  // reduces every micro-batch) holds 4 bytes per parameter less.
+  Config fsdp1 = c;
+  fsdp1.par.zero_impl = ZeroImpl::FSDP;
+  ASSERT_FALSE(fsdp1.par.fsdp2_pipelined());
+  const BuiltWorkload every = fsdp1.build(m);
+  // Stage 0's parameters: its 4 layers and the embedding (V 1024 x h 256, positions s 128 x 256),
+  // whole under SHARD_GRAD_OP's 2-byte weights.
+  const double stage = 4 * 789760.0 + 1024 * 256 + 128 * 256;
+  ASSERT_DOUBLE_EQ(every.memory[0].weights.value(), stage * 2);
+  EXPECT_DOUBLE_EQ(w.memory[0].gradients.value() - every.memory[0].gradients.value(), stage * 4);
+  EXPECT_DOUBLE_EQ(w.memory[0].weights.value(), every.memory[0].weights.value());
+  expect_runs_to_completion(w);
+  // Without a pipeline FSDP2 reduces every micro-batch, after a cast.
+  c.par.pipeline = 1;
+  EXPECT_FALSE(c.par.fsdp2_pipelined());
+  const BuiltWorkload flat = c.build(m);
+  EXPECT_EQ(count(flat.workload.programs[0], [&](const Task& t) { return name(flat, t) == "gradient accumulate (fp32)"; }),
+            0u);
+  EXPECT_EQ(count(flat.workload.programs[0], [&](const Task& t) { return name(flat, t) == "gradient cast (fp32)"; }),
+            count(flat.workload.programs[0], [&](const Task& t) { return name(flat, t) == "gradient reduce_scatter"; }));
+}
+
 // HSDP (parallelism.shard_group): FSDP FULL_SHARD over data 4 in shard groups of 2. Each layer
 // (789,760 parameters, bf16) is gathered over its shard group of 2 (1,579,520 bytes) before its
 // forward and again before its backward, its gradients reduce-scattered there (1,579,520 bytes),
