@@ -182,8 +182,9 @@ std::string to_string(ZeroImpl z);
 //                        mm and all non-matmul ops re-run; models/accounting.hpp, op_sac_recompute;
 //                        dense layers without tensor or context parallelism); default "none"
 //   recompute_early_stop with recompute "full": PyTorch's non-reentrant checkpoint (use_reentrant=False;
-//                        by default since PyTorch 2.1, pytorch/pytorch#96866) stops a layer's re-run as soon as the last tensor its
-//                        backward needs is saved again, so the ops after it are not re-run
+//                        by default since PyTorch 2.1, pytorch/pytorch#96866) stops a layer's re-run
+//                        as soon as the last tensor its backward needs is saved again, so the ops
+//                        after it are not re-run
 //                        (full_recompute_ops(): a dense layer's MLP down-projection, with its
 //                        tensor-parallel collective, and residual add; an MoE layer's residual add).
 //                        Measured on an H200 (docs/gpu-runs.md): it takes 24-30% off the re-run of a
@@ -327,8 +328,8 @@ struct ParallelismConfig {
   // per-microbatch all-gathers") each unit is then also gathered once per step, before the first
   // micro-batch's forward. Not for PipeDream, which updates after every micro-batch.
   bool fsdp2_pipelined() const {
-    return zero_impl == ZeroImpl::FSDP2 && gathers_parameters() && pipeline > 1 && schedule != PipelineSchedule::PIPEDREAM &&
-           schedule != PipelineSchedule::PIPEDREAM_2BW;
+    return zero_impl == ZeroImpl::FSDP2 && gathers_parameters() && pipeline > 1 &&
+           schedule != PipelineSchedule::PIPEDREAM && schedule != PipelineSchedule::PIPEDREAM_2BW;
   }
   // Gradients reduced in fp32 by the framework (reduce_dtype "fp32" under framework_reduce()).
   bool reduce_fp32() const { return framework_reduce() && reduce_dtype == "fp32"; }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/progress.hpp"
 
@@ -191,6 +192,34 @@ TEST(Plan, CompareOverStacksRunsEachStacksOwnImplementation) {
   ASSERT_EQ(kept.configurations.size(), 1u);
   EXPECT_FALSE(kept.configurations[0].ok());
   EXPECT_TRUE(kept.configurations[0].stack_defaults.empty());
+}
+
+// parallelism.recompute_early_stop in a scenario file is dropped where the varied stack is Megatron
+// (whose CheckpointFunction re-runs whole layers) and kept where it runs; set by --set, it stays,
+// and Megatron refuses it (an input error, as for any key a varied configuration cannot take).
+TEST(Plan, CompareOverStacksDropsTheEarlyStopUnderMegatron) {
+  const std::string file = testing::TempDir() + "/early-stop.json";
+  core::write_output_file(file, R"({"name": "es", "cluster": {"gpu": "A100-SXM4-80GB", "nodes": 1},
+    "model": "gpt3-1.3b", "training": {"sequence_length": 2048, "global_batch": 16, "micro_batch": 2},
+    "parallelism": {"data": 8, "recompute": "full", "recompute_early_stop": true}})");
+  const CompareResult r =
+      compare({.inputs = {file}, .vary = {"training.stack=torchtitan,megatron"}, .backend = "analytic", .quiet = true});
+  ASSERT_EQ(r.configurations.size(), 2u);
+  for (const Configuration& c : r.configurations) ASSERT_TRUE(c.ok()) << c.label << ": " << (c.ok() ? "" : c.error());
+  EXPECT_EQ(r.configurations[0].stack_defaults, std::vector<std::string>{});
+  EXPECT_EQ(r.configurations[1].stack_defaults, std::vector<std::string>{"parallelism.recompute_early_stop"});
+  const double whole = predict(load_scenario(file, {"training.stack=megatron", "parallelism.recompute_early_stop=false"}),
+                               "analytic")
+                           .iteration_time_s();
+  EXPECT_DOUBLE_EQ(r.configurations[1].report["iteration_time_s"].get<double>(), whole);
+  const double early = predict(load_scenario(file, {"training.stack=torchtitan"}), "analytic").iteration_time_s();
+  EXPECT_DOUBLE_EQ(r.configurations[0].report["iteration_time_s"].get<double>(), early);
+  EXPECT_LT(early, predict(load_scenario(file, {"training.stack=torchtitan", "parallelism.recompute_early_stop=false"}),
+                           "analytic")
+                       .iteration_time_s());
+  EXPECT_THROW(compare({.inputs = {file}, .vary = {"training.stack=megatron"},
+                        .overrides = {"parallelism.recompute_early_stop=true"}, .backend = "analytic", .quiet = true}),
+               core::InputError);
 }
 
 TEST(Plan, SweepReturnsAPointPerValueWithTheScalingEfficiency) {
