@@ -47,6 +47,10 @@ MechanismUse data_mechanism(const models::ParallelismConfig& p) {
                         "at DP {}",
                         p.shard_group, p.shard_replicas(), p.data)};
   }
+  if (p.fsdp2_pipelined()) {
+    return {"fsdp2-pipelined", dp, "DP",
+            fmt::format("FSDP2 under a pipeline (gathers and reduce-scatters once per step) at DP {}", p.data)};
+  }
   if (p.zero_stage == 3) return {"fsdp", dp, "DP", fmt::format("FSDP (ZeRO-3) parameter gathers at DP {}", p.data)};
   if (p.zero_stage > 0) {
     return {fmt::format("zero:{}", p.zero_stage), dp, "DP",
@@ -75,7 +79,8 @@ void parallelism_mechanisms(const Scenario& s, std::vector<MechanismUse>& m) {
   }
   if (p.data > 1) m.push_back(data_mechanism(p));
   if (p.recompute != models::Recompute::NONE) {
-    const std::string r = models::to_string(p.recompute);
+    // An early-stopped re-run (PyTorch's non-reentrant checkpoint) is its own mechanism.
+    const std::string r = models::to_string(p.recompute) + (p.recompute_early_stop ? " (early stop)" : "");
     m.push_back({"recompute:" + r, 0, "", fmt::format("{} activation recomputation", r)});
   }
 }
