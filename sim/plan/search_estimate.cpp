@@ -352,25 +352,24 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
           x.collective(CollectiveOp::REDUCE_SCATTER, sent * scatter_bytes + index, data_group) +
           x.collective(CollectiveOp::ALL_REDUCE, (sent * scatter_bytes + index) / p.dense_shards(), replica_group);
       const double first_unit = gather / std::max(1, split[static_cast<size_t>(pos)]);
-      if (p.fsdp2_pipelined()) {
-        // Reduce-scattered once per step (and, under SHARD_GRAD_OP, gathered once), from an
-        // accumulator updated after every micro-batch's backward (models/stage_data_parallel.cpp,
-        // accumulate_unsharded_gradients): spread over the micro-batches here.
-        const double per_step = 1.0 / micro_batches;
+      // FSDP2 under a pipeline reduce-scatters once per step (and, under SHARD_GRAD_OP, gathers once),
+      // from an accumulator updated after every micro-batch's backward (models/stage_data_parallel.cpp,
+      // accumulate_unsharded_gradients): spread over the micro-batches here.
+      const bool once = p.fsdp2_pipelined();
+      const double scatter_share = once ? 1.0 / micro_batches : 1.0;
+      const double gather_share = once && !backward_gather ? scatter_share : 1.0;
+      double accumulate_time = 0;
+      if (once && p.reduce_fp32() && e < 4) {
         core::Task accumulate;
         accumulate.op_class = core::OpClass::ELEMENTWISE;
         // read the 16-bit gradient and the fp32 sum, write the sum (the first micro-batch's cast: e + 4)
-        accumulate.bytes = p.reduce_fp32() && e < 4 ? params.total() * (e + 8) : 0.0;
-        const double add = accumulate.bytes > 0
-                               ? engine::compute_time(accumulate, t.precision, cluster.gpu_spec, profile.device).value()
-                               : 0.0;
-        if (!backward_gather) f = std::max(f, gather * per_step) + first_unit * per_step;
-        if (backward_gather) f = std::max(f, gather) + first_unit;
-        b = (backward_gather ? std::max(b, gather + scatter * per_step) + first_unit : std::max(b, scatter * per_step)) + add;
-      } else {
-        f = std::max(f, gather) + first_unit;
-        b = backward_gather ? std::max(b, gather + scatter) + first_unit : std::max(b, scatter);
+        accumulate.bytes = params.total() * (e + 8);
+        accumulate_time = engine::compute_time(accumulate, t.precision, cluster.gpu_spec, profile.device).value();
       }
+      f = std::max(f, gather * gather_share) + first_unit * gather_share;
+      b = (backward_gather ? std::max(b, gather + scatter * scatter_share) + first_unit
+                           : std::max(b, scatter * scatter_share)) +
+          accumulate_time;
     }
     if (offload.parameters != models::OffloadTarget::NONE) {
       // ZeRO-Infinity fetches the rank's shard of every unit before each pass.
