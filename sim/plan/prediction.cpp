@@ -617,14 +617,18 @@ std::string pools_table(const Scenario& s, const Prediction& p) {
 }
 
 // The figures a stack fit set from the user's traced run (stack_fit.hpp), each with its source:
-// the profile's "stack_fit.<class>" sources, and its step host latency when there is one.
+// the profile's "stack_fit.<class>" sources, and the step host latency the fit set (its source is
+// the last "step_host_latency" one: the fit's follows the stack's). Without a stack fit the step
+// host latency is the stack's own constant (composer's, sim/core/stack.cpp) or the profile file's,
+// not a traced run's: nothing is listed.
 std::vector<std::pair<std::string, std::string>> stack_fit_sources(const core::DeviceProfile& d) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [key, source] : d.sources) {
-    if (key.rfind("stack_fit.", 0) == 0 || (key == "step_host_latency" && d.step_host_latency.value() > 0)) {
-      out.emplace_back(key, source);
-    }
+  const std::pair<std::string, std::string>* step = nullptr;
+  for (const auto& entry : d.sources) {
+    if (entry.first.rfind("stack_fit.", 0) == 0) out.push_back(entry);
+    if (entry.first == "step_host_latency") step = &entry;
   }
+  if (!out.empty() && step != nullptr && d.step_host_latency.value() > 0) out.push_back(*step);
   return out;
 }
 

@@ -59,5 +59,29 @@ TEST(StackFit, RecoversClassFactorsAndTheHostLatency) {
   EXPECT_TRUE(sourced);
 }
 
+// Composer's own step latency (sim/core/stack.cpp, fitted on published runs) is not a traced run's:
+// a job on the built-in profile claims no stack fit, in the table or in the JSON; the fitted
+// profile of a traced run lists its classes and the latency it set.
+TEST(StackFit, TheStacksOwnStepLatencyIsNotReportedAsFitted) {
+  const std::string file =
+      std::string(TRAINSIM_SOURCE_DIR) + "/validation/training-fsdp-dev/llmfoundry-mpt-7b-a100-80gb-8gpu-s2048-mb6-ga2.json";
+  const Scenario job = load_scenario(file);
+  ASSERT_GT(job.profile.device.step_host_latency.value(), 0.0);
+  const Prediction p = predict(job, "analytic");
+  EXPECT_EQ(report_table(job, p).find("stack fitted on a traced run"), std::string::npos);
+  EXPECT_FALSE(report_json(job, p)["simulation"].contains("profile_stack_fit"));
+
+  Scenario fitted = job;
+  calibrate::TracedWork traced;
+  traced.seconds = workload_seconds(job);
+  traced.seconds[static_cast<size_t>(core::OpClass::ELEMENTWISE)] *= 2.0;
+  const double measured = predict(job, "analytic").iteration_time_s() * 1.5;
+  fitted.profile.device = fit_stack(job, traced, measured, "the test run").device;
+  const core::Json listed = report_json(fitted, predict(fitted, "analytic"))["simulation"]["profile_stack_fit"];
+  EXPECT_TRUE(listed.contains("stack_fit.elementwise"));
+  ASSERT_TRUE(listed.contains("step_host_latency"));
+  EXPECT_NE(listed["step_host_latency"].get<std::string>().find("the test run"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::plan
