@@ -280,7 +280,12 @@ std::vector<CompareRow> rows_of(const std::vector<Configuration>& cs, std::optio
       bool differs = false;
       if (base != nullptr && v != nullptr && i != *ref) {
         if (base->is_number() && v->is_number() && !base->is_boolean()) {
-          const double b = base->get<double>(), x = v->get<double>();
+          // Below half the table's last digit a value is zero: a 1e-17 s "bubble" left by floating
+          // sums of task times is no base for a percentage.
+          const double tiny = 0.5 * std::pow(10.0, -f.table_digits) / f.table_scale;
+          double b = base->get<double>(), x = v->get<double>();
+          if (std::abs(b) < tiny) b = 0;
+          if (std::abs(x) < tiny) x = 0;
           if (b != 0) {
             pct = (x - b) / std::abs(b) * 100;
           } else if (x == 0) {

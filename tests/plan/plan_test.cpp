@@ -186,6 +186,16 @@ TEST(Plan, CompareOverStacksRunsEachStacksOwnImplementation) {
   const double titan = predict(load_scenario(mpt, {"training.stack=torchtitan", "parallelism.zero_impl=fsdp2"}), "analytic")
                            .iteration_time_s();
   EXPECT_DOUBLE_EQ(r.configurations[2].report["iteration_time_s"].get<double>(), titan);
+  // Without a pipeline the bubble is idle time left between tasks by floating sums (1e-17 s), below
+  // the table's last digit in every column: zero everywhere, no percentage of a rounding residue.
+  const auto bubble = std::find_if(r.rows.begin(), r.rows.end(),
+                                   [](const CompareRow& x) { return x.figure->name == "pipeline_bubble_s"; });
+  ASSERT_NE(bubble, r.rows.end());
+  for (size_t i = 0; i < r.configurations.size(); ++i) {
+    EXPECT_LT(std::abs(bubble->values[i]->get<double>()), 5e-5) << i;
+    EXPECT_EQ(bubble->diff_pct[i], std::optional<double>(0.0)) << i;
+    EXPECT_FALSE(bubble->differs[i]) << i;
+  }
   // Given by the user, the implementation is kept, and the stack refuses it.
   const CompareResult kept = compare({.inputs = {mpt}, .vary = {"training.stack=torchtitan"},
                                       .overrides = {"parallelism.zero_impl=fsdp"}, .backend = "analytic", .quiet = true});
