@@ -117,13 +117,13 @@ struct Emitter {
     return task;
   }
 
-  uint32_t memory(double bytes, uint16_t layer, uint32_t mb, uint32_t after) {
+  uint32_t memory(double bytes, uint16_t layer, uint32_t mb, uint32_t after, const char* name = "activations") {
     Task m;
     m.kind = TaskKind::MEMORY;
     m.bytes = bytes;
     m.layer = layer;
     m.micro_batch = mb;
-    m.name = w.intern("activations");
+    m.name = w.intern(name);
     return prog.add(m, {after});
   }
 };
@@ -166,6 +166,7 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
   std::vector<uint32_t> gradient_collectives;
   uint32_t last = UINT32_MAX;  // the last compute (or collective the next compute waits for)
   double live = 0, peak = 0;
+  double gradients = 0, gradients_at_peak = 0;  // gradient_buffers "per-step": allocated so far, and at the peak
 
   for (int mb = 0; mb < built.micro_batches; ++mb) {
     const auto umb = static_cast<uint32_t>(mb);
@@ -205,6 +206,7 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       if (c.stored_bytes > 0) {
         stored[i] = em.memory(c.stored_bytes, layer, umb, last);
         live += c.stored_bytes;
+        if (live > peak) gradients_at_peak = gradients;
         peak = std::max(peak, live);
       }
     }
@@ -252,6 +254,17 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
         em.memory(-c.stored_bytes, layer, umb, last);
         live -= c.stored_bytes;
       }
+      // gradient_buffers "per-step": the layer's gradients come into being with its first backward.
+      if (p.gradients_per_step && mb == 0 && l.parameters > 0) {
+        ParameterCount layer_params;
+        layer_params.dense = l.parameters;
+        const double bytes = model_state_memory(layer_params, t, p).gradients.value();
+        em.memory(bytes, layer, umb, last, "gradients");
+        live += bytes;
+        gradients += bytes;
+        if (live > peak) gradients_at_peak = gradients;
+        peak = std::max(peak, live);
+      }
       if (last_mb && reduce && l.parameters > 0) {
         filled += l.parameters;
         bucket_end = last;
@@ -267,13 +280,19 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
   step.bytes = g.parameter_count() * optimizer_step_bytes_per_parameter(t.precision);
   std::vector<uint32_t> deps = gradient_collectives;
   deps.push_back(last);
-  prog.add(step, deps);
+  const uint32_t stepped = prog.add(step, deps);
+  if (gradients > 0) em.memory(-gradients, 0, static_cast<uint32_t>(built.micro_batches - 1), stepped, "gradients");
 
   ParameterCount params;
   params.dense = g.parameter_count();
   MemoryBreakdown mem = model_state_memory(params, t, p);
   mem.activations = core::Bytes(peak);
-  prog.static_memory = mem.weights + mem.gradients + mem.optimizer_states;
+  built.gradients_per_step = p.gradients_per_step;
+  if (p.gradients_per_step) {
+    mem.gradients = core::Bytes(gradients_at_peak);
+    mem.activations = core::Bytes(peak - gradients_at_peak);
+  }
+  prog.static_memory = mem.weights + (p.gradients_per_step ? core::Bytes(0) : mem.gradients) + mem.optimizer_states;
   built.memory.push_back(mem);
   built.host_states.push_back({});
   built.nvme_states.push_back({});

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -96,6 +97,11 @@ class StageEmitter {
   // `index` bytes of sparse index.
   static double message_bytes(double sent, double index, double element_bytes) { return sent * element_bytes + index; }
   void memory(double bytes, Phase phase, int layer, int mb);
+  // Gradients allocated (bytes > 0) or freed under gradient_buffers "per-step": a MEMORY task named
+  // "gradients", counted in the running sum and apart (gradients_at_peak_).
+  void gradient_memory(double bytes, Phase phase, int layer, int mb);
+  // The running sum moved to live_ (and live_without_): the peaks and the gradients at the peak.
+  void note_peaks();
   void memory_on(Stream stream, MemorySpace space, double bytes, Phase phase, int layer, int mb,
                  const std::vector<uint32_t>& deps);
   uint32_t copy(CopyDirection d, double bytes, Phase phase, int layer, int mb, const std::string& name,
@@ -207,6 +213,9 @@ class StageEmitter {
   std::optional<uint32_t> embedding_gradient_;  // backward compute that finalizes the tied embedding gradient
   double live_ = 0;
   double peak_ = 0;
+  double live_gradients_ = 0;                  // gradient_buffers "per-step": allocated so far this step
+  double gradients_at_peak_ = 0;               // live_gradients_ when live_ reached peak_
+  std::set<const Unit*> gradients_allocated_;  // units whose per-step gradients exist
   double live_without_ = 0;                    // device memory as if no activation were offloaded
   double peak_without_ = 0;
   std::vector<int> last_layer_;                // by chunk: its last layer (keeps its activations), or -1

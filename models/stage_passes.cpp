@@ -107,6 +107,13 @@ void StageEmitter::unit_weight_gradient(const Unit& u, int mb, const std::vector
 
 // After the last compute that writes the unit's gradients for micro-batch `mb`.
 void StageEmitter::unit_gradients_final(const Unit& u, int mb, const std::vector<Bucket>& ready, bool last_of_chunk) {
+  // gradient_buffers "per-step": the unit's gradients (as model_state_memory counts them: sharded by
+  // ZeRO-2/3, with FSDP2's unsharded accumulator under a pipeline) come into being with its first
+  // backward of the step.
+  if (plan_.gradients_per_step && gradients_allocated_.insert(&u).second) {
+    const double bytes = model_state_memory(u.params, *plan_.training, par_, *plan_.pruning, u.pruned).gradients.value();
+    if (bytes > 0) gradient_memory(bytes, Phase::BACKWARD, u.kind == UnitKind::LAYER ? u.layer : 0, mb);
+  }
   // Every micro-batch: FSDP without no_sync and FSDP2 with requires_gradient_sync (their defaults)
   // reduce-scatter each backward's gradients, as DeepSpeed ZeRO-3 does (its no_sync is unsupported
   // for stages 2-3). FSDP: one reduce-scatter per unit; DeepSpeed: per reduce bucket. FSDP2 under a

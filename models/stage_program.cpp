@@ -42,8 +42,11 @@ StageResult StageEmitter::run() {
     if (plan_.steady_state) gradient_collectives_.pop_back();
   }
   emit_optimizer();
+  // gradient_buffers "per-step": optimizer.zero_grad(set_to_none=True) frees them after the step.
+  if (live_gradients_ > 0) gradient_memory(-live_gradients_, Phase::OPTIMIZER, 0, plan_.micro_batches - 1);
   result_.peak_activation_bytes = peak_;
   result_.peak_without_offload = peak_without_;
+  result_.gradients_at_peak = gradients_at_peak_;
   return std::move(result_);
 }
 
@@ -244,8 +247,25 @@ void StageEmitter::memory(double bytes, Phase phase, int layer, int mb) {
   t.bytes = bytes;
   prog().add(t);
   live_ += bytes;
-  peak_ = std::max(peak_, live_);
   live_without_ += bytes;
+  note_peaks();
+}
+
+void StageEmitter::gradient_memory(double bytes, Phase phase, int layer, int mb) {
+  Task t = make(TaskKind::MEMORY, Stream::COMPUTE, phase, layer, mb, "gradients");
+  t.bytes = bytes;
+  prog().add(t);
+  live_gradients_ += bytes;
+  live_ += bytes;
+  live_without_ += bytes;
+  note_peaks();
+}
+
+void StageEmitter::note_peaks() {
+  if (live_ > peak_) {
+    peak_ = live_;
+    gradients_at_peak_ = live_gradients_;
+  }
   peak_without_ = std::max(peak_without_, live_without_);
 }
 
@@ -258,7 +278,7 @@ void StageEmitter::memory_on(Stream stream, MemorySpace space, double bytes, Pha
   prog().add(t, deps);
   if (space == MemorySpace::DEVICE) {
     live_ += bytes;
-    peak_ = std::max(peak_, live_);
+    note_peaks();
   }
 }
 

@@ -117,6 +117,11 @@ struct BuildPlan {
   bool deepspeed_fetch = false;
   DeepSpeedZeroConfig deepspeed;
 
+  const TrainingConfig* training = nullptr;  // the training run (never null in a built plan)
+  // parallelism.gradient_buffers "per-step" with the gradients on the GPU: each unit's gradients are
+  // allocated by its first backward and freed after the optimizer step (MEMORY tasks), not held
+  // through the step.
+  bool gradients_per_step = false;
   const OffloadConfig* offload = nullptr;  // optimizations.offload (never null in a built plan)
   bool offload_params = false;   // parameters fetched from the host / NVMe before each use
   double activation_bytes = 2;   // bytes per element of activations and 16-bit gradients
@@ -154,6 +159,7 @@ struct StageResult {
   core::Program program;
   double peak_activation_bytes = 0;  // peak of the running sum of its device MEMORY tasks (issue order)
   double peak_without_offload = 0;   // the same with the activations kept on the GPU
+  double gradients_at_peak = 0;      // BuildPlan::gradients_per_step: the gradients in peak_activation_bytes
   double optimizer_buffer_bytes = 0; // GPU buffers of a streamed optimizer step (states off the GPU,
                                      // step on the GPU): one or two chunks' states
   ParameterCount parameters;         // held by one rank of the stage

@@ -325,6 +325,31 @@ ParallelismConfig ParallelismConfig::from_json(core::ObjectReader& r, std::optio
   const bool fp32_default = stack == core::Stack::COMPOSER || stack == core::Stack::TORCHTITAN;
   p.reduce_dtype = r.choice("reduce_dtype", fp32_default ? "fp32" : "bf16", {"fp32", "bf16", "fp16"});
 
+  // Where the gradients live (gradient_buffers above). FSDP1 and FSDP2 hold each rank's sharded
+  // gradients as the parameters' .grad, which optimizer.zero_grad(set_to_none=True) frees: PyTorch's
+  // default since 2.0, torchtitan's OptimizersContainer.zero_grad(), Composer's trainer (it passes
+  // set_to_none=True). Megatron-LM keeps main_grad in grad buffers allocated once (its
+  // DistributedDataParallel), DDP its reducer's buckets, DeepSpeed its gradient partitions.
+  const bool per_step_default =
+      stack == core::Stack::TORCHTITAN || stack == core::Stack::FSDP || stack == core::Stack::COMPOSER;
+  p.gradient_buffers_given = r.has("gradient_buffers");
+  p.gradients_per_step =
+      r.choice("gradient_buffers", per_step_default ? "per-step" : "persistent", {"persistent", "per-step"}) == "per-step";
+  if (p.gradients_per_step && p.gradient_buffers_given) {
+    if (stack == core::Stack::MEGATRON || stack == core::Stack::DEEPSPEED) {
+      r.problem("gradient_buffers",
+                fmt::format("training.stack \"{}\" keeps its gradients in buffers allocated once ({}): gradient_buffers "
+                            "\"per-step\" is PyTorch's optimizer.zero_grad(set_to_none=True) without them",
+                            core::to_string(*stack),
+                            stack == core::Stack::MEGATRON ? "Megatron-LM's grad buffers" : "DeepSpeed's gradient partitions"));
+    } else if (sharded && (p.zero_impl == ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER || p.zero_impl == ZeroImpl::DEEPSPEED)) {
+      r.problem("gradient_buffers",
+                fmt::format("zero_impl \"{}\" keeps its gradients in buffers allocated once: gradient_buffers "
+                            "\"per-step\" needs zero_impl \"fsdp\" or \"fsdp2\", or no sharding",
+                            impl));
+    }
+  }
+
   if (r.has("shard_group")) {
     p.shard_group = static_cast<int>(r.integer("shard_group", 1, 1, MAX_PARALLEL));
     const bool fsdp_impl = p.zero_impl == ZeroImpl::FSDP || p.zero_impl == ZeroImpl::FSDP2;
@@ -370,6 +395,7 @@ core::Json ParallelismConfig::to_json() const {
   if (shard_group > 0) j["shard_group"] = shard_group;  // absent: one shard group (all of data)  // deepspeed's default depends on the model
   if (zero_stage == 3 && zero_impl == ZeroImpl::FSDP) j["backward_prefetch"] = backward_prefetch_post ? "post" : "pre";
   if (framework_reduce()) j["reduce_dtype"] = reduce_dtype;
+  if (gradients_per_step || gradient_buffers_given) j["gradient_buffers"] = gradients_per_step ? "per-step" : "persistent";
   j["tp_comm_overlap"] = tp_comm_overlap;
   if (moe_a2a_overlap || moe_a2a_overlap_given) j["moe_a2a_overlap"] = moe_a2a_overlap;
   return j;

@@ -254,6 +254,15 @@ std::string to_string(ZeroImpl z);
 //                        16-bit dtype (PyTorch's reduce_dtype defaults to param_dtype; DeepSpeed's
 //                        communication_data_type to the model's). An error where no such
 //                        implementation reduces (Megatron's fp32 main gradients, stage 0).
+//   gradient_buffers     where the gradients live: "persistent" (buffers allocated once and held
+//                        through every phase: Megatron's grad buffers, DDP's reducer buckets,
+//                        DeepSpeed's partitions) | "per-step" (freed by optimizer.zero_grad(
+//                        set_to_none=True), PyTorch's default since 2.0, and allocated again by the
+//                        next backward, unit by unit: FSDP's and FSDP2's sharded gradients, a loop
+//                        without a DDP wrapper). Default "per-step" with training.stack "torchtitan",
+//                        "fsdp" or "composer", else "persistent"; "per-step" is an error under
+//                        "megatron" and "deepspeed" and with Megatron's distributed optimizer or
+//                        DeepSpeed's ZeRO. Only the gradients kept on the GPU move.
 //   tp_comm_overlap      Megatron / Transformer Engine --tp-comm-overlap (userbuffers): with
 //                        sequence parallelism the QKV / MLP-up all-gathers and the projection /
 //                        MLP-down reduce-scatters run pipelined with their GEMMs in `tensor` chunks,
@@ -298,6 +307,8 @@ struct ParallelismConfig {
                                     // always -1, its prefetch is training.deepspeed's)
   bool backward_prefetch_post = false;  // FSDP1 BACKWARD_POST (zero_impl fsdp)
   std::string reduce_dtype = "bf16";  // "fp32" | "bf16" | "fp16" (as given; meaningful under framework_reduce())
+  bool gradients_per_step = false;  // gradient_buffers "per-step": allocated in backward, freed after the step
+  bool gradient_buffers_given = false;  // written back by to_json (its default depends on the stack)
   int shard_group = 0;              // HSDP: data ranks per shard group; 0: not given (all of data)
   bool tp_comm_overlap = false;     // TE userbuffers TP overlap; applies only with sequence parallelism
   bool moe_a2a_overlap = false;     // Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B)

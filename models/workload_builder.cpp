@@ -78,6 +78,8 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.pruning = &pruning;
   plan.compression = &compression;
   plan.offload = &offload;
+  plan.training = &t;
+  plan.gradients_per_step = p.gradients_per_step && offload.gradients == OffloadTarget::NONE;
   plan.offload_params = offload.parameters != OffloadTarget::NONE;
   plan.activation_bytes = activation_element_bytes(t.precision);
   plan.master_bytes = master_weight_bytes_per_parameter(t.precision);
@@ -332,6 +334,7 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
   w.symmetric_axes = {true, true, true, !p.hybrid_shard(), false};
   w.steady_state = p.pipeline > 1 && steady_state_schedule(p.schedule);
   const BuildPlan plan = make_plan(m, t, p, pruning, offload, compression, add_groups(p, m, w), built.stage_layers);
+  built.gradients_per_step = plan.gradients_per_step;
   built.schedule = schedule_stats(plan.timed, w.steady_state);
 
   for (int stage = 0; stage < p.pipeline; ++stage) {
@@ -348,14 +351,22 @@ BuiltWorkload build_workload(const ModelSpec& m, const TrainingConfig& t, const 
     const StateSplit split = split_model_states(states, r.parameters, t, p, offload);
     MemoryBreakdown mem = split.gpu;
     mem.activations = core::Bytes(r.peak_activation_bytes);
+    // gradient_buffers "per-step": the gradients are in the running sum (allocated by each unit's
+    // first backward, freed after the step); the breakdown gives those live at its peak.
+    core::Bytes held_gradients = states.gradients;
+    if (plan.gradients_per_step) {
+      mem.gradients = core::Bytes(r.gradients_at_peak);
+      mem.activations = core::Bytes(r.peak_activation_bytes - r.gradients_at_peak);
+      held_gradients = core::Bytes(0);
+    }
     mem.buffers = gather_buffers(plan, r.parameters.total()) + core::Bytes(r.optimizer_buffer_bytes);
     mem.error_feedback = core::Bytes(r.compression.error_feedback_bytes);
     if (compression.enabled()) built.compression.push_back(r.compression);
     mem.stashed_weights = mem.weights * static_cast<double>(weight_versions(p.schedule, p.pipeline, stage, built.micro_batches) - 1);
-    r.program.static_memory =
-        mem.weights + mem.gradients + mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
+    r.program.static_memory = mem.weights + (plan.gradients_per_step ? core::Bytes(0) : mem.gradients) +
+                              mem.optimizer_states + mem.buffers + mem.error_feedback + mem.stashed_weights;
     r.program.static_host_memory = split.host.total();
-    built.peak_without_offload.push_back(states.weights + states.gradients + states.optimizer_states +
+    built.peak_without_offload.push_back(states.weights + held_gradients + states.optimizer_states +
                                          (plan.sharded_params ? gather_buffers(plan, r.parameters.total()) : core::Bytes(0)) + mem.error_feedback +
                                          core::Bytes(r.peak_without_offload));
     built.host_states.push_back(split.host);

@@ -121,6 +121,10 @@ struct BuiltWorkload {
                                           // peak of the running sum of the program's MEMORY tasks;
                                           // buffers = ZeRO-3's gathered units (1 + prefetch), and a
                                           // streamed optimizer step's chunk buffers (offload)
+  // parallelism.gradient_buffers "per-step" with the gradients on the GPU: they are MEMORY tasks
+  // (allocated by each unit's first backward, freed after the step), in the dynamic peak and not in
+  // the programs' static memory; `memory[i].gradients` is then the part of the builder's peak.
+  bool gradients_per_step = false;
   std::vector<StagePruning> pruning;      // per program; empty without pruning
   std::vector<StageCompression> compression;  // per program; empty without gradient compression
   // Offloading (optimizations.offload), per program: the model states one rank keeps in host memory

@@ -57,7 +57,8 @@ Configuration predict_configuration(const core::Json& doc, const std::string& pa
 // the stack defaults to at the scenario's stage (models::default_zero_impl) and FSDP1's
 // backward_prefetch with it, DeepSpeed's section outside
 // DeepSpeed, parallelism.prefetch under DeepSpeed, shard_group (HSDP) and reduce_dtype where no FSDP
-// runs, recompute_early_stop and torch.compile under Megatron. Keys the stack accepts stay as the
+// runs, recompute_early_stop and torch.compile under Megatron, gradient_buffers under Megatron and
+// DeepSpeed (their buffers are allocated once). Keys the stack accepts stay as the
 // user chose them (a PURE run's reduce_dtype "bf16"), and so does any key the user varies or sets.
 // Returns the keys dropped.
 std::vector<std::string> drop_stack_owned_keys(core::Json& doc, const std::string& stack,
@@ -72,10 +73,12 @@ std::vector<std::string> drop_stack_owned_keys(core::Json& doc, const std::strin
       refused.insert(refused.end(), {"parallelism.zero_impl", "parallelism.backward_prefetch"});
     }
   }
-  if (stack == "deepspeed") refused.insert(refused.end(), {"parallelism.prefetch", "parallelism.shard_group"});
+  if (stack == "deepspeed") {
+    refused.insert(refused.end(), {"parallelism.prefetch", "parallelism.shard_group", "parallelism.gradient_buffers"});
+  }
   if (stack == "megatron") {
     refused.insert(refused.end(), {"parallelism.shard_group", "parallelism.reduce_dtype",
-                                   "parallelism.recompute_early_stop", "training.compile"});
+                                   "parallelism.recompute_early_stop", "parallelism.gradient_buffers", "training.compile"});
   }
   if (stack != "deepspeed") refused.emplace_back("training.deepspeed");
   std::vector<std::string> dropped;

@@ -167,6 +167,9 @@ std::string megatron(const Scenario& s, ExportResult& r) {
   } else if (p.stage_layers.empty() && m.layers % p.pipeline_chunks() != 0) {
     w.lose("parallelism.stage_layers", fmt::format("Megatron-LM needs the {} layers to divide evenly over {} chunks", m.layers, p.pipeline_chunks()));
   }
+  if (p.gradients_per_step) {
+    w.lose("parallelism.gradient_buffers", "\"per-step\": Megatron-LM keeps its gradients in grad buffers allocated once");
+  }
   if (p.recompute == Recompute::FULL) {
     arg("recompute-granularity", "full");
     arg("recompute-method", "uniform");
@@ -305,6 +308,10 @@ std::string torchtitan(const Scenario& s, ExportResult& r) {
   if (p.recompute == Recompute::FULL && !p.recompute_early_stop) {
     w.lose("parallelism.recompute_early_stop", "false: torchtitan's full checkpointing is non-reentrant and stops early");
   }
+  if (!p.gradients_per_step) {
+    w.lose("parallelism.gradient_buffers", "\"persistent\": torchtitan's optimizers free the gradients after each step "
+                                           "(zero_grad with set_to_none)");
+  }
   out += fmt::format("\n[compile]\nenable = {}\n", t.compile ? "true" : "false");
   if (t.fp8_params) out += "\n[float8]\nenable_fsdp_float8_all_gather = true\n";
   if (t.attention != models::Attention::FLASH) w.lose("training.attention", "torchtitan runs scaled_dot_product_attention (flash)");
@@ -355,6 +362,9 @@ std::string deepspeed(const Scenario& s, ExportResult& r) {
   }
   c["zero_optimization"] = z;
   if (p.reduce_fp32()) c["communication_data_type"] = "fp32";
+  if (p.gradients_per_step) {
+    w.lose("parallelism.gradient_buffers", "\"per-step\": DeepSpeed keeps its gradient partitions in buffers allocated once");
+  }
   if (p.recompute == Recompute::FULL) {
     c["activation_checkpointing"] = {{"partition_activations", false},
                                      {"cpu_checkpointing", s.offload.activations == models::OffloadTarget::CPU}};

@@ -232,7 +232,8 @@ ImportResult import_configs(const ImportOptions& o) {
   }
   // A sharding imported over a base: the base's implementation and its knobs belong to its own.
   if (merge.has("/parallelism/zero_stage") && doc.contains("parallelism")) {
-    for (const char* key : {"zero_impl", "prefetch", "backward_prefetch", "reduce_dtype", "overlap_param_gather", "bucket_size", "shard_group"}) {
+    for (const char* key : {"zero_impl", "prefetch", "backward_prefetch", "reduce_dtype", "gradient_buffers", "overlap_param_gather",
+                            "bucket_size", "shard_group"}) {
       if (!merge.has(std::string("/parallelism/") + key)) doc["parallelism"].erase(key);
     }
   }
@@ -412,7 +413,8 @@ ImportResult import_configs(const ImportOptions& o) {
       {"training", {"sequence_length", "global_batch", "micro_batch", "precision", "attention", "fp8_params", "tokens", "stack", "compile"}},
       {"parallelism", {"tensor", "pipeline", "data", "context", "expert", "expert_tensor", "sequence_parallel", "pipeline_schedule",
                        "virtual_stages", "stage_layers", "recompute", "zero_stage", "zero_impl", "bucket_size", "overlap_grad_reduce",
-                       "overlap_param_gather", "prefetch", "shard_group", "backward_prefetch", "reduce_dtype", "tp_comm_overlap", "moe_a2a_overlap"}}};
+                       "overlap_param_gather", "prefetch", "shard_group", "backward_prefetch", "reduce_dtype", "gradient_buffers",
+                       "tp_comm_overlap", "moe_a2a_overlap"}}};
   for (const auto& [section, keys] : key_order) {
     if (!doc.contains(section) || !doc[section].is_object()) continue;
     core::Json sorted = core::Json::object();

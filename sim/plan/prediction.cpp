@@ -77,6 +77,14 @@ double optimizer_s(const engine::Breakdown& b) {
 
 double training_compute_s(const engine::Breakdown& b) { return b.compute.value() - optimizer_s(b); }
 
+// The activations of the breakdown at stage `stage`'s peak: the engine's dynamic peak less the
+// gradients in it (gradient_buffers "per-step", where they are MEMORY tasks).
+core::Bytes peak_activations(const Prediction& p, size_t stage) {
+  const double dynamic = p.result.peak_dynamic_by_program[stage].value();
+  if (!p.built.gradients_per_step) return core::Bytes(dynamic);
+  return core::Bytes(std::max(0.0, dynamic - p.built.memory[stage].gradients.value()));
+}
+
 // Two decimals in the unit that keeps the number >= 1 (tables; JSON carries exact byte counts).
 std::string bytes_text(core::Bytes b) {
   const double v = b.value();
@@ -758,7 +766,7 @@ core::Json report_json(const Scenario& s, const Prediction& p) {
       {"weights", static_cast<int64_t>(mem.weights.value())},
       {"gradients", static_cast<int64_t>(mem.gradients.value())},
       {"optimizer_states", static_cast<int64_t>(mem.optimizer_states.value())},
-      {"activations", static_cast<int64_t>(p.result.peak_dynamic_by_program[stage].value())},
+      {"activations", static_cast<int64_t>(peak_activations(p, stage).value())},
       {"buffers", static_cast<int64_t>(mem.buffers.value())}};
   if (p.resilience) {
     memory["checkpoint_bytes"] = static_cast<int64_t>(p.resilience->size.total.value());
@@ -1112,7 +1120,7 @@ std::string report_table(const Scenario& s, const Prediction& p) {
   mrow("weights", mem.weights);
   mrow("gradients", mem.gradients);
   mrow("optimizer states", mem.optimizer_states);
-  mrow("activations", p.result.peak_dynamic_by_program[stage]);
+  mrow("activations", peak_activations(p, stage));
   mrow("buffers", mem.buffers);
   if (p.resilience) {
     const models::CheckpointSize& z = p.resilience->size;

@@ -513,8 +513,14 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
                                                   t.deepspeed.value_or(models::DeepSpeedZeroConfig{}), largest_unit, params.total())
                                             : (1 + std::max(1, p.prefetch)) * largest_unit;
     const double buffers = fetched ? gathered * weight_bytes : 0.0;
-    const double memory = state.weights.value() + state.gradients.value() + state.optimizer_states.value() + buffers +
-                          peak + moving + error_feedback;
+    // gradient_buffers "per-step" (gradients on the GPU): with one micro-batch they grow through the
+    // backward as the activations it frees shrink, so the peak is the larger of the two (at the loss
+    // or at the step's end); with more, the first backward allocates them under the later
+    // micro-batches' activations, as persistent ones.
+    const bool per_step =
+        p.gradients_per_step && offload.gradients == models::OffloadTarget::NONE && micro_batches == 1;
+    const double dynamic = per_step ? std::max(peak + moving, state.gradients.value()) : peak + moving + state.gradients.value();
+    const double memory = state.weights.value() + state.optimizer_states.value() + buffers + dynamic + error_feedback;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);
   }
   return out;

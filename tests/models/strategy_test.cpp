@@ -422,5 +422,33 @@ TEST(ParseParallelism, RecomputeEarlyStopFollowsTheStacksCheckpoint) {
                    "non-reentrant checkpoint of each layer): it needs recompute \"full\", found \"selective-op\""}));
 }
 
+// gradient_buffers: FSDP's and FSDP2's stacks free the gradients after each step by default (their
+// zero_grad(set_to_none=True)); Megatron's, DeepSpeed's and DDP's buffers persist, and an absent
+// stack keeps today's persistent accounting. Written back whenever given or "per-step", so that a
+// resolved scenario reads back the same under any stack.
+TEST(ParseParallelism, GradientBuffersFollowTheStack) {
+  Lines errors;
+  const core::Json none = core::Json::object();
+  EXPECT_TRUE(parse_parallelism(none, core::Stack::TORCHTITAN, errors).gradients_per_step);
+  EXPECT_TRUE(parse_parallelism(none, core::Stack::FSDP, errors).gradients_per_step);
+  EXPECT_TRUE(parse_parallelism(none, core::Stack::COMPOSER, errors).gradients_per_step);
+  EXPECT_FALSE(parse_parallelism(none, core::Stack::DDP, errors).gradients_per_step);
+  EXPECT_FALSE(parse_parallelism(none, core::Stack::DEEPSPEED, errors).gradients_per_step);
+  EXPECT_FALSE(parse_parallelism(none, core::Stack::MEGATRON, errors).gradients_per_step);
+  EXPECT_FALSE(parse_parallelism(none, std::nullopt, errors).gradients_per_step);
+  EXPECT_FALSE(parse_parallelism(none, std::nullopt, errors).to_json().contains("gradient_buffers"));
+  EXPECT_EQ(parse_parallelism(none, core::Stack::TORCHTITAN, errors).to_json()["gradient_buffers"], "per-step");
+  const ParallelismConfig kept = parse_parallelism({{"gradient_buffers", "persistent"}}, core::Stack::TORCHTITAN, errors);
+  EXPECT_FALSE(kept.gradients_per_step);
+  EXPECT_EQ(kept.to_json()["gradient_buffers"], "persistent");
+  EXPECT_TRUE(parse_parallelism({{"gradient_buffers", "per-step"}}, core::Stack::DDP, errors).gradients_per_step);
+  EXPECT_EQ(errors, Lines{});
+  parse_parallelism({{"gradient_buffers", "per-step"}}, core::Stack::DEEPSPEED, errors);
+  parse_parallelism({{"data", 8}, {"zero_stage", 2}, {"gradient_buffers", "per-step"}}, std::nullopt, errors);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("DeepSpeed's gradient partitions"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("zero_impl \"megatron-distributed-optimizer\" keeps its gradients"), std::string::npos) << errors[1];
+}
+
 }  // namespace
 }  // namespace trainsim::models

@@ -57,5 +57,51 @@ TEST(Fsdp2PipelineEstimate, IsCloseToTheProgramsIterationAndMemory) {
   EXPECT_NEAR(e.peak_memory_bytes / r.at("memory").at("peak_bytes_per_gpu").get<double>(), 1.0, 1e-9);
 }
 
+// parallelism.gradient_buffers "per-step" against hand oracles, on one GPU (ddp stack, 4 x 1024,
+// 16,384 tokens per micro-batch, full recomputation): the loss's fp32 logits and their gradient
+// (16,384 x 50,304 x 4 bytes, 3.1 GiB each) dwarf the 4 bytes per parameter of the gradients, so
+// the step's peak is at the loss, before the backward has made any gradient. Per step the peak is
+// then exactly the persistent one less all the gradients, none of them in the breakdown, the same
+// activations; with two micro-batches the first backward makes them all before the second loss, so
+// the peak is the persistent one. Both backends, and the search's first-pass estimate.
+TEST(GradientBuffers, PerStepGradientsAreNotAtTheLoss) {
+  const std::string file = testing::TempDir() + "/per-step.json";
+  core::write_output_file(file, R"({"name": "per-step", "cluster": {"gpu": "H100-SXM5-80GB", "nodes": 1, "gpus_per_node": 1,
+      "network": {"topology": "ideal", "nics_per_node": 1, "nic_bandwidth": "400 Gb/s"}},
+    "model": {"family": "transformer", "layers": 4, "hidden": 1024, "heads": 16, "vocab": 50304, "tied_embeddings": true},
+    "training": {"sequence_length": 2048, "global_batch": 8, "micro_batch": 8, "precision": "bf16", "attention": "flash",
+                 "stack": "ddp"},
+    "parallelism": {"data": 1, "recompute": "full"}})");
+  auto memory = [&](const std::vector<std::string>& sets, const char* backend) {
+    const Scenario s = load_scenario(file, sets);
+    return report_json(s, predict(s, backend)).at("memory");
+  };
+  for (const char* backend : {"analytic", "simgrid"}) {
+    const core::Json kept = memory({}, backend);
+    const core::Json freed = memory({"parallelism.gradient_buffers=per-step"}, backend);
+    const double gradients = kept.at("breakdown_bytes").at("gradients").get<double>();
+    // 4 bytes per parameter: 4 layers x (12 h^2 + 13 h) + the tied 50,304 x h embedding + the learned
+    // 2,048 x h positions (a transformer spec's default) + 2 h of the final norm.
+    const double h = 1024;
+    EXPECT_DOUBLE_EQ(gradients, 4 * (4 * (12 * h * h + 13 * h) + (50304 + 2048) * h + 2 * h)) << backend;
+    EXPECT_DOUBLE_EQ(freed.at("peak_bytes_per_gpu").get<double>(), kept.at("peak_bytes_per_gpu").get<double>() - gradients)
+        << backend;
+    EXPECT_EQ(freed.at("breakdown_bytes").at("gradients").get<double>(), 0.0) << backend;
+    EXPECT_EQ(freed.at("breakdown_bytes").at("activations"), kept.at("breakdown_bytes").at("activations")) << backend;
+
+    const std::vector<std::string> two = {"training.micro_batch=4"};
+    std::vector<std::string> two_freed = two;
+    two_freed.emplace_back("parallelism.gradient_buffers=per-step");
+    const core::Json kept2 = memory(two, backend);
+    const core::Json freed2 = memory(two_freed, backend);
+    EXPECT_EQ(freed2.at("peak_bytes_per_gpu"), kept2.at("peak_bytes_per_gpu")) << backend;
+    EXPECT_EQ(freed2.at("breakdown_bytes").at("gradients"), kept2.at("breakdown_bytes").at("gradients")) << backend;
+  }
+  const Scenario s = load_scenario(file, {"parallelism.gradient_buffers=per-step"});
+  const Estimate e = estimate_layout(s.model, s.training, s.parallelism, s.cluster, s.profile);
+  EXPECT_NEAR(e.peak_memory_bytes / report_json(s, predict(s, "analytic")).at("memory").at("peak_bytes_per_gpu").get<double>(),
+              1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace trainsim::plan
