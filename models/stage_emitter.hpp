@@ -100,6 +100,8 @@ class StageEmitter {
   // Gradients allocated (bytes > 0) or freed under gradient_buffers "per-step": a MEMORY task named
   // "gradients", counted in the running sum and apart (gradients_at_peak_).
   void gradient_memory(double bytes, Phase phase, int layer, int mb);
+  // A MEMORY task on the compute stream, into the running sums (memory, gradient_memory).
+  void device_memory(const char* name, double bytes, Phase phase, int layer, int mb);
   // The running sum moved to live_ (and live_without_): the peaks and the gradients at the peak.
   void note_peaks();
   void memory_on(Stream stream, MemorySpace space, double bytes, Phase phase, int layer, int mb,

@@ -243,19 +243,18 @@ void StageEmitter::count_data(double bytes, double dense_bytes) {
 }
 
 void StageEmitter::memory(double bytes, Phase phase, int layer, int mb) {
-  Task t = make(TaskKind::MEMORY, Stream::COMPUTE, phase, layer, mb, "activations");
-  t.bytes = bytes;
-  prog().add(t);
-  live_ += bytes;
-  live_without_ += bytes;
-  note_peaks();
+  device_memory("activations", bytes, phase, layer, mb);
 }
 
 void StageEmitter::gradient_memory(double bytes, Phase phase, int layer, int mb) {
-  Task t = make(TaskKind::MEMORY, Stream::COMPUTE, phase, layer, mb, "gradients");
+  live_gradients_ += bytes;
+  device_memory("gradients", bytes, phase, layer, mb);
+}
+
+void StageEmitter::device_memory(const char* name, double bytes, Phase phase, int layer, int mb) {
+  Task t = make(TaskKind::MEMORY, Stream::COMPUTE, phase, layer, mb, name);
   t.bytes = bytes;
   prog().add(t);
-  live_gradients_ += bytes;
   live_ += bytes;
   live_without_ += bytes;
   note_peaks();

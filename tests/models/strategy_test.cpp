@@ -429,13 +429,12 @@ TEST(ParseParallelism, RecomputeEarlyStopFollowsTheStacksCheckpoint) {
 TEST(ParseParallelism, GradientBuffersFollowTheStack) {
   Lines errors;
   const core::Json none = core::Json::object();
-  EXPECT_TRUE(parse_parallelism(none, core::Stack::TORCHTITAN, errors).gradients_per_step);
-  EXPECT_TRUE(parse_parallelism(none, core::Stack::FSDP, errors).gradients_per_step);
-  EXPECT_TRUE(parse_parallelism(none, core::Stack::COMPOSER, errors).gradients_per_step);
-  EXPECT_FALSE(parse_parallelism(none, core::Stack::DDP, errors).gradients_per_step);
-  EXPECT_FALSE(parse_parallelism(none, core::Stack::DEEPSPEED, errors).gradients_per_step);
-  EXPECT_FALSE(parse_parallelism(none, core::Stack::MEGATRON, errors).gradients_per_step);
-  EXPECT_FALSE(parse_parallelism(none, std::nullopt, errors).gradients_per_step);
+  const std::vector<std::pair<std::optional<core::Stack>, bool>> defaults = {
+      {core::Stack::TORCHTITAN, true}, {core::Stack::FSDP, true},      {core::Stack::COMPOSER, true}, {core::Stack::DDP, false},
+      {core::Stack::DEEPSPEED, false}, {core::Stack::MEGATRON, false}, {std::nullopt, false}};
+  for (const auto& [stack, per_step] : defaults) {
+    EXPECT_EQ(parse_parallelism(none, stack, errors).gradients_per_step, per_step) << (stack ? core::to_string(*stack) : "none");
+  }
   EXPECT_FALSE(parse_parallelism(none, std::nullopt, errors).to_json().contains("gradient_buffers"));
   EXPECT_EQ(parse_parallelism(none, core::Stack::TORCHTITAN, errors).to_json()["gradient_buffers"], "per-step");
   const ParallelismConfig kept = parse_parallelism({{"gradient_buffers", "persistent"}}, core::Stack::TORCHTITAN, errors);
