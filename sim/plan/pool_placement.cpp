@@ -252,7 +252,9 @@ std::vector<double> micro_batch_seconds(const Scenario& s) {
 bool splits_batch(const Scenario& s) { return !pools_of(s).empty() && s.parallelism.pipeline == 1; }
 
 models::TrainingConfig strategy_training(const Scenario& s) {
-  if (!splits_batch(s)) return s.training;
+  // More data-parallel replicas than GPUs (placement_unit 0) is the world-size mismatch that
+  // check_strategy reports; there is no replica to share the batch over.
+  if (!splits_batch(s) || placement_unit(s) < 1) return s.training;
   models::TrainingConfig t = s.training;
   int64_t most = 1;
   if (s.training.batch_split.size() == pools_of(s).size()) {
@@ -265,6 +267,7 @@ models::TrainingConfig strategy_training(const Scenario& s) {
 
 std::vector<models::ReplicaShare> replica_shares(const Scenario& s) {
   const int unit = placement_unit(s);
+  TRAINSIM_CHECK(unit >= 1, "replica_shares of a layout with more replicas than GPUs (check_strategy rejects it)");
   std::vector<models::ReplicaShare> shares;
   for (size_t i = 0; i < pools_of(s).size(); ++i) {
     models::ReplicaShare r;
