@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "models/workload_builder.hpp"
+#include "sim/plan/pool_placement.hpp"
 #include "sim/plan/prediction.hpp"
 #include "sim/plan/scenario.hpp"
 #include "sim/core/json_reader.hpp"
@@ -44,8 +45,11 @@ inline const std::string& write_scratch(const uint8_t* data, size_t size, const 
 inline std::optional<plan::Prediction> predict_if_small(const plan::Scenario& s, bool layer_graphs) {
   constexpr double kMaxFuzzTasks = 20'000;
   plan::check_task_budget(s);
+  // The training the strategy runs (a batch split over pools sets its global batch), as
+  // check_task_budget counts it: the scenario's own global batch need not divide over the replicas.
   if ((!layer_graphs && s.model.is_layer_graph()) ||
-      models::estimate_task_count(s.model, s.training, s.parallelism, s.offload, s.compression) > kMaxFuzzTasks) {
+      models::estimate_task_count(s.model, plan::strategy_training(s), s.parallelism, s.offload, s.compression) >
+          kMaxFuzzTasks) {
     return std::nullopt;
   }
   return plan::predict(s, "analytic");
