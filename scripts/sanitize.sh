@@ -18,4 +18,6 @@ build=${BUILD:-"$repo/build-asan"}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:detect_stack_use_after_return=0:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" --timeout 1500 "$@"
+# The python.* tests load the sanitized module into the system's python3, which is not instrumented:
+# without ASan's runtime loaded first they die at import (docs/hardening.md, "Sanitizers").
+ctest --output-on-failure -j"$(nproc)" --timeout 1500 -E '^python\.' "$@"
