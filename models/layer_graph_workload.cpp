@@ -167,6 +167,13 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
   uint32_t last = UINT32_MAX;  // the last compute (or collective the next compute waits for)
   double live = 0, peak = 0;
   double gradients = 0, gradients_at_peak = 0;  // gradient_buffers "per-step": allocated so far, and at the peak
+  auto grow = [&](double bytes) {  // `bytes` more live: the peak, and the gradients live at it
+    live += bytes;
+    if (live > peak) {
+      peak = live;
+      gradients_at_peak = gradients;
+    }
+  };
 
   for (int mb = 0; mb < built.micro_batches; ++mb) {
     const auto umb = static_cast<uint32_t>(mb);
@@ -205,9 +212,7 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
       }
       if (c.stored_bytes > 0) {
         stored[i] = em.memory(c.stored_bytes, layer, umb, last);
-        live += c.stored_bytes;
-        if (live > peak) gradients_at_peak = gradients;
-        peak = std::max(peak, live);
+        grow(c.stored_bytes);
       }
     }
     const bool last_mb = mb + 1 == built.micro_batches;
@@ -260,10 +265,8 @@ BuiltWorkload build_layer_graph_workload(const ModelSpec& m, const TrainingConfi
         layer_params.dense = l.parameters;
         const double bytes = model_state_memory(layer_params, t, p).gradients.value();
         em.memory(bytes, layer, umb, last, "gradients");
-        live += bytes;
         gradients += bytes;
-        if (live > peak) gradients_at_peak = gradients;
-        peak = std::max(peak, live);
+        grow(bytes);
       }
       if (last_mb && reduce && l.parameters > 0) {
         filled += l.parameters;

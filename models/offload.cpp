@@ -189,6 +189,10 @@ StateSplit split_model_states(const MemoryBreakdown& states, const ParameterCoun
   return s;
 }
 
+bool gradients_per_step_on_gpu(const ParallelismConfig& p, const OffloadConfig& o) {
+  return p.gradients_per_step && o.gradients == OffloadTarget::NONE;
+}
+
 std::vector<ParameterCount> stage_parameters(const ModelSpec& m, const TrainingConfig& t, const ParallelismConfig& p) {
   const std::vector<int> split = p.stage_layers.empty() ? balanced_split(m.layers, p.pipeline_chunks()) : p.stage_layers;
   std::vector<ParameterCount> out(static_cast<size_t>(p.pipeline));

@@ -154,6 +154,10 @@ StateSplit split_model_states(const ParameterCount& local, const TrainingConfig&
 // proportion to its optimizer states, the weights whole.
 StateSplit split_model_states(const MemoryBreakdown& states, const ParameterCount& local, const TrainingConfig& t,
                               const ParallelismConfig& p, const OffloadConfig& o);
+// parallelism.gradient_buffers "per-step" as the builders apply it: the gradients are freed after each
+// step and allocated by the next backward only where they stay on the GPU (offloaded gradients live
+// in host memory, split_model_states).
+bool gradients_per_step_on_gpu(const ParallelismConfig& p, const OffloadConfig& o);
 
 // Bytes of the fp32 master copy per parameter: 4 in mixed precision, 0 in fp32 / tf32 training.
 double master_weight_bytes_per_parameter(core::Precision p);

@@ -79,7 +79,7 @@ BuildPlan make_plan(const ModelSpec& m, const TrainingConfig& t, const Paralleli
   plan.compression = &compression;
   plan.offload = &offload;
   plan.training = &t;
-  plan.gradients_per_step = p.gradients_per_step && offload.gradients == OffloadTarget::NONE;
+  plan.gradients_per_step = gradients_per_step_on_gpu(p, offload);
   plan.offload_params = offload.parameters != OffloadTarget::NONE;
   plan.activation_bytes = activation_element_bytes(t.precision);
   plan.master_bytes = master_weight_bytes_per_parameter(t.precision);

@@ -517,8 +517,7 @@ Estimate estimate_layout(const models::ModelSpec& m, const models::TrainingConfi
     // backward as the activations it frees shrink, so the peak is the larger of the two (at the loss
     // or at the step's end); with more, the first backward allocates them under the later
     // micro-batches' activations, as persistent ones.
-    const bool per_step =
-        p.gradients_per_step && offload.gradients == models::OffloadTarget::NONE && micro_batches == 1;
+    const bool per_step = models::gradients_per_step_on_gpu(p, offload) && micro_batches == 1;
     const double dynamic = per_step ? std::max(peak + moving, state.gradients.value()) : peak + moving + state.gradients.value();
     const double memory = state.weights.value() + state.optimizer_states.value() + buffers + dynamic + error_feedback;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, memory);
