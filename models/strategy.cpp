@@ -471,6 +471,20 @@ std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismCo
       return std::nullopt;
     case core::Stack::DEEPSPEED:
       if (sharded && p.zero_impl != ZeroImpl::DEEPSPEED) return StackRefusal{"its own ZeRO (zero_impl \"deepspeed\")", true};
+      // deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__: "ZeRO-2 and ZeRO-3 are incompatible
+      // with pipeline parallelism" (asserts zero_optimization_stage() < ZeroStageEnum.gradients).
+      if (p.pipeline > 1 && p.zero_stage >= 2) {
+        return StackRefusal{"ZeRO stage zero or one under pipeline parallelism (its PipelineEngine: \"ZeRO-2 and ZeRO-3 "
+                            "are incompatible with pipeline parallelism\")",
+                            true};
+      }
+      // deepspeed/runtime/pipe/schedule.py: TrainSchedule, its one training schedule, is 1F1B over one
+      // model chunk per stage (2 x (micro-batches + stages - 1) steps, forwards and backwards alternating).
+      if (p.pipeline > 1 && (p.schedule != PipelineSchedule::ONE_F_ONE_B || p.virtual_stages > 1)) {
+        return StackRefusal{"pipeline_schedule \"1f1b\" with one model chunk per stage (its TrainSchedule) under "
+                            "pipeline parallelism",
+                            false};
+      }
       if (p.context > 1 || expert) {
         return StackRefusal{"ZeRO x PP (x Megatron-DeepSpeed TP): context and expert parallelism are not available", false};
       }

@@ -1,5 +1,7 @@
 #include "models/strategy.hpp"
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 namespace trainsim::models {
@@ -341,6 +343,44 @@ TEST_F(CheckStrategy, AGivenStackRefusesTheLayoutsItCannotRun) {
   EXPECT_EQ(resolved_stack(training, par), core::Stack::MEGATRON);
   training.stack = core::Stack::DDP;
   EXPECT_EQ(resolved_stack(training, par), core::Stack::DDP);
+}
+
+// DeepSpeed's PipelineEngine asserts ZeRO stage < 2: ZeRO-1 runs under a pipeline, ZeRO-2 and -3
+// only without one.
+TEST_F(CheckStrategy, DeepSpeedRunsOnlyZeroOneUnderAPipeline) {
+  ParallelismConfig ds;
+  ds.pipeline = 8;
+  ds.data = 128;
+  ds.zero_impl = ZeroImpl::DEEPSPEED;
+  training.stack = core::Stack::DEEPSPEED;
+  training.global_batch = 2048;
+  for (int stage : {1, 2, 3}) {
+    ds.zero_stage = stage;
+    const Lines got = problems(gpt, training, ds, 1024);
+    if (stage == 1) {
+      EXPECT_EQ(got, Lines{});
+    } else {
+      EXPECT_EQ(got, Lines{fmt::format("/training/stack: stack \"deepspeed\" runs ZeRO stage zero or one under pipeline "
+                                       "parallelism (its PipelineEngine: \"ZeRO-2 and ZeRO-3 are incompatible with "
+                                       "pipeline parallelism\"), found zero_stage {} with zero_impl \"deepspeed\"",
+                                       stage)});
+    }
+    EXPECT_EQ(stack_runs(core::Stack::DEEPSPEED, ds), stage == 1) << stage;
+  }
+  // Its one training schedule, TrainSchedule, is 1F1B over one model chunk per stage.
+  ds.zero_stage = 1;
+  ds.schedule = PipelineSchedule::INTERLEAVED_1F1B;
+  ds.virtual_stages = 2;
+  EXPECT_EQ(problems(gpt, training, ds, 1024),
+            Lines{"/training/stack: stack \"deepspeed\" runs pipeline_schedule \"1f1b\" with one model chunk per stage "
+                  "(its TrainSchedule) under pipeline parallelism"});
+  ds.schedule = PipelineSchedule::GPIPE;
+  ds.virtual_stages = 1;
+  EXPECT_FALSE(stack_runs(core::Stack::DEEPSPEED, ds));
+  ds.pipeline = 1;
+  ds.data = 1024;
+  ds.zero_stage = 3;
+  EXPECT_TRUE(stack_runs(core::Stack::DEEPSPEED, ds)) << "ZeRO-3 without a pipeline (the schedule is moot)";
 }
 
 // The stack sets parallelism defaults: torchtitan shards with FSDP2, DeepSpeed with its ZeRO,
