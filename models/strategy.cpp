@@ -446,6 +446,14 @@ std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismCo
       if (zero3 || (sharded && p.zero_impl != ZeroImpl::MEGATRON_DISTRIBUTED_OPTIMIZER)) {
         return StackRefusal{"ZeRO stages one and two with its distributed optimizer only", true};
       }
+      // megatron/core/pipeline_parallel/schedules.py, get_forward_backward_func: without interleaving
+      // (1F1B) or with it; no GPipe, PipeDream or zero-bubble schedule.
+      if (p.pipeline > 1 && p.schedule != PipelineSchedule::ONE_F_ONE_B &&
+          p.schedule != PipelineSchedule::INTERLEAVED_1F1B) {
+        return StackRefusal{"pipeline_schedule \"1f1b\" or \"interleaved-1f1b\" under pipeline parallelism "
+                            "(Megatron-core's forward_backward_pipelining_without / with_interleaving)",
+                            false};
+      }
       return std::nullopt;
     case core::Stack::TORCHTITAN:
       if (sharded && !(fsdp_sharded && p.zero_impl == ZeroImpl::FSDP2)) {
@@ -454,6 +462,15 @@ std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismCo
                             true};
       }
       if (expert) return StackRefusal{"FSDP x TP x PP x CP: expert parallelism is not available", false};
+      // torch.distributed.pipelining's schedules (GPipe, 1F1B, Interleaved1F1B, LoopedBFS,
+      // InterleavedZeroBubble = ZB1P, ZBVZeroBubble) all flush every step: no PipeDream weight stashing,
+      // no ZB-H2 bypass of the optimizer step's synchronization.
+      if (p.pipeline > 1 && (p.schedule == PipelineSchedule::PIPEDREAM || p.schedule == PipelineSchedule::PIPEDREAM_2BW ||
+                             p.schedule == PipelineSchedule::ZERO_BUBBLE_H2)) {
+        return StackRefusal{"torch.distributed.pipelining's schedules (pipeline_schedule \"gpipe\", \"1f1b\", "
+                            "\"interleaved-1f1b\", \"zero-bubble-h1\"), which flush every step",
+                            false};
+      }
       return std::nullopt;
     case core::Stack::COMPOSER:
     case core::Stack::FSDP:

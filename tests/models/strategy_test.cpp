@@ -345,6 +345,42 @@ TEST_F(CheckStrategy, AGivenStackRefusesTheLayoutsItCannotRun) {
   EXPECT_EQ(resolved_stack(training, par), core::Stack::DDP);
 }
 
+// Megatron-core runs 1F1B with or without interleaving; torch.distributed.pipelining (torchtitan)
+// has GPipe, 1F1B, interleaved and zero-bubble schedules that flush every step.
+TEST_F(CheckStrategy, MegatronAndTorchtitanRunTheirOwnPipelineSchedules) {
+  ParallelismConfig pp = par;  // TP8 PP8 DP16
+  const auto runs = [&](core::Stack stack, PipelineSchedule s) {
+    pp.schedule = s;
+    return stack_runs(stack, pp);
+  };
+  for (PipelineSchedule s : {PipelineSchedule::ONE_F_ONE_B, PipelineSchedule::INTERLEAVED_1F1B}) {
+    EXPECT_TRUE(runs(core::Stack::MEGATRON, s));
+    EXPECT_TRUE(runs(core::Stack::TORCHTITAN, s));
+  }
+  for (PipelineSchedule s : {PipelineSchedule::GPIPE, PipelineSchedule::ZERO_BUBBLE_H1}) {
+    EXPECT_FALSE(runs(core::Stack::MEGATRON, s)) << to_string(s);
+    EXPECT_TRUE(runs(core::Stack::TORCHTITAN, s)) << to_string(s);
+  }
+  for (PipelineSchedule s :
+       {PipelineSchedule::PIPEDREAM, PipelineSchedule::PIPEDREAM_2BW, PipelineSchedule::ZERO_BUBBLE_H2}) {
+    EXPECT_FALSE(runs(core::Stack::MEGATRON, s)) << to_string(s);
+    EXPECT_FALSE(runs(core::Stack::TORCHTITAN, s)) << to_string(s);
+  }
+  training.stack = core::Stack::MEGATRON;
+  pp.schedule = PipelineSchedule::GPIPE;
+  EXPECT_EQ(problems(gpt, training, pp, 1024),
+            Lines{"/training/stack: stack \"megatron\" runs pipeline_schedule \"1f1b\" or \"interleaved-1f1b\" under "
+                  "pipeline parallelism (Megatron-core's forward_backward_pipelining_without / with_interleaving)"});
+  // Without a pipeline the schedule is moot; without a given stack every schedule is accepted.
+  pp.pipeline = 1;
+  pp.data = 128;
+  EXPECT_TRUE(stack_runs(core::Stack::MEGATRON, pp));
+  pp.pipeline = 8;
+  pp.data = 16;
+  training.stack.reset();
+  EXPECT_EQ(problems(gpt, training, pp, 1024), Lines{});
+}
+
 // DeepSpeed's PipelineEngine asserts ZeRO stage < 2: ZeRO-1 runs under a pipeline, ZeRO-2 and -3
 // only without one.
 TEST_F(CheckStrategy, DeepSpeedRunsOnlyZeroOneUnderAPipeline) {
