@@ -4,7 +4,7 @@
 # cases alone (leave-one-out); prints, per case, its residual, that band and whether the measured
 # value fell inside, then the coverage. The bands are honest when it is 70-90%.
 # Usage: scripts/band-coverage.sh [--write] [PATH...]
-#   default PATHs: the case folders of validation/ (training, training-fsdp-dev, training-llmfoundry, training-llmfoundry-h100, training-torchtitan, training-deepspeed,
+#   default PATHs: the case folders of validation/ (training, training-fsdp-dev, training-llmfoundry, training-llmfoundry-h100, training-torchtitan, training-fms-fsdp, training-deepspeed,
 #   gpu-h200); --write also replaces validation/bands.json with the result (then rebuild: the file is
 #   built into trainsim).
 set -euo pipefail
@@ -18,7 +18,7 @@ fi
 paths=("$@")
 if [ ${#paths[@]} -eq 0 ]; then
   cd "$repo"
-  paths=(validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100 validation/training-torchtitan validation/training-deepspeed validation/gpu-h200)
+  paths=(validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100 validation/training-torchtitan validation/training-fms-fsdp validation/training-deepspeed validation/gpu-h200)
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$src" || exit 1
 "$bin" validate validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100 \
-  validation/training-torchtitan validation/training-deepspeed validation/gpu-h200 \
+  validation/training-torchtitan validation/training-fms-fsdp validation/training-deepspeed validation/gpu-h200 \
   --backend analytic --quiet --write-bands "$tmp/bands.json" >"$tmp/table" 2>"$tmp/log" || {
   echo "validate failed:" >&2
   cat "$tmp/log" >&2
