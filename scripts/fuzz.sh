@@ -6,7 +6,8 @@
 #   run at the same time).
 # Environment: FUZZ_DIR (default /tmp/trainsim-fuzz) keeps each target's growing corpus, its log
 #   and the inputs that failed (FUZZ_DIR/TARGET-findings/); BUILD (default REPO/build-fuzz).
-# Prints, per target: executions, coverage (edges), features, corpus size and findings. Exit status
+# Prints, per target: executions, coverage (edges), features, corpus size, this run's findings and the
+# earlier runs' still in the folder. Exit status
 # 0 when no target found anything, 3 otherwise.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -76,6 +77,9 @@ seed() {
   copy_seeds "$dir" "${files[@]}"
 }
 
+# Findings of earlier runs stay in FUZZ_DIR/TARGET-findings/; this run counts only what it adds.
+started=$(mktemp)
+trap 'rm -f "$started"' EXIT
 pids=()
 for t in "${targets[@]}"; do
   seed "$t"
@@ -90,7 +94,7 @@ done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=3; done
 
-printf '%-11s %12s %8s %8s %8s %9s\n' target executions cov ft corpus findings
+printf '%-11s %12s %8s %8s %8s %9s %9s\n' target executions cov ft corpus findings earlier
 for t in "${targets[@]}"; do
   log=$fuzz_dir/$t.log
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)
@@ -98,7 +102,8 @@ for t in "${targets[@]}"; do
   cov=$(echo "$last" | awk '{print $2}')
   ft=$(echo "$last" | awk '{print $4}')
   corpus=$(find "$fuzz_dir/$t" -type f | wc -l)
-  findings=$(find "$fuzz_dir/$t-findings" -type f | wc -l)
-  printf '%-11s %12s %8s %8s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$findings"
+  findings=$(find "$fuzz_dir/$t-findings" -type f -newer "$started" | wc -l)
+  earlier=$(find "$fuzz_dir/$t-findings" -type f ! -newer "$started" | wc -l)
+  printf '%-11s %12s %8s %8s %8s %9s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$findings" "$earlier"
 done
 exit $status
