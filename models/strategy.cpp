@@ -521,6 +521,11 @@ std::optional<StackRefusal> stack_refusal(core::Stack stack, const ParallelismCo
 
 bool stack_runs(core::Stack stack, const ParallelismConfig& p) { return !stack_refusal(stack, p); }
 
+bool some_stack_runs(const ParallelismConfig& p) {
+  return std::ranges::any_of(core::stack_names(),
+                             [&](const std::string& name) { return stack_runs(core::parse_stack(name), p); });
+}
+
 std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p) {
   const std::optional<StackRefusal> r = stack_refusal(stack, p);
   if (!r) return "";

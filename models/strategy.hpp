@@ -406,16 +406,23 @@ ZeroImpl default_zero_impl(int zero_stage, std::optional<core::Stack> stack);
 // training.stack, or implied_stack() of the layout.
 core::Stack resolved_stack(const TrainingConfig& t, const ParallelismConfig& p);
 // Empty when `stack` can run the layout, else why not (one sentence naming the stack):
-//   megatron    TP/PP/CP/EP, ZeRO 0-2 with the distributed optimizer (no ZeRO-3, no DeepSpeed)
+//   megatron    TP/PP/CP/EP, ZeRO 0-2 with the distributed optimizer (no ZeRO-3, no DeepSpeed); pipeline
+//               schedules 1f1b and interleaved-1f1b
 // (messages spell numbers that are names in words, so that search groups rejections by reason)
-//   torchtitan  FSDP2 (zero_impl fsdp2 at stage 3, or 2 without resharding; or none) x TP x PP x CP; no EP
+//   torchtitan  FSDP2 (zero_impl fsdp2 at stage 3, or 2 without resharding; or none) x TP x PP x CP; no EP;
+//               no pipedream, pipedream-2bw or zero-bubble-h2 schedule
 //   composer    FSDP1 (zero_impl fsdp: FULL_SHARD at stage 3, SHARD_GRAD_OP at 2) or DDP, data parallelism only
-//   deepspeed   ZeRO 0-3 (zero_impl deepspeed) x PP; TP only through Megatron-DeepSpeed (allowed), no CP/EP
+//   deepspeed   ZeRO 0-3 (zero_impl deepspeed), or ZeRO 0-1 x PP under 1f1b with one chunk per stage; TP only
+//               through Megatron-DeepSpeed (allowed), no CP/EP
 //   fsdp        FSDP1 (zero_impl fsdp, stage 2 or 3) x TP (2-D), data parallel otherwise
 //   ddp         data parallelism only, no ZeRO
 std::string stack_unsupported(core::Stack stack, const ParallelismConfig& p);
 // stack_unsupported(stack, p).empty(), without formatting a message (search asks for every layout).
 bool stack_runs(core::Stack stack, const ParallelismConfig& p);
+// Whether any listed stack runs the layout as it is (its zero_impl included): what search asks of a
+// layout priced with its implied stack when the scenario gives none. An unsharded pipeline under a
+// zero-bubble schedule, which Megatron-core does not have, is torchtitan's.
+bool some_stack_runs(const ParallelismConfig& p);
 
 // Micro-batches per iteration: global_batch / (micro_batch x data x expert), folded: global_batch /
 // (micro_batch x data).

@@ -105,7 +105,7 @@ std::string check(const Source& source, const std::vector<std::string>& override
 std::string search(const Source& source, const std::vector<std::string>& overrides, const std::vector<int>& gpus,
                    const std::vector<std::string>& gpu_types, const std::string& objective, int top, int refine,
                    bool recheck, std::optional<int> max_gpus, std::optional<double> min_mfu, bool fits,
-                   int max_micro_batch, const std::vector<std::string>& offload,
+                   bool any_stack, int max_micro_batch, const std::vector<std::string>& offload,
                    const std::vector<std::string>& compression, int jobs, bool yes, bool quiet,
                    const std::vector<std::string>& prices, std::optional<double> deadline_days,
                    std::optional<double> budget_usd, const std::string& memory_headroom,
@@ -133,6 +133,7 @@ std::string search(const Source& source, const std::vector<std::string>& overrid
   o.max_gpus = max_gpus;
   o.min_mfu = min_mfu;
   o.fits = fits;
+  o.any_stack = any_stack;
   o.max_micro_batch = max_micro_batch;
   o.offload = offload;
   o.compression = compression;
@@ -296,7 +297,7 @@ PYBIND11_MODULE(_trainsim, m) {
   m.def("check", &check, py::arg("source"), py::arg("overrides"), py::arg("resolve_profile") = false);
   m.def("search", &search, py::arg("source"), py::arg("overrides"), py::arg("gpus"), py::arg("gpu_types"),
         py::arg("objective"), py::arg("top"), py::arg("refine"), py::arg("recheck"), py::arg("max_gpus"),
-        py::arg("min_mfu"), py::arg("fits"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),
+        py::arg("min_mfu"), py::arg("fits"), py::arg("any_stack"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),
         py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("prices"), py::arg("deadline_days"),
         py::arg("budget_usd"), py::arg("memory_headroom"), py::arg("max_power_mw"), py::arg("interruptible"));
   m.def("compare", &compare, py::arg("inputs"), py::arg("vary"), py::arg("overrides"), py::arg("backend"),

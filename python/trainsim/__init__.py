@@ -76,7 +76,7 @@ def check(scenario, *, resolve_profile=False, **overrides):
 
 
 def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", top=10, refine=30, recheck=True,
-           max_gpus=None, min_mfu=None, fits=True, max_micro_batch=0, offload=None, compression=None, jobs=None,
+           max_gpus=None, min_mfu=None, fits=True, any_stack=False, max_micro_batch=0, offload=None, compression=None, jobs=None,
            yes=False, quiet=False, price=None, deadline=None, budget=None, memory_headroom=None, max_power=None,
            as_frame=False, **overrides):
     """Ranks every parallel layout of the scenario's model on its cluster: ``trainsim search``
@@ -87,7 +87,8 @@ def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", t
         "tokens_per_dollar", "energy" or "co2" (docs/energy.md). top: layouts re-checked with SimGrid (recheck=False: none). refine: best
         first-pass estimates evaluated with the analytic backend. max_gpus, min_mfu (a fraction, 0.4),
         fits, max_micro_batch (0: the default), offload and compression (lists of choices tried for
-        every layout): constraints and choices. jobs: evaluation threads (None: one per CPU).
+        every layout): constraints and choices. any_stack: also rank layouts no training stack runs
+        (``--any-stack``). jobs: evaluation threads (None: one per CPU).
     price: USD per GPU-hour by GPU type, {"H100": 2.5, "A100": 1.3} (``--price``). deadline (days),
         budget (USD), memory_headroom ("10%" or "4 GiB"), max_power (the site's MW, ``--max-power``): the
         planning constraints (docs/search.md).
@@ -102,7 +103,7 @@ def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", t
         _source(scenario), _overrides(overrides), gpu_counts, _strings(gpu_types, "gpu_types"), str(objective),
         _integer(top, "top"), _integer(refine, "refine"), bool(recheck),
         None if max_gpus is None else _integer(max_gpus, "max_gpus"), None if min_mfu is None else float(min_mfu),
-        bool(fits), _integer(max_micro_batch, "max_micro_batch"), _strings(offload, "offload"),
+        bool(fits), bool(any_stack), _integer(max_micro_batch, "max_micro_batch"), _strings(offload, "offload"),
         _strings(compression, "compression"), _integer(jobs, "jobs") if jobs is not None else (os.cpu_count() or 1),
         bool(yes), bool(quiet), _prices(price), None if deadline is None else float(deadline),
         None if budget is None else float(budget), "" if memory_headroom is None else str(memory_headroom),

@@ -435,6 +435,9 @@ SearchSubcommand::SearchSubcommand(CLI::App& app) {
   command_->add_option("--max-gpus", o.max_gpus, "Only GPU counts up to N");
   command_->add_option("--min-mfu", o.min_mfu, "Only layouts with at least this MFU (a fraction, 0.4 = 40%)");
   command_->add_flag("--fits,!--no-fits", o.fits, "Only layouts that fit in GPU memory (default on)");
+  command_->add_flag("--any-stack", o.any_stack,
+                     "Also rank layouts no training stack runs as a whole (FSDP1 or DeepSpeed with context "
+                     "parallelism, ...), labelled [stack? no stack runs it]; by default they are rejected");
   command_->add_option("--memory-headroom", args_.headroom,
                        "With --fits: GPU memory kept free, a share (\"10%\") or a size (\"4 GiB\")")
       ->type_name("PCT|SIZE");

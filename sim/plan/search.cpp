@@ -396,6 +396,7 @@ core::Json SearchOptions::to_json() const {
   j["max_gpus"] = max_gpus ? core::Json(*max_gpus) : core::Json();
   j["min_mfu"] = min_mfu ? core::Json(*min_mfu) : core::Json();
   j["fits"] = fits;
+  if (any_stack) j["any_stack"] = true;
   j["max_micro_batch"] = max_micro_batch;
   if (!offload.empty()) j["offload"] = offload;
   if (!compression.empty()) j["compression"] = compression;
@@ -1239,7 +1240,13 @@ SearchResult Search::evaluate() const {
               }
               const core::Stack stack = models::resolved_stack(training, par);
               l.stack = core::to_string(stack);
-              l.stack_runs = models::stack_runs(stack, par);
+              // A layout no stack runs as a whole is not a plan anyone can carry out (a given stack
+              // never gets here with one: check_strategy refused it above).
+              l.stack_runs = models::stack_runs(stack, par) || models::some_stack_runs(par);
+              if (!l.stack_runs && !options_.any_stack) {
+                ++out.rejected["no stack runs it: " + models::stack_unsupported(stack, par)];
+                continue;
+              }
               // predict() would refuse it in the refinement (check_task_budget).
               if (!within_task_budget(v.base.model, training, par, v.base.simulation.max_tasks, offload,
                                       compression)) {
@@ -1555,6 +1562,7 @@ SearchOptions SearchOptions::from_json(core::ObjectReader& r) {
     o.min_mfu = r.number("min_mfu", 0.5, 1e-9, 1 - 1e-9);
   }
   o.fits = r.boolean("fits", o.fits);
+  o.any_stack = r.boolean("any_stack", o.any_stack);
   o.max_micro_batch = static_cast<int>(r.integer("max_micro_batch", 0, 0, INT32_MAX));
   o.offload = r.string_array("offload");
   o.compression = r.string_array("compression");
@@ -1679,7 +1687,7 @@ std::optional<Layout> Search::candidate(uint64_t index) const {
   configure(v.base, zero_templates_, l, par, training, offload, compression);
   const core::Stack stack = models::resolved_stack(training, par);
   l.stack = core::to_string(stack);
-  l.stack_runs = models::stack_unsupported(stack, par).empty();
+  l.stack_runs = models::stack_runs(stack, par) || models::some_stack_runs(par);
   return l;
 }
 
@@ -1746,6 +1754,7 @@ MergedShards merge_shards(const std::vector<std::pair<core::Json, std::string>>&
   o.max_gpus = recorded.max_gpus;
   o.min_mfu = recorded.min_mfu;
   o.fits = recorded.fits;
+  o.any_stack = recorded.any_stack;
   o.max_micro_batch = recorded.max_micro_batch;
   o.offload = recorded.offload;
   o.compression = recorded.compression;

@@ -81,6 +81,11 @@ struct SearchOptions {
   std::optional<int> max_gpus{};
   std::optional<double> min_mfu{};      // fraction, e.g. 0.4
   bool fits = true;                     // only layouts that fit in GPU memory
+  // Also rank layouts that no listed training stack runs as a whole (FSDP1 or DeepSpeed with context
+  // parallelism, say), labelled "[x? no stack runs it]"; by default they are rejected with the reason
+  // of the stack their ZeRO implementation implies. Moot when the scenario gives training.stack (its
+  // layouts alone are candidates).
+  bool any_stack = false;
   // Largest micro-batch tried; 0: 16 for a transformer (sequences), the whole per-replica batch for a
   // layer-graph model (images: hundreds per GPU are usual).
   int max_micro_batch = 0;

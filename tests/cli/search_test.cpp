@@ -113,6 +113,32 @@ TEST(Search, RespectsTheGivenStackAndLabelsTheImpliedOne) {
   EXPECT_EQ(stacks, (std::set<std::string>{"megatron", "torchtitan", "deepspeed", "fsdp"}));
 }
 
+// Without a given stack, a layout that no stack runs as a whole (FSDP1 with a pipeline, DeepSpeed's
+// ZeRO-3 under one) is rejected with the reason of the stack its ZeRO implementation implies;
+// --any-stack ranks it, labelled.
+TEST(Search, RejectsLayoutsNoStackRunsUnlessAskedForAny) {
+  const SearchResult runnable = Search(tiny_options()).evaluate();
+  ASSERT_FALSE(runnable.ranked.empty());
+  for (const Evaluated& e : runnable.ranked) EXPECT_TRUE(e.layout.stack_runs) << e.layout.describe();
+  const std::string fsdp_pipeline =
+      "no stack runs it: stack \"fsdp\" runs FSDP x TP (2-D) only: pipeline, context and expert parallelism are not "
+      "available";
+  EXPECT_GT(runnable.rejected.count(fsdp_pipeline), 0u);
+  SearchOptions o = tiny_options();
+  o.any_stack = true;
+  const SearchResult any = Search(o).evaluate();
+  EXPECT_EQ(any.rejected.count(fsdp_pipeline), 0u);
+  size_t unrunnable = 0;
+  for (const Evaluated& e : any.ranked) {
+    if (e.layout.stack_runs) continue;
+    ++unrunnable;
+    EXPECT_TRUE(e.layout.pipeline > 1 || e.layout.context > 1) << e.layout.describe();
+    EXPECT_NE(e.layout.describe().find("no stack runs it"), std::string::npos) << e.layout.describe();
+  }
+  EXPECT_GT(unrunnable, 0u);
+  EXPECT_EQ(any.valid, runnable.valid + unrunnable) << "the same candidates, the unrunnable ones now ranked";
+}
+
 // Hybrid sharding: on 2 nodes of 4 GPUs the FSDP / FSDP2 layouts whose data ranks span the nodes are
 // also enumerated with the shard group of one node (tensor x shard_group = 4): HSDP4 at TP1 (data 8),
 // HSDP2 at TP2 (data 4), none at TP4 (one data rank per node). Under torchtitan they are fsdp2 only,
