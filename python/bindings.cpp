@@ -297,8 +297,8 @@ PYBIND11_MODULE(_trainsim, m) {
   m.def("check", &check, py::arg("source"), py::arg("overrides"), py::arg("resolve_profile") = false);
   m.def("search", &search, py::arg("source"), py::arg("overrides"), py::arg("gpus"), py::arg("gpu_types"),
         py::arg("objective"), py::arg("top"), py::arg("refine"), py::arg("recheck"), py::arg("max_gpus"),
-        py::arg("min_mfu"), py::arg("fits"), py::arg("any_stack"), py::arg("max_micro_batch"), py::arg("offload"), py::arg("compression"),
-        py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("prices"), py::arg("deadline_days"),
+        py::arg("min_mfu"), py::arg("fits"), py::arg("any_stack"), py::arg("max_micro_batch"), py::arg("offload"),
+        py::arg("compression"), py::arg("jobs"), py::arg("yes"), py::arg("quiet"), py::arg("prices"), py::arg("deadline_days"),
         py::arg("budget_usd"), py::arg("memory_headroom"), py::arg("max_power_mw"), py::arg("interruptible"));
   m.def("compare", &compare, py::arg("inputs"), py::arg("vary"), py::arg("overrides"), py::arg("backend"),
         py::arg("quiet"), py::arg("prices"), py::arg("interruptible"));

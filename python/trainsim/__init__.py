@@ -76,9 +76,9 @@ def check(scenario, *, resolve_profile=False, **overrides):
 
 
 def search(scenario, *, gpus=None, gpu_types=None, objective="iteration_time", top=10, refine=30, recheck=True,
-           max_gpus=None, min_mfu=None, fits=True, any_stack=False, max_micro_batch=0, offload=None, compression=None, jobs=None,
-           yes=False, quiet=False, price=None, deadline=None, budget=None, memory_headroom=None, max_power=None,
-           as_frame=False, **overrides):
+           max_gpus=None, min_mfu=None, fits=True, any_stack=False, max_micro_batch=0, offload=None,
+           compression=None, jobs=None, yes=False, quiet=False, price=None, deadline=None, budget=None,
+           memory_headroom=None, max_power=None, as_frame=False, **overrides):
     """Ranks every parallel layout of the scenario's model on its cluster: ``trainsim search``
     (docs/search.md; the options are its flags').
 

@@ -124,6 +124,12 @@ struct Search::Shape {
 
 namespace {
 
+// Layout::stack_runs of a layout priced with `stack`: that stack runs it, or another listed stack does
+// (the implied one first: the common case, and a cheap one).
+bool runs_somewhere(core::Stack stack, const models::ParallelismConfig& par) {
+  return models::stack_runs(stack, par) || models::some_stack_runs(par);
+}
+
 // Hybrid sharding's shard group for a shape: the data-parallel ranks of one node (tensor x context x
 // shard_group = GPUs per node, the layout placing them adjacent), when that splits the data ranks
 // into two or more groups; 0 otherwise, and for expert parallelism (models::check_strategy refuses it).
@@ -1242,7 +1248,7 @@ SearchResult Search::evaluate() const {
               l.stack = core::to_string(stack);
               // A layout no stack runs as a whole is not a plan anyone can carry out (a given stack
               // never gets here with one: check_strategy refused it above).
-              l.stack_runs = models::stack_runs(stack, par) || models::some_stack_runs(par);
+              l.stack_runs = runs_somewhere(stack, par);
               if (!l.stack_runs && !options_.any_stack) {
                 ++out.rejected["no stack runs it: " + models::stack_unsupported(stack, par)];
                 continue;
@@ -1687,7 +1693,7 @@ std::optional<Layout> Search::candidate(uint64_t index) const {
   configure(v.base, zero_templates_, l, par, training, offload, compression);
   const core::Stack stack = models::resolved_stack(training, par);
   l.stack = core::to_string(stack);
-  l.stack_runs = models::stack_runs(stack, par) || models::some_stack_runs(par);
+  l.stack_runs = runs_somewhere(stack, par);
   return l;
 }
 
