@@ -125,9 +125,17 @@ struct Search::Shape {
 namespace {
 
 // Layout::stack_runs of a layout priced with `stack`: that stack runs it, or another listed stack does
-// (the implied one first: the common case, and a cheap one).
+// (the implied one first: the common case, and a cheap one). The only schedule search chooses is the
+// interleaved one (for model chunks); any other but 1F1B is the scenario's own question (GPipe,
+// PipeDream, zero-bubble: some in no listed stack), which must not reject every pipelined layout, so
+// the layout is judged as if under 1F1B.
+models::ParallelismConfig as_judged(models::ParallelismConfig par) {
+  if (par.schedule != models::PipelineSchedule::INTERLEAVED_1F1B) par.schedule = models::PipelineSchedule::ONE_F_ONE_B;
+  return par;
+}
 bool runs_somewhere(core::Stack stack, const models::ParallelismConfig& par) {
-  return models::stack_runs(stack, par) || models::some_stack_runs(par);
+  const models::ParallelismConfig judged = as_judged(par);
+  return models::stack_runs(stack, judged) || models::some_stack_runs(judged);
 }
 
 // Hybrid sharding's shard group for a shape: the data-parallel ranks of one node (tensor x context x
@@ -1250,7 +1258,7 @@ SearchResult Search::evaluate() const {
               // never gets here with one: check_strategy refused it above).
               l.stack_runs = runs_somewhere(stack, par);
               if (!l.stack_runs && !options_.any_stack) {
-                ++out.rejected["no stack runs it: " + models::stack_unsupported(stack, par)];
+                ++out.rejected["no stack runs it: " + models::stack_unsupported(stack, as_judged(par))];
                 continue;
               }
               // predict() would refuse it in the refinement (check_task_budget).

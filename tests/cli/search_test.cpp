@@ -137,6 +137,17 @@ TEST(Search, RejectsLayoutsNoStackRunsUnlessAskedForAny) {
   }
   EXPECT_GT(unrunnable, 0u);
   EXPECT_EQ(any.valid, runnable.valid + unrunnable) << "the same candidates, the unrunnable ones now ranked";
+  // The scenario's own schedule is its question, not a reason: Megatron-core has no GPipe, yet the
+  // pipelined Megatron layouts stay (as under 1F1B).
+  SearchOptions g = tiny_options();
+  g.overrides = {"parallelism.pipeline_schedule=gpipe"};
+  const SearchResult gpipe = Search(g).evaluate();
+  size_t pipelined_megatron = 0;
+  for (const Evaluated& e : gpipe.ranked) {
+    if (e.layout.pipeline > 1 && e.layout.virtual_stages == 1 && e.layout.stack == "megatron") ++pipelined_megatron;
+  }
+  EXPECT_GT(pipelined_megatron, 0u);
+  EXPECT_EQ(gpipe.valid, runnable.valid) << "the same layouts as under 1F1B";
 }
 
 // Hybrid sharding: on 2 nodes of 4 GPUs the FSDP / FSDP2 layouts whose data ranks span the nodes are
