@@ -4,10 +4,17 @@
 # cases alone (leave-one-out); prints, per case, its residual, that band and whether the measured
 # value fell inside, then the coverage. The bands are honest when it is 70-90%.
 # Usage: scripts/band-coverage.sh [--write] [PATH...]
-#   default PATHs: the case folders of validation/ (training, training-fsdp-dev, training-llmfoundry, training-llmfoundry-h100, training-torchtitan, training-fms-fsdp, training-deepspeed,
-#   gpu-h200); --write also replaces validation/bands.json with the result (then rebuild: the file is
-#   built into trainsim).
+#        scripts/band-coverage.sh --folders
+#   default PATHs: the case folders of validation/ that make the bands (`folders` below, the one list:
+#   tests/cli/bands_current.sh reads it with --folders); --write also replaces validation/bands.json
+#   with the result (then rebuild: the file is built into trainsim).
 set -euo pipefail
+folders=(validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100
+         validation/training-torchtitan validation/training-fms-fsdp validation/training-deepspeed validation/gpu-h200)
+if [ "${1:-}" = "--folders" ]; then
+  printf '%s\n' "${folders[@]}"
+  exit 0
+fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$repo/build/sim/cli/trainsim
 write=0
@@ -18,7 +25,7 @@ fi
 paths=("$@")
 if [ ${#paths[@]} -eq 0 ]; then
   cd "$repo"
-  paths=(validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100 validation/training-torchtitan validation/training-fms-fsdp validation/training-deepspeed validation/gpu-h200)
+  paths=("${folders[@]}")
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

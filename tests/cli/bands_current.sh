@@ -10,8 +10,10 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$src" || exit 1
-"$bin" validate validation/training validation/training-fsdp-dev validation/training-llmfoundry validation/training-llmfoundry-h100 \
-  validation/training-torchtitan validation/training-fms-fsdp validation/training-deepspeed validation/gpu-h200 \
+# The folders that make the bands, from the script that writes them (one list).
+mapfile -t folders < <(scripts/band-coverage.sh --folders)
+[ ${#folders[@]} -gt 0 ] || { echo "scripts/band-coverage.sh --folders listed nothing" >&2; exit 1; }
+"$bin" validate "${folders[@]}" \
   --backend analytic --quiet --write-bands "$tmp/bands.json" >"$tmp/table" 2>"$tmp/log" || {
   echo "validate failed:" >&2
   cat "$tmp/log" >&2
